@@ -1,0 +1,41 @@
+# The two commands of a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test services lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Serve calcgraph on the embedded default (SQLite, in-process workers) at http://127.0.0.1:8000
+run: install
+	$(BIN)/calcgraph serve
+
+services:
+	bash scripts/ensure-services.sh
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install services
+	$(BIN)/pytest
+
+## Lint, strict types, then the whole suite on SQLite and PostgreSQL
+test: lint typecheck pytest
+
+bench: install services
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

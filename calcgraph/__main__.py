@@ -1,0 +1,3 @@
+from calcgraph.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Persistence plumbing: the engine and sessions, the declarative base, migrations."""

@@ -1,0 +1,52 @@
+"""Everything that differs between SQLite and PostgreSQL lives here, and only here."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any, Literal
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+BeginMode = Literal["DEFERRED", "IMMEDIATE"]
+
+# SQLite takes its write lock at the first write of a DEFERRED transaction, which can fail with
+# SQLITE_BUSY in the middle of a unit of work; write sessions start IMMEDIATE instead, so they
+# queue for the lock up front (busy_timeout) and never deadlock halfway through.
+SQLITE_BEGIN_MODE: ContextVar[BeginMode] = ContextVar("SQLITE_BEGIN_MODE", default="DEFERRED")
+
+
+def configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
+    """WAL, foreign keys, busy timeout on connect; our own BEGIN so its mode is ours to pick."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to SQLAlchemy's "begin" event below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql(f"BEGIN {SQLITE_BEGIN_MODE.get()}")
+
+
+_PG_RETRYABLE_SQLSTATES = {"40001", "40P01", "55P03"}
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """A database error that a client may simply retry: SQLite busy, PostgreSQL contention."""
+    if isinstance(exc, OperationalError):
+        text = str(exc.orig).lower()
+        if "database is locked" in text or "database is busy" in text:
+            return True
+    if isinstance(exc, DBAPIError):
+        sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+        return sqlstate in _PG_RETRYABLE_SQLSTATES
+    return False

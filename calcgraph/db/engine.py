@@ -1,0 +1,81 @@
+"""The database handle: one engine, write and read sessions with the unit-of-work rule.
+
+Services never commit: the door that opened a write session commits it (one transaction per
+REST request, per GraphQL mutation field, per actor message) or rolls it back on error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite
+
+AfterCommit = Callable[[], Any]
+
+
+class Database:
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_timeout_ms: int = 5000,
+        bind: AsyncConnection | None = None,
+    ) -> None:
+        self.url = url
+        self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
+        if bind is not None:
+            # Tests: every session joins the connection's outer transaction through a
+            # savepoint, so the test can roll everything back at its end.
+            self.engine: AsyncEngine = bind.engine
+            self._factory = async_sessionmaker(
+                bind=bind, expire_on_commit=False, join_transaction_mode="create_savepoint"
+            )
+            return
+        kwargs: dict[str, Any] = {}
+        if self.dialect_name == "postgresql":
+            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+        self.engine = create_async_engine(url, **kwargs)
+        if self.dialect_name == "sqlite":
+            configure_sqlite(self.engine, busy_timeout_ms)
+        self._factory = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @asynccontextmanager
+    async def write_session(self) -> AsyncIterator[AsyncSession]:
+        """One unit of work: committed when the block ends, rolled back if it raises."""
+        token = SQLITE_BEGIN_MODE.set("IMMEDIATE")
+        try:
+            async with self._factory() as session:
+                try:
+                    yield session
+                    await session.commit()
+                except BaseException:
+                    await session.rollback()
+                    raise
+        finally:
+            SQLITE_BEGIN_MODE.reset(token)
+
+    @asynccontextmanager
+    async def read_session(self) -> AsyncIterator[AsyncSession]:
+        """A short-lived session for queries; never shared between concurrent resolvers."""
+        # Closing (not rolling back) ends the transaction without expiring what was loaded,
+        # so results stay readable after the block.
+        async with self._factory() as session:
+            yield session
+
+    async def ping(self) -> None:
+        async with self.read_session() as session:
+            await session.execute(text("SELECT 1"))
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,34 @@
+"""Imports every feature's models so that the metadata (and Alembic) sees all tables."""
+
+from calcgraph.db.base import Base
+from calcgraph.domain.access.models import Membership, Organization, User
+from calcgraph.domain.builds.models import Build
+from calcgraph.domain.functions.models import Function, FunctionVersion
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.packages.models import (
+    CodeBlob,
+    Package,
+    PackageVersion,
+    PackageVersionFunction,
+)
+from calcgraph.domain.runs.models import NodeState, WorkflowRun
+from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
+
+__all__ = [
+    "Base",
+    "Build",
+    "CodeBlob",
+    "Function",
+    "FunctionVersion",
+    "Job",
+    "Membership",
+    "NodeState",
+    "Organization",
+    "Package",
+    "PackageVersion",
+    "PackageVersionFunction",
+    "User",
+    "Workflow",
+    "WorkflowRun",
+    "WorkflowVersion",
+]

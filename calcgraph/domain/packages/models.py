@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin, utcnow
+
+
+class Package(IdMixin, TimestampMixin, Base):
+    __tablename__ = "packages"
+    __table_args__ = (Index("ix_packages_visibility_org", "visibility", "organization_id"),)
+
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    organization_id: Mapped[str | None] = mapped_column(ForeignKey("organizations.id"), index=True)
+    visibility: Mapped[str] = mapped_column(String(20))
+    """`private` (owner), `internal` (owning organization), `public` (authenticated users)."""
+    description: Mapped[str | None] = mapped_column(String(2000))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class PackageVersion(IdMixin, TimestampMixin, Base):
+    __tablename__ = "package_versions"
+    __table_args__ = (UniqueConstraint("package_id", "version"),)
+
+    package_id: Mapped[str] = mapped_column(ForeignKey("packages.id", ondelete="CASCADE"))
+    version: Mapped[str] = mapped_column(String(100))
+    git_ref: Mapped[str | None] = mapped_column(String(255))
+    git_commit: Mapped[str | None] = mapped_column(String(40))
+    is_latest: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_stable: Mapped[bool] = mapped_column(Boolean, default=True)
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    files: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    """Path of each file of the deployment to the SHA-256 of its content in `code_blobs`."""
+    changelog: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+
+
+class PackageVersionFunction(Base):
+    """Which function version each deployment carries, and what the deployment did to it."""
+
+    __tablename__ = "package_version_functions"
+
+    package_version_id: Mapped[str] = mapped_column(
+        ForeignKey("package_versions.id", ondelete="CASCADE"), primary_key=True
+    )
+    function_version_id: Mapped[str] = mapped_column(
+        ForeignKey("function_versions.id"), primary_key=True, index=True
+    )
+    status: Mapped[str] = mapped_column(String(20))
+    """`new`, `updated` or `unchanged`."""
+    deployed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CodeBlob(Base):
+    """Content-addressed source files, shared by every deployment that carries them."""
+
+    __tablename__ = "code_blobs"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from calcgraph.db.base import Base, IdMixin, JSONType, utcnow
+
+
+class WorkflowRun(IdMixin, Base):
+    __tablename__ = "workflow_runs"
+    __table_args__ = (
+        Index("ix_workflow_runs_status", "status"),
+        Index("ix_workflow_runs_workflow_started", "workflow_id", "started_at"),
+        Index("ix_workflow_runs_user_started", "user_id", "started_at"),
+    )
+
+    workflow_id: Mapped[str] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
+    workflow_version_id: Mapped[str] = mapped_column(ForeignKey("workflow_versions.id"))
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    """Echoed back verbatim."""
+    resolved_inputs: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    """The same inputs with quantities in SI, as functions receive them."""
+    terminal_outputs: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    error_message: Mapped[str | None] = mapped_column(String(4000))
+    first_failed_node_key: Mapped[str | None] = mapped_column(String(200))
+    plan_snapshot: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    """Bumped by every tick that changes something: cheap change detection for pollers."""
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    completed_at: Mapped[datetime | None]
+
+
+class NodeState(Base):
+    """One row per function or extract node of a run, so a tick writes only what changed."""
+
+    __tablename__ = "node_states"
+    __table_args__ = (Index("ix_node_states_run_status", "run_id", "status"),)
+
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    node_key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    """`function` or `extract`."""
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    job_id: Mapped[str | None] = mapped_column(String(36))
+    outputs: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]

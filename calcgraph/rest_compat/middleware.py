@@ -1,0 +1,81 @@
+"""Transport rules that hold for every route: body size limit and header versioning."""
+
+from __future__ import annotations
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from calcgraph.domain.errors import NotAcceptable, PayloadTooLarge
+from calcgraph.rest_compat.errors import render
+
+VENDOR_MEDIA_TYPE = "application/vnd.service.v1+json"
+
+
+def _media_ranges(accept: str) -> list[str]:
+    return [part.split(";", 1)[0].strip().lower() for part in accept.split(",") if part.strip()]
+
+
+class MediaTypeMiddleware:
+    """`Accept: application/vnd.service.v1+json` gets JSON under that media type; an Accept
+    that names only other vendor media types gets 406."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ranges = _media_ranges(Headers(scope=scope).get("accept", ""))
+        vendor = VENDOR_MEDIA_TYPE in ranges
+        if not vendor and ranges and all(r.startswith("application/vnd.") for r in ranges):
+            error = NotAcceptable(
+                f"this service answers {VENDOR_MEDIA_TYPE} or application/json, "
+                f"not {', '.join(ranges)}"
+            )
+            await render(error)(scope, receive, send)
+            return
+        if not vendor:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_vendor(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if headers.get("content-type", "").startswith("application/json"):
+                    headers["content-type"] = VENDOR_MEDIA_TYPE
+            await send(message)
+
+        await self.app(scope, receive, send_vendor)
+
+
+class BodyLimitMiddleware:
+    """Refuse bodies over the limit, by Content-Length up front or while streaming."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _too_large(self, size: str) -> PayloadTooLarge:
+        return PayloadTooLarge(f"request body is {size} bytes; the limit is {self.max_bytes} bytes")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await render(self._too_large(declared))(scope, receive, send)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise self._too_large(f"more than {self.max_bytes}")
+            return message
+
+        await self.app(scope, limited_receive, send)

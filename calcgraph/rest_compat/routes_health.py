@@ -1,0 +1,25 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from calcgraph import __version__
+from calcgraph.db.engine import Database
+
+
+async def health(request: Request) -> JSONResponse:
+    database: Database = request.app.state.database
+    try:
+        await database.ping()
+    except Exception:  # readiness reports the failure instead of raising it
+        return JSONResponse(
+            {"status": "unavailable", "database": "unreachable", "version": __version__},
+            status_code=503,
+        )
+    return JSONResponse({"status": "ok", "database": database.dialect_name, "version": __version__})
+
+
+routes = [Route("/health", health, methods=["GET"])]

@@ -1,0 +1,54 @@
+"""GraphQL types of the type catalog."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import strawberry
+
+from calcgraph.domain.types.catalog import TypeDef
+from calcgraph.domain.types.service import ConnectionCheck
+
+
+@strawberry.enum(description="Whether a source port may be connected to a target port.")
+class Compatibility(Enum):
+    ALLOWED = "ALLOWED"
+    REFUSED = "REFUSED"
+
+
+@strawberry.type(description="A named type of the shared catalog.")
+class CatalogType:
+    name: str = strawberry.field(description="Canonical name, e.g. `Force`.")
+    parent: str | None = strawberry.field(description="The type this one extends, if any.")
+    kind: str = strawberry.field(description="`scalar`, `physical` or `composite`.")
+    unit: str | None = strawberry.field(description="SI unit of a physical scalar.")
+    shape: str | None = strawberry.field(description="Shape of a composite type.")
+    description: str = strawberry.field(description="What the type stands for.")
+
+    @classmethod
+    def from_domain(cls, t: TypeDef) -> CatalogType:
+        return cls(
+            name=t.name,
+            parent=t.parent,
+            kind=t.kind,
+            unit=t.unit_symbol,
+            shape=t.shape,
+            description=t.description,
+        )
+
+
+@strawberry.type(description="The verdict of the connection rule for two type expressions.")
+class ConnectionCheckResult:
+    compatibility: Compatibility = strawberry.field(description="ALLOWED or REFUSED.")
+    reason: str = strawberry.field(description="The chain followed, or the first fault.")
+    source: str = strawberry.field(description="The source expression, normalised.")
+    target: str = strawberry.field(description="The target expression, normalised.")
+
+    @classmethod
+    def from_domain(cls, result: ConnectionCheck) -> ConnectionCheckResult:
+        return cls(
+            compatibility=Compatibility(result.compatibility.verdict),
+            reason=result.compatibility.reason,
+            source=result.source,
+            target=result.target,
+        )

@@ -1,0 +1,44 @@
+"""GraphQL's one mapping of errors: contract kind in `extensions.code`, the rest masked."""
+
+from __future__ import annotations
+
+from graphql.error import GraphQLError
+from strawberry.extensions import MaskErrors
+
+from calcgraph.domain.errors import DomainError, ValidationError
+
+
+class ContractErrors(MaskErrors):
+    """Domain errors keep their message and carry their kind as `extensions.code`; errors in
+    the query document are `ValidationError`; anything unexpected is masked as `InternalError`."""
+
+    def __init__(self) -> None:
+        super().__init__(error_message="InternalError: an unexpected error occurred")
+
+    def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+        processed: list[GraphQLError] = []
+        for error in errors:
+            original = error.original_error
+            if original is None:
+                error.extensions = {**(error.extensions or {}), "code": "ValidationError"}
+                processed.append(error)
+            elif isinstance(original, DomainError):
+                extensions: dict[str, object] = {"code": original.kind, **original.extra}
+                if isinstance(original, ValidationError):
+                    extensions["errors"] = [e.as_dict() for e in original.errors]
+                processed.append(
+                    GraphQLError(
+                        str(original),
+                        nodes=error.nodes,
+                        source=error.source,
+                        positions=error.positions,
+                        path=error.path,
+                        original_error=original,
+                        extensions=extensions,
+                    )
+                )
+            else:
+                masked = self.anonymise_error(error)
+                masked.extensions = {"code": "InternalError"}
+                processed.append(masked)
+        return processed

@@ -1,0 +1,204 @@
+"""The schema on both databases: migrations match the models, SQLite runs in lockstep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import event, select, text, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from calcgraph.db.engine import Database
+from calcgraph.db.migrate import upgrade
+from calcgraph.db.models import (
+    Base,
+    NodeState,
+    Organization,
+    User,
+    Workflow,
+    WorkflowRun,
+    WorkflowVersion,
+)
+
+
+def _diff(connection: Connection) -> list[object]:
+    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    return list(compare_metadata(context, Base.metadata))
+
+
+class TestMigrations:
+    async def test_migrated_schema_matches_the_models(self, engine: AsyncEngine) -> None:
+        async with engine.connect() as conn:
+            assert await conn.run_sync(_diff) == []
+
+    async def test_upgrade_again_is_a_no_op(self, database_url: str) -> None:
+        database = Database(database_url)
+        try:
+            await upgrade(database)
+            async with database.read_session() as session:
+                head = await session.scalar(text("SELECT version_num FROM alembic_version"))
+        finally:
+            await database.dispose()
+        assert head == "0001"
+
+
+@pytest.fixture
+async def sqlite_database(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'lockstep.db'}")
+    await upgrade(database)
+    yield database
+    await database.dispose()
+
+
+class TestSqliteLockstep:
+    async def test_pragmas(self, sqlite_database: Database) -> None:
+        async with sqlite_database.engine.connect() as conn:
+            assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+            assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar() == 1
+            assert (await conn.execute(text("PRAGMA busy_timeout"))).scalar() == 5000
+
+    async def test_write_sessions_begin_immediate(self, sqlite_database: Database) -> None:
+        seen: list[str] = []
+
+        @event.listens_for(sqlite_database.engine.sync_engine, "before_cursor_execute")
+        def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+            seen.append(statement)
+
+        async with sqlite_database.write_session() as session:
+            await session.execute(text("SELECT 1"))
+        async with sqlite_database.read_session() as session:
+            await session.execute(text("SELECT 1"))
+        begins = [s for s in seen if s.startswith("BEGIN")]
+        assert begins == ["BEGIN IMMEDIATE", "BEGIN DEFERRED"]
+
+    async def test_a_second_writer_waits_instead_of_failing(
+        self, sqlite_database: Database
+    ) -> None:
+        """Two concurrent write sessions serialise on the lock; neither sees SQLITE_BUSY."""
+        order: list[str] = []
+
+        async def writer(name: str, hold: float) -> None:
+            async with sqlite_database.write_session() as session:
+                session.add(Organization(slug=name, name=name))
+                await session.flush()  # BEGIN IMMEDIATE runs here, with the first statement
+                order.append(f"{name}-in")
+                await asyncio.sleep(hold)
+                order.append(f"{name}-out")
+
+        await asyncio.gather(writer("first", 0.2), writer("second", 0))
+        assert order in (
+            ["first-in", "first-out", "second-in", "second-out"],
+            ["second-in", "second-out", "first-in", "first-out"],
+        )
+
+
+async def _user(database: Database) -> User:
+    async with database.write_session() as session:
+        user = User(subject="sub-1", username="alice", roles=["user"])
+        session.add(user)
+        await session.flush()
+    return user
+
+
+class TestForeignKeys:
+    async def test_foreign_keys_are_enforced(self, database: Database) -> None:
+        async def orphan() -> None:
+            async with database.write_session() as session:
+                session.add(
+                    Workflow(slug="w", name="w", owner_id="no-such-user", visibility="private")
+                )
+
+        with pytest.raises(Exception, match="(?i)foreign key"):
+            await orphan()
+
+
+class TestColumns:
+    async def test_timestamps_come_back_aware_in_utc(self, database: Database) -> None:
+        user = await _user(database)
+        moment = datetime(2026, 3, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+        async with database.write_session() as session:
+            await session.execute(update(User).where(User.id == user.id).values(updated_at=moment))
+        async with database.read_session() as session:
+            stored = await session.scalar(select(User.updated_at).where(User.id == user.id))
+        assert stored == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+        assert stored is not None
+        assert stored.tzinfo is not None
+
+    async def test_naive_datetimes_are_refused(self, database: Database) -> None:
+        async def naive() -> None:
+            async with database.write_session() as session:
+                session.add(Organization(slug="o", name="o", created_at=datetime(2026, 1, 1)))  # noqa: DTZ001
+
+        with pytest.raises(Exception, match="naive"):
+            await naive()
+
+    async def test_json_round_trips(self, database: Database) -> None:
+        user = await _user(database)
+        async with database.read_session() as session:
+            loaded = await session.get(User, user.id)
+        assert loaded is not None
+        assert loaded.roles == ["user"]
+
+
+class TestNodeStates:
+    async def test_a_tick_writes_only_the_nodes_that_changed(self, database: Database) -> None:
+        """One row per node: updating two nodes of a 1,000-node run touches two rows."""
+        user = await _user(database)
+        async with database.write_session() as session:
+            workflow = Workflow(slug="big", name="big", owner_id=user.id, visibility="private")
+            session.add(workflow)
+            await session.flush()
+            version = WorkflowVersion(workflow_id=workflow.id, version=1, graph={"nodes": []})
+            session.add(version)
+            await session.flush()
+            run = WorkflowRun(
+                workflow_id=workflow.id,
+                workflow_version_id=version.id,
+                user_id=user.id,
+                inputs={},
+                resolved_inputs={},
+                plan_snapshot={"chains": [], "waves": []},
+            )
+            session.add(run)
+            await session.flush()
+            session.add_all(
+                NodeState(run_id=run.id, node_key=f"n{i:04d}", kind="function") for i in range(1000)
+            )
+        writes: list[tuple[str, object]] = []
+
+        def record(
+            conn: object, cursor: object, statement: str, params: object, *a: object
+        ) -> None:
+            if statement.startswith(("UPDATE", "INSERT", "DELETE")):
+                writes.append((statement, params))
+
+        event.listen(database.engine.sync_engine, "before_cursor_execute", record)
+        try:
+            async with database.write_session() as session:
+                states = (
+                    await session.scalars(select(NodeState).where(NodeState.run_id == run.id))
+                ).all()
+                for state in states[:2]:
+                    state.status = "running"
+        finally:
+            event.remove(database.engine.sync_engine, "before_cursor_execute", record)
+        assert len(writes) == 1
+        statement, params = writes[0]
+        assert statement.startswith("UPDATE node_states")
+        assert isinstance(params, list | tuple)
+        assert len(params) == 2
+        async with database.read_session() as session:
+            running = (
+                await session.scalars(
+                    select(NodeState.node_key).where(
+                        NodeState.run_id == run.id, NodeState.status == "running"
+                    )
+                )
+            ).all()
+        assert sorted(running) == ["n0000", "n0001"]
