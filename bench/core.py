@@ -1,0 +1,84 @@
+"""What a benchmark returns and how it is configured; small measuring helpers."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Options:
+    """Knobs of one `python -m bench` run; the defaults keep each scenario to a few seconds."""
+
+    duration_s: float = 5.0  # measured wrk run per HTTP scenario
+    warmup_s: float = 1.0  # discarded wrk run before it
+    threads: int = 2
+    connections: int = 16
+    workers: tuple[int, ...] = (1,)  # uvicorn worker processes; more than 1 is noise on 2 cores
+    inprocess_requests: int = 2000  # sequential in-process requests per scenario (upper bound)
+    inprocess_max_s: float = 4.0  # ... and the time bound on them
+    service_calls: int = 20000
+    service_max_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class Result:
+    benchmark: str  # e.g. check_connection_http
+    scenario: str  # which payload
+    setup: str  # how it was driven: load generator, concurrency, server
+    requests: int
+    seconds: float
+    rps: float
+    p50_us: float
+    p99_us: float
+    errors: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+Benchmark = Callable[[Options], list[Result]]
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile of values already sorted ascending."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def summarise(
+    benchmark: str,
+    scenario: str,
+    setup: str,
+    latencies_ns: list[int],
+    elapsed_s: float,
+    errors: int = 0,
+    extra: dict[str, object] | None = None,
+) -> Result:
+    """A Result from per-call latencies measured back to back (one at a time)."""
+    ordered = sorted(latencies_ns)
+    return Result(
+        benchmark=benchmark,
+        scenario=scenario,
+        setup=setup,
+        requests=len(ordered),
+        seconds=round(elapsed_s, 3),
+        rps=len(ordered) / elapsed_s if elapsed_s > 0 else math.nan,
+        p50_us=percentile(ordered, 50) / 1000,
+        p99_us=percentile(ordered, 99) / 1000,
+        errors=errors,
+        extra=extra or {},
+    )
+
+
+class Deadline:
+    """A wall-clock bound for a measuring loop."""
+
+    def __init__(self, seconds: float) -> None:
+        self._end = time.perf_counter() + seconds
+
+    @property
+    def passed(self) -> bool:
+        return time.perf_counter() >= self._end

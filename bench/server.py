@@ -1,0 +1,131 @@
+"""calcgraph served by uvicorn in a subprocess on a free loopback port, on a throwaway SQLite."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+HOST = "127.0.0.1"
+_STARTUP_TIMEOUT_S = 60.0
+_STOP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Server:
+    base_url: str
+    command: str  # how it was started, for the report
+    pid: int
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop the server and its uvicorn worker processes: it leads a process group of its own."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=_STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=_STOP_TIMEOUT_S)
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def serve(workers: int = 1) -> Iterator[Server]:
+    """Run calcgraph on SQLite in a temp directory until the block exits (also on failure).
+
+    One worker runs the product's own command, `calcgraph serve` (migrations, then uvicorn);
+    more workers run `calcgraph migrate` and then uvicorn's command line with the same factory.
+    """
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="calcgraph-bench-") as tmp:
+        log_path = Path(tmp) / "server.log"
+        env = {
+            **os.environ,
+            "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/bench.db",
+            # No access log line per request: the benchmark measures the API, not the terminal.
+            "CALCGRAPH_LOG_LEVEL": "warning",
+            "PYTHONUNBUFFERED": "1",
+        }
+        python = sys.executable
+        if workers == 1:
+            argv = [python, "-m", "calcgraph", "serve", "--host", HOST, "--port", str(port)]
+            command = "calcgraph serve, 1 worker"
+        else:
+            subprocess.run(
+                [python, "-m", "calcgraph", "migrate"],
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=_STARTUP_TIMEOUT_S,
+            )
+            argv = [
+                python,
+                "-m",
+                "uvicorn",
+                "calcgraph.app:create_app",
+                "--factory",
+                "--host",
+                HOST,
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ]
+            command = f"uvicorn --workers {workers}"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        try:
+            base_url = f"http://{HOST}:{port}"
+            _wait_healthy(process, base_url, log_path)
+            yield Server(base_url=base_url, command=command, pid=process.pid)
+        finally:
+            _stop(process)
+
+
+def _wait_healthy(process: subprocess.Popen[bytes], base_url: str, log_path: Path) -> None:
+    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+    with httpx.Client(base_url=base_url, timeout=2.0) as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"the server exited with {process.returncode}:\n{_tail(log_path)}"
+                )
+            try:
+                if client.get("/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+    raise RuntimeError(f"the server did not answer /health in {_STARTUP_TIMEOUT_S:.0f} s")
