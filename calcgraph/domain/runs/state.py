@@ -1,0 +1,110 @@
+"""Plain data the tick reads and writes: node states, job results, run fields, job requests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from calcgraph.domain.workflows.planner import Plan
+
+NodeStatus = Literal["pending", "running", "success", "failed", "cancelled"]
+RunStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
+NODE_DONE: frozenset[str] = frozenset({"success", "failed", "cancelled"})
+RUN_TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """One row of node_states (contract section 5 adds error, started_at, finished_at, attempt)."""
+
+    status: NodeStatus = "pending"
+    job_id: str | None = None
+    """Kept after the job ends, so a finished node still leads to its job and logs."""
+    outputs: Mapping[str, Any] | None = None
+    error: Mapping[str, Any] | None = None
+    """`{"kind", "message"}` on failure."""
+    attempt: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "job_id": self.job_id,
+            "outputs": None if self.outputs is None else dict(self.outputs),
+            "error": None if self.error is None else dict(self.error),
+            "attempt": self.attempt,
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(self.finished_at),
+        }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+def initial_states(plan: Plan) -> dict[str, NodeState]:
+    """Run creation: every function and extract node pending, no job submitted."""
+    return {key: NodeState() for key in plan.nodes}
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """The outcome of a finished worker job, as the job store reports it."""
+
+    status: Literal["success", "failed"]
+    outputs: Mapping[str, Any] | None = None
+    error: Mapping[str, Any] | None = None
+    finished_at: datetime | None = None
+    """When the job ended; the tick's `now` when unknown. Orders failures for first_failed."""
+
+    @staticmethod
+    def success(outputs: Mapping[str, Any], finished_at: datetime | None = None) -> JobResult:
+        return JobResult("success", outputs=outputs, finished_at=finished_at)
+
+    @staticmethod
+    def failed(kind: str, message: str, finished_at: datetime | None = None) -> JobResult:
+        return JobResult(
+            "failed", error={"kind": kind, "message": message}, finished_at=finished_at
+        )
+
+
+@dataclass(frozen=True)
+class RunState:
+    """The run-level fields a tick may change."""
+
+    status: RunStatus = "pending"
+    completed_at: datetime | None = None
+    """Set when the run ends, completed or failed."""
+    terminal_outputs: Mapping[str, Any] | None = None
+    error_message: str | None = None
+    first_failed_node_key: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A job the caller must create and enqueue (after the tick's commit)."""
+
+    node_key: str
+    job_id: str
+    """Already recorded on the node: the caller creates the job row with this id."""
+    function: str
+    function_version_id: str | None
+    chain: str | None
+    inputs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TickResult:
+    nodes: dict[str, NodeState]
+    """Only the nodes whose state changed: the caller writes exactly these rows."""
+    jobs: tuple[JobRequest, ...]
+    run: RunState
+    run_changed: bool
+
+    @property
+    def changed(self) -> bool:
+        """False means the tick was a no-op: nothing to write, the revision stays."""
+        return bool(self.nodes) or bool(self.jobs) or self.run_changed

@@ -1,0 +1,269 @@
+"""The tick: one advance of a workflow run, as a pure function of plain data.
+
+tick(plan, run, states, results, inputs, now) -> TickResult
+
+Phases, as the specification's tick rules give them, computed here and committed by the
+caller in one transaction:
+1. reconcile: every running node whose job has a result becomes success (outputs written)
+   or failed (error recorded). Results for jobs no running node waits on are ignored, so
+   the caller may pass every finished job it knows of.
+2. submit: extract nodes whose source succeeded are evaluated in-process, in topological
+   order, so an extract that reads an extract just evaluated is evaluated in the same tick;
+   then every pending function node whose function and extract dependencies all succeeded
+   gets its inputs resolved and a job: all independent ready branches in the same tick.
+3. finalise: failed if any node failed, completed if every node succeeded.
+
+Decisions where the specification leaves room:
+- The run becomes `failed` in the tick that sees the first failure, as the run transition
+  table says ("finalise phase, a function node has failed"), and pollers may stop there.
+  A failed run starts no new work: every pending node is cancelled (those downstream of the
+  failure, as the specification requires, and independent pending ones too, since nothing
+  will ever start them). Running nodes are not interrupted; later ticks on the failed run
+  still reconcile them, so an independent branch's success is recorded when it arrives.
+- An extract node that fails (a pick that matches nothing) or a function node whose inputs
+  cannot be resolved (an upstream output port missing, e.g. from an empty filter) fails like
+  a function node: it makes the run failed and can be `first_failed_node_key`. A failure
+  known in a tick stops submission in that tick, so no job starts for a run about to fail.
+- `completed_at` is also set when the run fails: the specification keeps it null "until the
+  run ends", and a failed run has ended.
+- `first_failed_node_key` is recomputed from node states on every tick (earliest
+  `finished_at`, ties by node key), so it is exact even when failures arrive out of order.
+
+Cost: O(nodes + edges) per tick, using the adjacency frozen in the plan.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from calcgraph.domain.runs.state import (
+    RUN_TERMINAL,
+    JobRequest,
+    JobResult,
+    NodeState,
+    RunState,
+    TickResult,
+)
+from calcgraph.domain.workflows.extract import filter_bundle, pick
+from calcgraph.domain.workflows.planner import Plan, PlanNode
+
+
+class InputResolutionError(Exception):
+    """A binding whose source value does not exist (yet): the node cannot be submitted."""
+
+
+def resolve_inputs(
+    node: PlanNode, states: Mapping[str, NodeState], inputs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The keyword arguments of a function node, read through its bindings.
+
+    Input nodes are read verbatim from the run's inputs (the caller passes them already in
+    SI); edge and chain bindings read the upstream node's outputs.
+    """
+    resolved: dict[str, Any] = {}
+    for binding in node.bindings:
+        key = binding.upstream
+        if binding.source == "input_node":
+            if key not in inputs:
+                raise InputResolutionError(f"port {binding.port!r}: run input {key!r} is missing")
+            resolved[binding.port] = inputs[key]
+            continue
+        outputs = states[key].outputs or {}
+        if binding.from_port not in outputs:
+            raise InputResolutionError(
+                f"port {binding.port!r}: node {key!r} has no output {binding.from_port!r}"
+            )
+        resolved[binding.port] = outputs[binding.from_port]
+    return resolved
+
+
+def _new_job_id(node_key: str) -> str:
+    return str(uuid.uuid4())
+
+
+class _Tick:
+    def __init__(self, plan: Plan, states: Mapping[str, NodeState], now: datetime) -> None:
+        self.plan = plan
+        self.now = now
+        # Working copy; nodes missing from `states` are taken as pending (as created).
+        self.states: dict[str, NodeState] = {
+            key: states.get(key, NodeState()) for key in plan.nodes
+        }
+        self.failed_now = False
+
+    def set(self, key: str, state: NodeState) -> None:
+        self.states[key] = state
+        if state.status == "failed":
+            self.failed_now = True
+
+    def ready(self, node: PlanNode) -> bool:
+        return self.states[node.node_key].status == "pending" and all(
+            self.states[up].status == "success" for up in node.depends_on
+        )
+
+    def reconcile(self, results: Mapping[str, JobResult]) -> None:
+        for key, state in list(self.states.items()):
+            result = results.get(state.job_id or "") if state.status == "running" else None
+            if result is None:
+                continue
+            finished = result.finished_at or self.now
+            if result.status == "success":
+                self.set(
+                    key,
+                    replace(
+                        state,
+                        status="success",
+                        outputs=dict(result.outputs or {}),
+                        error=None,
+                        finished_at=finished,
+                    ),
+                )
+            else:
+                error = dict(result.error or {})
+                error.setdefault("kind", "infrastructure_error")
+                error.setdefault("message", "the job failed without an error message")
+                self.set(key, replace(state, status="failed", error=error, finished_at=finished))
+
+    def evaluate_extracts(self) -> None:
+        for node in self.plan.nodes.values():
+            if node.kind != "extract" or not self.ready(node):
+                continue
+            assert node.from_node_key is not None
+            assert node.pattern is not None
+            state = self.states[node.node_key]
+            started = replace(
+                state, attempt=state.attempt + 1, started_at=self.now, finished_at=self.now
+            )
+            bundle = self.states[node.from_node_key].outputs or {}
+            if node.mode == "filter":
+                outputs = filter_bundle(bundle, node.pattern)
+                self.set(node.node_key, replace(started, status="success", outputs=outputs))
+                continue
+            found, value = pick(bundle, node.pattern)
+            if found:
+                self.set(
+                    node.node_key, replace(started, status="success", outputs={"value": value})
+                )
+            else:
+                message = (
+                    f"pattern {node.pattern!r} matches no key of the outputs of "
+                    f"{node.from_node_key!r}"
+                )
+                error = {"kind": "extract_error", "message": message}
+                self.set(node.node_key, replace(started, status="failed", error=error))
+
+    def submit(
+        self, inputs: Mapping[str, Any], new_job_id: Callable[[str], str]
+    ) -> list[JobRequest]:
+        ready = [n for n in self.plan.nodes.values() if n.kind == "function" and self.ready(n)]
+        resolved: list[tuple[PlanNode, dict[str, Any]]] = []
+        for node in ready:
+            try:
+                resolved.append((node, resolve_inputs(node, self.states, inputs)))
+            except InputResolutionError as exc:
+                state = self.states[node.node_key]
+                error = {"kind": "input_error", "message": str(exc)}
+                self.set(
+                    node.node_key,
+                    replace(
+                        state,
+                        status="failed",
+                        error=error,
+                        attempt=state.attempt + 1,
+                        started_at=self.now,
+                        finished_at=self.now,
+                    ),
+                )
+        if self.failed_now:
+            return []
+        jobs: list[JobRequest] = []
+        for node, arguments in resolved:
+            assert node.function is not None
+            state = self.states[node.node_key]
+            job_id = new_job_id(node.node_key)
+            self.set(
+                node.node_key,
+                replace(
+                    state,
+                    status="running",
+                    job_id=job_id,
+                    outputs=None,
+                    error=None,
+                    attempt=state.attempt + 1,
+                    started_at=self.now,
+                    finished_at=None,
+                ),
+            )
+            jobs.append(
+                JobRequest(
+                    node.node_key,
+                    job_id,
+                    node.function,
+                    node.function_version_id,
+                    node.chain,
+                    arguments,
+                )
+            )
+        return jobs
+
+    def cancel_pending(self) -> None:
+        for key, state in list(self.states.items()):
+            if state.status == "pending":
+                self.set(key, replace(state, status="cancelled", finished_at=self.now))
+
+    def finalise(self, run: RunState, submitted: bool) -> RunState:
+        if run.status == "cancelled":
+            return run
+        failures = [
+            (s.finished_at or self.now, k) for k, s in self.states.items() if s.status == "failed"
+        ]
+        if failures:
+            self.cancel_pending()
+            _, first = min(failures)
+            error = self.states[first].error or {}
+            message = f"node {first!r} failed: {error.get('kind')}: {error.get('message')}"
+            return RunState("failed", run.completed_at or self.now, None, message, first)
+        if all(s.status == "success" for s in self.states.values()):
+            outputs = {key: dict(self.states[key].outputs or {}) for key in self.plan.terminal}
+            return RunState("completed", run.completed_at or self.now, outputs, None, None)
+        started = submitted or any(s.status != "pending" for s in self.states.values())
+        return replace(run, status="running" if started or run.status == "running" else "pending")
+
+
+def tick(
+    plan: Plan,
+    run: RunState,
+    states: Mapping[str, NodeState],
+    results: Mapping[str, JobResult],
+    inputs: Mapping[str, Any],
+    now: datetime,
+    new_job_id: Callable[[str], str] = _new_job_id,
+) -> TickResult:
+    """Advance a run once.
+
+    `states` holds every function and extract node; `results` maps job ids to the results of
+    finished jobs; `inputs` are the run's resolved inputs (quantities already in SI);
+    `new_job_id` names the job of a node being submitted (the caller's id scheme).
+    """
+    work = _Tick(plan, states, now)
+    work.reconcile(results)
+    jobs: list[JobRequest] = []
+    if run.status not in RUN_TERMINAL and not _any_failed(work):
+        work.evaluate_extracts()
+        if not work.failed_now:
+            jobs = work.submit(inputs, new_job_id)
+    new_run = work.finalise(run, bool(jobs))
+    changed = {
+        key: state
+        for key, state in work.states.items()
+        if key not in states or states[key] != state
+    }
+    return TickResult(changed, tuple(jobs), new_run, new_run != run)
+
+
+def _any_failed(work: _Tick) -> bool:
+    return any(s.status == "failed" for s in work.states.values())
