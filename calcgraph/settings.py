@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
@@ -11,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
+ScannerKind = Literal["auto", "trivy", "osv"]
 
 
 class Settings(BaseSettings):
@@ -21,12 +23,35 @@ class Settings(BaseSettings):
     sandbox: SandboxKind | None = Field(
         default=None, description="unset: bwrap when the program is on PATH, else process"
     )
+    sandbox_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="function execution timeout; the sandbox is killed after"
+    )
+    sandbox_pids: int = Field(default=256, gt=0, description="process count limit per sandbox")
+    warm_pool_size: int = Field(default=200, ge=0, description="warm sandboxes kept, LRU evicted")
+    docker_host: str = "unix:///var/run/docker.sock"
+    sandbox_base_image: str = "calcgraph/python-base"
+    sandbox_registry: str | None = Field(
+        default=None, description="registry host images are pulled from (unset: as referenced)"
+    )
+    sandbox_fallback_registry: str | None = None
+    sandbox_pull_timeout_seconds: float = Field(default=30.0, gt=0, description="per registry")
 
     oidc_issuer: str | None = None
     oidc_audience: str = "calcgraph-api"
     oidc_client_id: str | None = None
     oidc_client_secret: SecretStr | None = None
     oidc_redirect_uri: str | None = None
+    oidc_scopes: str = "openid profile email"
+    oidc_leeway_seconds: float = 30.0
+    oidc_jwks_refetch_seconds: float = Field(
+        default=30.0, description="at most one JWKS refetch per interval on an unknown kid"
+    )
+    dev_idp_port: int = Field(
+        default=8400, description="loopback port of the development identity provider"
+    )
+    graphql_max_depth: int = 12
+    graphql_max_aliases: int = 30
+    graphql_max_tokens: int = 5000
 
     host: str = "127.0.0.1"
     port: int = 8000
@@ -35,6 +60,29 @@ class Settings(BaseSettings):
     graphql_introspection: bool = True
     sqlite_busy_timeout_ms: int = 5000
     log_level: str = "info"
+
+    # POST /packages/from-git: limits of one clone, passed to calcgraph.sources.git.
+    git_clone_timeout_seconds: float = Field(default=120.0, gt=0)
+    git_max_repository_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
+    # `file` lets the embedded platform and its tests deploy from local repositories; a
+    # production deployment that must not read the server's disk sets ["https"].
+    git_allowed_schemes: list[Literal["https", "file"]] = ["https", "file"]
+
+    # Builds from submitted code (POST /functions). "Code of 1 MB or more" and "50 or more
+    # dependencies" are refused; the contract writes MiB where it means binary units, so 1 MB
+    # is 1,000,000 bytes.
+    code_size_limit_bytes: int = Field(default=1_000_000, gt=0)
+    dependency_limit: int = Field(default=50, gt=0)
+    scanner: ScannerKind = Field(
+        default="auto", description="auto: trivy when the program is on PATH, else osv"
+    )
+    advisory_db_path: Path | None = Field(
+        default=None,
+        description="OSV advisories for the built-in scanner: a directory of *.json "
+        "(searched recursively) or an OSV all.zip; unset: no advisories, with a warning",
+    )
+    trivy_skip_db_update: bool = False
+    scan_timeout_seconds: float = Field(default=300.0, gt=0)
 
     @field_validator("database_url")
     @classmethod
@@ -58,6 +106,24 @@ class Settings(BaseSettings):
         if self.sandbox is not None:
             return self.sandbox
         return "bwrap" if shutil.which("bwrap") else "process"
+
+    @property
+    def uses_dev_identity_provider(self) -> bool:
+        return self.oidc_issuer is None
+
+    @property
+    def issuer(self) -> str:
+        """The configured issuer, else the development identity provider on loopback."""
+        if self.oidc_issuer is not None:
+            return self.oidc_issuer.rstrip("/")
+        return f"http://127.0.0.1:{self.dev_idp_port}"
+
+    @property
+    def login_client_id(self) -> str | None:
+        # The development provider accepts any client; production names its own.
+        if self.oidc_client_id is None and self.uses_dev_identity_provider:
+            return "calcgraph-dev"
+        return self.oidc_client_id
 
 
 @lru_cache(maxsize=1)

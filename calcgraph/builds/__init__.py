@@ -1,0 +1,1 @@
+"""Adapters of the build pipeline: installing requirements, scanning, pushing."""
