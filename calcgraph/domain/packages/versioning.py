@@ -1,0 +1,364 @@
+"""The deployment decision (spec: Versioning 4, 5, 8) and version addressing, as pure functions.
+
+Decisions where the specification is silent:
+
+- A FunctionVersion is immutable, so besides the code checksum, its stored record (handler,
+  typed I/O schemas, deprecation fields) must also be equal for a function to stay
+  `unchanged`. Under `auto` any such difference bumps PATCH like a code change; under
+  `manual` an existing version with a different record is refused like a changed checksum.
+- `auto`: the PATCH bump starts from the highest existing version of the function, so it never
+  collides with a version deployed earlier (e.g. from a maintenance branch). A `version`
+  written for an auto function is not used; the plan warns when it differs.
+- `manual`: a function without its own `version` takes the package version. A version lower
+  than the current one is allowed (a maintenance release) and reported as a warning.
+- Latest package version: the highest semver precedence among stable versions; only while no
+  stable version exists does the highest pre-release count. A function's current version
+  follows the latest package version.
+- A function is a breaking change when the package changelog entry of the deployed version has
+  a `breaking` change naming it (or naming no function: package wide), when its MAJOR number
+  grows, or when its typed interface breaks callers (an input added as required, an input or
+  output removed, a port type changed, typed I/O dropped).
+- A package version equal in precedence to an existing one (`1.0.0+b2` after `1.0.0+b1`)
+  already exists: 409.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from calcgraph.domain.errors import Conflict
+from calcgraph.domain.packages.manifest import FunctionSpec, Manifest
+from calcgraph.domain.packages.manifest_package import Release
+from calcgraph.domain.packages.semver_rules import (
+    Version,
+    is_stable,
+    latest_version,
+    parse_version,
+    same_version,
+    sort_versions,
+)
+
+Status = Literal["new", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class ExistingFunctionVersion:
+    """What the platform stored for one version of a function."""
+
+    version: str
+    checksum: str
+    handler: str
+    inputs_schema: Mapping[str, Any] | None = None
+    outputs_schema: Mapping[str, Any] | None = None
+    deprecated: bool = False
+    deprecated_message: str | None = None
+    removal_version: str | None = None
+    changelog: str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class FunctionHistory:
+    current: str
+    """`Function.current_version`: the one the auto rule compares with."""
+    versions: Mapping[str, ExistingFunctionVersion]
+    """Every stored version of the function, keyed by version string."""
+
+
+@dataclass(frozen=True)
+class PackageHistory:
+    versions: Collection[str] = ()
+    """Every existing version of the package."""
+    functions: Mapping[str, FunctionHistory] = field(default_factory=dict)
+    """Functions the package already has, by name."""
+
+
+@dataclass(frozen=True)
+class FunctionPlan:
+    name: str
+    version: str
+    checksum: str
+    status: Status
+    handler: str
+    typed: bool
+    inputs_schema: dict[str, Any] | None
+    outputs_schema: dict[str, Any] | None
+    changelog: str | None
+    is_breaking_change: bool
+    breaking_reasons: tuple[str, ...]
+    deprecated: bool
+    deprecated_message: str | None
+    removal_version: str | None
+    previous_version: str | None
+    becomes_current: bool
+    """Whether `Function.current_version` moves to this version."""
+
+    def report(self) -> dict[str, Any]:
+        """One entry of the deployment response's `functions` (spec, Versioning 8)."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "checksum": self.checksum,
+            "status": self.status,
+            "changelog": self.changelog,
+        }
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    package_name: str
+    package_version: str
+    is_stable: bool
+    is_latest: bool
+    """When true, the service clears `is_latest` on the package's other versions."""
+    functions: tuple[FunctionPlan, ...]
+    removed_functions: tuple[str, ...]
+    """Functions of the package's history that this manifest no longer declares."""
+    changelog: Release | None
+    warnings: tuple[str, ...] = ()
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "package_version": self.package_version,
+            "functions": [f.report() for f in self.functions],
+        }
+
+
+def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> list[str]:
+    new = {
+        "handler": spec.handler,
+        "inputs": spec.inputs_schema(),
+        "outputs": spec.outputs_schema(),
+        "deprecated": spec.deprecated,
+        "deprecated_message": spec.deprecated_message,
+        "removal_version": spec.removal_version,
+    }
+    stored = {
+        "handler": old.handler,
+        "inputs": dict(old.inputs_schema) if old.inputs_schema is not None else None,
+        "outputs": dict(old.outputs_schema) if old.outputs_schema is not None else None,
+        "deprecated": old.deprecated,
+        "deprecated_message": old.deprecated_message,
+        "removal_version": old.removal_version,
+    }
+    return [key for key in new if new[key] != stored[key]]
+
+
+def _interface_breaks(spec: FunctionSpec, old: ExistingFunctionVersion) -> list[str]:
+    if old.inputs_schema is None or old.outputs_schema is None:
+        return []  # nothing typed was promised before
+    new_in, new_out = spec.inputs_schema(), spec.outputs_schema()
+    if new_in is None or new_out is None:
+        return ["typed inputs and outputs were removed"]
+    reasons = [f"output {port!r} was removed" for port in old.outputs_schema if port not in new_out]
+    reasons += [f"input {port!r} was removed" for port in old.inputs_schema if port not in new_in]
+    for port, schema in new_in.items():
+        before = old.inputs_schema.get(port)
+        if before is None and schema["required"]:
+            reasons.append(f"input {port!r} was added as required")
+        elif before is not None and before.get("type") != schema["type"]:
+            reasons.append(f"input {port!r} changed type {before.get('type')} -> {schema['type']}")
+        elif before is not None and schema["required"] and not before.get("required", True):
+            reasons.append(f"input {port!r} became required")
+    for port, schema in new_out.items():
+        before = old.outputs_schema.get(port)
+        if before is not None and before.get("type") != schema["type"]:
+            reasons.append(f"output {port!r} changed type {before.get('type')} -> {schema['type']}")
+    return reasons
+
+
+def _changelog_entries(release: Release | None, name: str) -> list[tuple[str, str]]:
+    """(type, description) of the changes of a release that concern a function."""
+    if release is None:
+        return []
+    return [
+        (c.type, c.description) for c in release.changes if not c.functions or name in c.functions
+    ]
+
+
+def _find(history: FunctionHistory, version: str) -> ExistingFunctionVersion | None:
+    if version in history.versions:
+        return history.versions[version]
+    return next((v for k, v in history.versions.items() if same_version(k, version)), None)
+
+
+def _highest(history: FunctionHistory) -> Version:
+    return max([parse_version(v) for v in history.versions] + [parse_version(history.current)])
+
+
+@dataclass
+class _Decision:
+    version: str
+    status: Status
+    previous: ExistingFunctionVersion | None
+
+
+def _decide_auto(
+    spec: FunctionSpec,
+    checksum: str,
+    package_version: str,
+    history: FunctionHistory | None,
+    warnings: list[str],
+) -> _Decision:
+    if history is None:
+        return _Decision(package_version, "new", None)
+    current = _find(history, history.current)
+    if current is not None and current.checksum == checksum:
+        changed = _record_differences(spec, current)
+        if not changed:
+            decision = _Decision(current.version, "unchanged", current)
+            _warn_declared(spec, decision.version, warnings)
+            return decision
+        warnings.append(
+            f"function {spec.name!r}: code unchanged but {', '.join(changed)} changed; "
+            "a function version is immutable, so the PATCH number is bumped"
+        )
+    decision = _Decision(str(_highest(history).bump_patch()), "updated", current)
+    _warn_declared(spec, decision.version, warnings)
+    return decision
+
+
+def _warn_declared(spec: FunctionSpec, version: str, warnings: list[str]) -> None:
+    if spec.version is not None and not same_version(spec.version, version):
+        warnings.append(
+            f"function {spec.name!r}: versioning is auto, so version {version} is used, "
+            f"not the {spec.version} written in the manifest"
+        )
+
+
+def _decide_manual(
+    spec: FunctionSpec,
+    checksum: str,
+    package_version: str,
+    history: FunctionHistory | None,
+    warnings: list[str],
+    conflicts: list[str],
+) -> _Decision:
+    version = spec.version or package_version
+    if history is None:
+        return _Decision(version, "new", None)
+    current = _find(history, history.current)
+    existing = _find(history, version)
+    if existing is not None:
+        changed = ["code checksum"] if existing.checksum != checksum else []
+        changed += _record_differences(spec, existing)
+        if changed:
+            suggestion = _highest(history).bump_patch()
+            conflicts.append(
+                f"function {spec.name!r}: version {existing.version} already exists and its "
+                f"{', '.join(changed)} changed; bump the version (e.g. to {suggestion}) "
+                "to deploy the new code"
+            )
+        return _Decision(existing.version, "unchanged", existing)
+    if parse_version(version) < parse_version(history.current):
+        warnings.append(
+            f"function {spec.name!r}: version {version} is lower than the current {history.current}"
+        )
+    return _Decision(version, "updated", current)
+
+
+def plan_deployment(
+    manifest: Manifest, checksums: Mapping[str, str], history: PackageHistory | None = None
+) -> DeploymentPlan:
+    """Decide versions and statuses of a deployment; raise Conflict when it cannot happen.
+
+    `checksums` maps every function of the manifest to its code checksum
+    (`checksums.function_checksums`).
+    """
+    history = history or PackageHistory()
+    package = manifest.package
+    taken = [v for v in history.versions if same_version(v, package.version)]
+    if taken:
+        existing = ", ".join(sort_versions(history.versions))
+        raise Conflict(
+            f"package {package.name!r} version {taken[0]} already exists (versions: "
+            f"{existing}); bump package.version to deploy",
+            {"versions": sort_versions(history.versions)},
+        )
+    is_latest = same_version(
+        latest_version([*history.versions, package.version]) or "", package.version
+    )
+    release = package.release(package.version)
+    warnings: list[str] = []
+    conflicts: list[str] = []
+    plans: list[FunctionPlan] = []
+    for name, spec in manifest.functions.items():
+        checksum = checksums[name]
+        past = history.functions.get(name)
+        if manifest.strategy_of(name) == "auto":
+            decision = _decide_auto(spec, checksum, package.version, past, warnings)
+        else:
+            decision = _decide_manual(spec, checksum, package.version, past, warnings, conflicts)
+        plans.append(_function_plan(spec, checksum, decision, release, is_latest or past is None))
+    if conflicts:
+        raise Conflict("; ".join(conflicts), {"functions": conflicts})
+    removed = tuple(sorted(set(history.functions) - set(manifest.functions)))
+    return DeploymentPlan(
+        package_name=package.name,
+        package_version=package.version,
+        is_stable=is_stable(package.version),
+        is_latest=is_latest,
+        functions=tuple(plans),
+        removed_functions=removed,
+        changelog=release,
+        warnings=tuple(warnings),
+    )
+
+
+def _function_plan(
+    spec: FunctionSpec,
+    checksum: str,
+    decision: _Decision,
+    release: Release | None,
+    becomes_current: bool,
+) -> FunctionPlan:
+    previous = decision.previous
+    if decision.status == "unchanged" and previous is not None:
+        # The stored immutable record is what this deployment carries.
+        return FunctionPlan(
+            name=spec.name,
+            version=previous.version,
+            checksum=previous.checksum,
+            status="unchanged",
+            handler=previous.handler,
+            typed=spec.typed,
+            inputs_schema=spec.inputs_schema(),
+            outputs_schema=spec.outputs_schema(),
+            changelog=previous.changelog,
+            is_breaking_change=False,
+            breaking_reasons=(),
+            deprecated=previous.deprecated,
+            deprecated_message=previous.deprecated_message,
+            removal_version=previous.removal_version,
+            previous_version=previous.version,
+            becomes_current=becomes_current,
+        )
+    entries = _changelog_entries(release, spec.name)
+    reasons = [f"changelog: {text}" for kind, text in entries if kind == "breaking"]
+    if previous is not None:
+        if parse_version(decision.version).major > parse_version(previous.version).major:
+            reasons.append(f"MAJOR version {decision.version} after {previous.version}")
+        reasons += _interface_breaks(spec, previous)
+    changelog = spec.changelog_for(decision.version)
+    if changelog is None and entries:
+        changelog = "\n".join(f"{kind}: {text}" for kind, text in entries)
+    return FunctionPlan(
+        name=spec.name,
+        version=decision.version,
+        checksum=checksum,
+        status=decision.status,
+        handler=spec.handler,
+        typed=spec.typed,
+        inputs_schema=spec.inputs_schema(),
+        outputs_schema=spec.outputs_schema(),
+        changelog=changelog,
+        is_breaking_change=bool(reasons),
+        breaking_reasons=tuple(reasons),
+        deprecated=spec.deprecated,
+        deprecated_message=spec.deprecated_message,
+        removal_version=spec.removal_version,
+        previous_version=previous.version if previous is not None else None,
+        becomes_current=becomes_current,
+    )

@@ -1,0 +1,1 @@
+"""Adapters that bring package source code in from outside (git)."""
