@@ -20,6 +20,7 @@ run: install
 
 services:
 	bash scripts/ensure-services.sh
+	bash scripts/ensure-sandboxes.sh
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,0 +1,1 @@
+"""Adapters that run jobs: sandbox backends and the warm pool (actors join them with issue 5)."""

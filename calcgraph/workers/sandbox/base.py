@@ -1,0 +1,240 @@
+"""The sandbox port: what a backend promises, what a job asks for, what it gets back.
+
+A backend starts *sandboxes*: one long-lived runner process per function version, confined by the
+backend, with the handler imported once. A job is one request/response over the sandbox's pipes,
+so a warm sandbox runs the next job without a new start (see `pool.py`).
+
+The interface is synchronous and thread-safe per sandbox: Dramatiq actors call it from their worker
+threads; async callers wrap it in `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+ErrorKind = Literal[
+    "user_error", "timeout", "out_of_memory", "sandbox_error", "infrastructure_error"
+]
+Status = Literal["success", "failed"]
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+# Every limit a backend must enforce, by name. A backend that cannot enforce one of them on this
+# machine refuses to start, unless the backend documents that limit in `unenforceable`.
+LIMIT_NAMES = (
+    "network",  # no network at all
+    "read_only_fs",  # nothing writable but /tmp
+    "tmp_size",  # /tmp holds at most tmp_bytes
+    "memory",
+    "cpus",
+    "pids",  # process (task) count
+    "capabilities",  # all dropped
+    "no_new_privileges",
+    "non_root",
+    "user_namespaces",  # no new user namespace to regain capabilities inside
+    "environment",  # nothing of the host's environment is visible
+    "timeout",
+    "output",  # captured stdout/stderr capped
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The specification's worker limits (Limits: worker container, execution timeout)."""
+
+    timeout_seconds: float = 300.0
+    memory_bytes: int = 2 * GiB
+    cpus: float = 2.0
+    tmp_bytes: int = 512 * MiB
+    pids: int = 256
+    """Not in the specification; enough for a handler with a thread pool, far below a fork bomb."""
+    output_bytes: int = 64 * KiB
+    """The contract's `logs` cap (section 4)."""
+    result_bytes: int = 16 * MiB
+    """Largest JSON result a sandbox may send back; protects the worker's memory."""
+    open_files: int = 1024
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What a warm sandbox is started for: one function version."""
+
+    code_dir: Path
+    """A plain directory with the package's module files (mounted read-only)."""
+    handler: str
+    """`module:callable`, the module found in `code_dir`."""
+    output_ports: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    image: str | None = None
+    """docker only: the function version's image; the configured base image when unset."""
+    deps_dir: Path | None = None
+    """Optional directory of installed dependencies, mounted read-only and put on sys.path."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One job: a function version's code and handler, and the inputs of this call."""
+
+    code_dir: Path
+    handler: str
+    inputs: Mapping[str, Any]
+    output_ports: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    image: str | None = None
+    deps_dir: Path | None = None
+
+    @property
+    def spec(self) -> SandboxSpec:
+        return SandboxSpec(
+            code_dir=self.code_dir,
+            handler=self.handler,
+            output_ports=tuple(self.output_ports),
+            limits=self.limits,
+            image=self.image,
+            deps_dir=self.deps_dir,
+        )
+
+
+@dataclass(frozen=True)
+class RunError:
+    kind: ErrorKind
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a job's row records: `status`, `outputs` or `error`, `logs`, and the wall time."""
+
+    status: Status
+    outputs: dict[str, Any] | None = None
+    error: RunError | None = None
+    logs: str = ""
+    duration: float = 0.0
+
+    @classmethod
+    def failed(
+        cls, kind: ErrorKind, message: str, logs: str = "", duration: float = 0.0
+    ) -> RunResult:
+        return cls("failed", None, RunError(kind, message), logs, duration)
+
+    def with_duration(self, duration: float) -> RunResult:
+        return replace(self, duration=duration)
+
+
+class SandboxError(Exception):
+    """A sandbox could not be started or broke; carries the error kind a job records."""
+
+    def __init__(self, kind: ErrorKind, message: str, logs: str = "") -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.logs = logs
+
+    def result(self, duration: float = 0.0) -> RunResult:
+        return RunResult.failed(self.kind, self.message, self.logs, duration)
+
+
+class SandboxUnavailable(Exception):
+    """The backend cannot run here with every limit enforced: it refuses (fails closed)."""
+
+
+def truncate_logs(text: str, limit: int) -> str:
+    """Keep the head of the logs within `limit` bytes of UTF-8, saying that the rest was dropped."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return text
+    note = f"\n[calcgraph: logs truncated to {limit} bytes]\n".encode()
+    head = data[: max(0, limit - len(note))]
+    return (head + note).decode("utf-8", "ignore")
+
+
+class Sandbox(ABC):
+    """A started sandbox for one function version: the handler is imported, jobs go over pipes."""
+
+    spec: SandboxSpec
+    started_at: float
+
+    @property
+    @abstractmethod
+    def alive(self) -> bool: ...
+
+    @abstractmethod
+    def run(self, inputs: Mapping[str, Any]) -> RunResult:
+        """Run one job. Never raises for the job's own failures: they are the result's `error`.
+        After a timeout or an out-of-memory kill the sandbox is gone (`alive` is False)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Kill the sandbox and release everything it held; idempotent."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SandboxBackend(ABC):
+    """One way to confine a runner process (docker, bwrap, process)."""
+
+    name: ClassVar[str]
+    unenforceable: frozenset[str] = frozenset()
+    """Limits this backend documents as not enforced (README, section Sandboxes); a backend may
+    narrow or widen it per machine (the process backend running as root or not)."""
+
+    @abstractmethod
+    def enforcement(self) -> dict[str, str]:
+        """For each limit in LIMIT_NAMES, the mechanism that enforces it on this machine, or
+        `"NOT ENFORCED"` for one in `unenforceable`. Raises SandboxUnavailable otherwise."""
+
+    @abstractmethod
+    def start(self, spec: SandboxSpec) -> Sandbox:
+        """Start a warm sandbox; raises SandboxError (with kind) when it cannot."""
+
+    def run(self, request: RunRequest) -> RunResult:
+        """A cold run: start a sandbox, run one job, tear it down."""
+        began = time.monotonic()
+        try:
+            sandbox = self.start(request.spec)
+        except SandboxError as exc:
+            return exc.result(time.monotonic() - began)
+        try:
+            return sandbox.run(request.inputs).with_duration(time.monotonic() - began)
+        finally:
+            sandbox.close()
+
+    def fail_closed(self) -> None:
+        """Refuse to start a sandbox when a limit is neither enforced nor documented."""
+        try:
+            self.enforcement()
+        except SandboxUnavailable as exc:
+            raise SandboxError("sandbox_error", str(exc)) from exc
+
+    def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
+        """Release backend-wide resources (clients, connections)."""
+
+
+NOT_ENFORCED = "NOT ENFORCED"
+
+
+def check_enforcement(
+    backend_name: str, found: dict[str, str | None], allowed: frozenset[str]
+) -> dict[str, str]:
+    """Fail closed: every limit needs a mechanism unless the backend documents it unenforceable."""
+    missing = [name for name in LIMIT_NAMES if not found.get(name) and name not in allowed]
+    if missing:
+        raise SandboxUnavailable(
+            f"the {backend_name} sandbox cannot enforce {', '.join(missing)} on this machine; "
+            "refusing to run jobs without them"
+        )
+    return {name: found.get(name) or NOT_ENFORCED for name in LIMIT_NAMES}

@@ -1,0 +1,206 @@
+"""The `bwrap` backend (embedded default): bubblewrap namespaces around the host's interpreter.
+
+Every namespace is unshared (network included), the sandbox user is uid/gid 65534 in a new user
+namespace with every capability dropped and further user namespaces disabled; the root is
+read-only (the interpreter's prefix, /usr and the code are read-only binds) and /tmp is a tmpfs of
+`tmp_bytes`. Memory, process count and CPU come from one cgroup per sandbox (v1 or v2), joined
+before bwrap execs. Without writable cgroups, memory falls back to RLIMIT_AS and CPUs to
+affinity; the process count then needs RLIMIT_NPROC on a non-root invoking user (as root the
+kernel does not apply RLIMIT_NPROC, so the backend refuses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from functools import cached_property
+from pathlib import Path
+
+from calcgraph.workers.sandbox.base import (
+    SandboxBackend,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
+    check_enforcement,
+)
+from calcgraph.workers.sandbox.cgroups import CgroupLayout, SandboxCgroup
+from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
+from calcgraph.workers.sandbox.staging import user_process_count
+
+SANDBOX_UID = 65534
+_PREFIX = Path("/opt/python")
+_SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+# bwrap must be in the sandbox's cgroups before it forks anything: a shell joins them with its own
+# pid, then execs bwrap under that same pid (no preexec hook in a threaded worker).
+_JOIN_CGROUPS = [
+    "/bin/sh",
+    "-c",
+    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 111; shift; n=$((n-1)); done;'
+    ' exec "$@"',
+    "join-cgroups",
+]
+
+
+class BwrapBackend(SandboxBackend):
+    name = "bwrap"
+
+    def __init__(self, *, bwrap: str | None = None, use_cgroups: bool = True) -> None:
+        found = bwrap or shutil.which("bwrap")
+        if not found:
+            raise SandboxUnavailable("the bwrap program is not on PATH (Debian: bubblewrap)")
+        self.bwrap = found
+        self.use_cgroups = use_cgroups
+        self.prefix = Path(sys.base_prefix).resolve()
+        # An interpreter outside /usr (pyenv under /root, say) is mounted at a neutral place, so
+        # the sandbox learns nothing of the host's home directories.
+        self.mounted_prefix = self.prefix if self.prefix.is_relative_to("/usr") else _PREFIX
+        self.python = str(self.mounted_prefix / "bin" / "python3")
+
+    @cached_property
+    def _help(self) -> str:
+        return subprocess.run(
+            [self.bwrap, "--help"], capture_output=True, text=True, check=False
+        ).stdout
+
+    @cached_property
+    def cgroups(self) -> CgroupLayout | None:
+        return CgroupLayout.detect() if self.use_cgroups else None
+
+    @cached_property
+    def _enforcement(self) -> dict[str, str]:
+        cgroups = self.cgroups
+        as_root = os.geteuid() == 0
+        cg = f"cgroup v{cgroups.version} per sandbox" if cgroups else None
+        found: dict[str, str | None] = {
+            "network": "--unshare-net (only a loopback of its own)",
+            "read_only_fs": "read-only binds, root remounted read-only; /tmp the only tmpfs",
+            "tmp_size": "tmpfs --size" if "--size" in self._help else None,
+            "memory": f"{cg}: memory limit, OOM kill" if cg else "RLIMIT_AS (MemoryError)",
+            "cpus": f"{cg}: CFS quota" if cg else "sched_setaffinity to the first N CPUs",
+            "pids": f"{cg}: pids.max"
+            if cg
+            else (None if as_root else "RLIMIT_NPROC (counts all the invoking user's processes)"),
+            "capabilities": "--cap-drop ALL (CapEff verified 0 at start)",
+            "no_new_privileges": "set by bwrap (verified at start)",
+            "non_root": f"--unshare-user --uid {SANDBOX_UID} (verified at start)",
+            "user_namespaces": "--disable-userns" if "--disable-userns" in self._help else None,
+            "environment": "--clearenv, bwrap started with an empty environment, own pid namespace",
+            "timeout": "host kills bwrap, its pid namespace and its cgroup",
+            "output": "captured in the runner, truncated",
+        }
+        return check_enforcement(self.name, found, self.unenforceable)
+
+    def enforcement(self) -> dict[str, str]:
+        return dict(self._enforcement)
+
+    def _args(self, spec: SandboxSpec) -> list[str]:
+        limits = spec.limits
+        args = [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid", str(SANDBOX_UID),
+            "--gid", str(SANDBOX_UID),
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+            "--clearenv",
+            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+            "--setenv", "HOME", "/tmp",
+            "--setenv", "TMPDIR", "/tmp",
+            "--setenv", "LANG", "C.UTF-8",
+            "--hostname", "sandbox",
+            "--ro-bind", "/usr", "/usr",
+        ]  # fmt: skip
+        for path in _SYSTEM_DIRS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        if self.mounted_prefix != self.prefix:
+            args += ["--ro-bind", str(self.prefix), str(self.mounted_prefix)]
+            # Its RUNPATH names the host path: without this the loader would pick another
+            # libpython from /usr (the system's, of another patch release) or none.
+            args += ["--setenv", "LD_LIBRARY_PATH", str(self.mounted_prefix / "lib")]
+        args += [
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+            "--ro-bind", str(spec.code_dir.resolve()), "/code",
+        ]  # fmt: skip
+        if spec.deps_dir is not None:
+            args += ["--ro-bind", str(spec.deps_dir.resolve()), "/deps"]
+        # /dev is a tmpfs bwrap populates; once set up, nothing but /tmp stays writable.
+        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp"]
+        args += [self.python, "-I", "-S", "-B", "-c", runner_source()]
+        return args
+
+    def start(self, spec: SandboxSpec) -> RunnerSandbox:
+        self.fail_closed()
+        limits = spec.limits
+        if not spec.code_dir.is_dir():
+            raise SandboxError("infrastructure_error", f"code directory {spec.code_dir} is missing")
+        group: SandboxCgroup | None = None
+        rlimits = {"NOFILE": limits.open_files, "CORE": 0}
+        if self.cgroups is not None:
+            try:
+                group = self.cgroups.create(limits)
+            except OSError as exc:
+                raise SandboxError("infrastructure_error", f"cannot create cgroups: {exc}") from exc
+        else:
+            rlimits["AS"] = limits.memory_bytes
+            rlimits["NPROC"] = user_process_count(os.getuid()) + limits.pids
+        procs_files = group.procs_files if group else []
+
+        config = {
+            "handler": spec.handler,
+            "code_dir": "/code",
+            "extra_paths": ["/deps"] if spec.deps_dir else [],
+            "output_ports": list(spec.output_ports),
+            "output_bytes": limits.output_bytes,
+            "result_bytes": limits.result_bytes,
+            "rlimits": rlimits,
+            "cpu_affinity": None if group else math.ceil(limits.cpus),
+            "no_new_privs": False,  # bwrap has set it already
+            "user": None,
+            "workdir": "/tmp",
+        }
+        try:
+            process = spawn(
+                [*_JOIN_CGROUPS, str(len(procs_files)), *procs_files, *self._args(spec)],
+                env={},
+                start_new_session=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            if group:
+                group.remove()
+            raise SandboxError("infrastructure_error", f"cannot start bwrap: {exc}") from exc
+        channel = PipeChannel(process)
+
+        def kill() -> None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if group:
+                group.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+            channel.close()
+            if group:
+                group.remove()
+
+        def oom_killed() -> bool:
+            return group.oom_killed() if group else False
+
+        cgroup_dirs = {k: str(v) for k, v in group.dirs.items()} if group else {}
+        details = {"pid": process.pid, "cgroups": cgroup_dirs, "code_dir": str(spec.code_dir)}
+        sandbox = RunnerSandbox(
+            spec, channel, config, kill=kill, oom_killed=oom_killed, details=details
+        )
+        sandbox.handshake()
+        return sandbox

@@ -1,0 +1,143 @@
+"""The warm pool: started sandboxes kept per function version, least recently used evicted.
+
+A job takes an idle sandbox of its function version (or starts one), runs on it alone, and gives
+it back. A sandbox that died (timeout, out of memory, crash) is not given back. At most
+`max_size` idle sandboxes are kept (the specification's warm container cache of 200).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from calcgraph.workers.sandbox.base import (
+    RunRequest,
+    RunResult,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+    SandboxSpec,
+)
+
+
+@dataclass
+class PoolStats:
+    hits: int = 0
+    """Jobs run on a warm sandbox."""
+    starts: int = 0
+    """Sandboxes started (cold jobs and explicit warm-ups)."""
+    evictions: int = 0
+    """Idle sandboxes closed to stay within the size."""
+    discarded: int = 0
+    """Sandboxes not given back because they died or their version's spec changed."""
+
+
+class WarmPool:
+    """Thread-safe; one sandbox runs one job at a time."""
+
+    def __init__(self, backend: SandboxBackend, max_size: int = 200) -> None:
+        if max_size < 0:
+            raise ValueError("max_size must be >= 0")
+        self.backend = backend
+        self.max_size = max_size
+        self.stats = PoolStats()
+        self._lock = threading.Lock()
+        # Insertion order is recency: the first entry is the least recently used idle sandbox.
+        self._idle: OrderedDict[int, tuple[str, Sandbox]] = OrderedDict()
+        self._closed = False
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    def keys(self) -> list[str]:
+        """The function versions with an idle sandbox, least recently used first."""
+        with self._lock:
+            return [key for key, _ in self._idle.values()]
+
+    def _take(self, key: str, spec: SandboxSpec) -> tuple[Sandbox | None, list[Sandbox]]:
+        stale: list[Sandbox] = []
+        found: Sandbox | None = None
+        with self._lock:
+            for ident, (entry_key, sandbox) in reversed(self._idle.items()):
+                if entry_key != key:
+                    continue
+                if sandbox.spec == spec and sandbox.alive and found is None:
+                    found = sandbox
+                    del self._idle[ident]
+                elif sandbox.spec != spec or not sandbox.alive:
+                    stale.append(sandbox)
+            for sandbox in stale:
+                self._idle.pop(id(sandbox), None)
+            self.stats.discarded += len(stale)
+            if found is not None:
+                self.stats.hits += 1
+        return found, stale
+
+    def _give_back(self, key: str, sandbox: Sandbox) -> None:
+        evicted: list[Sandbox] = []
+        with self._lock:
+            if self._closed or not sandbox.alive or self.max_size == 0:
+                evicted.append(sandbox)
+                if not sandbox.alive:
+                    self.stats.discarded += 1
+            else:
+                self._idle[id(sandbox)] = (key, sandbox)
+                while len(self._idle) > self.max_size:
+                    _, (_, oldest) = self._idle.popitem(last=False)
+                    evicted.append(oldest)
+                    self.stats.evictions += 1
+        for old in evicted:
+            old.close()
+
+    def _start(self, spec: SandboxSpec) -> Sandbox:
+        sandbox = self.backend.start(spec)
+        with self._lock:
+            self.stats.starts += 1
+        return sandbox
+
+    def warm(self, key: str, spec: SandboxSpec) -> None:
+        """Start a sandbox for `key` ahead of its first job."""
+        self._give_back(key, self._start(spec))
+
+    def run(self, key: str, request: RunRequest) -> RunResult:
+        """Run one job of function version `key` on a warm sandbox, starting one if needed."""
+        return self.run_spec(key, request.spec, request.inputs)
+
+    def run_spec(self, key: str, spec: SandboxSpec, inputs: Mapping[str, Any]) -> RunResult:
+        began = time.monotonic()
+        sandbox, stale = self._take(key, spec)
+        for old in stale:
+            old.close()
+        if sandbox is None:
+            try:
+                sandbox = self._start(spec)
+            except SandboxError as exc:
+                return exc.result(time.monotonic() - began)
+        try:
+            result = sandbox.run(inputs)
+        finally:
+            self._give_back(key, sandbox)
+        return result.with_duration(time.monotonic() - began)
+
+    def discard(self, key: str) -> None:
+        """Close every idle sandbox of `key` (e.g. the function version was deleted)."""
+        with self._lock:
+            doomed = [(i, s) for i, (k, s) in self._idle.items() if k == key]
+            for ident, _ in doomed:
+                del self._idle[ident]
+        for _, sandbox in doomed:
+            sandbox.close()
+
+    def close(self) -> None:
+        """Close every idle sandbox; sandboxes still running a job are closed when they return."""
+        with self._lock:
+            self._closed = True
+            doomed = [sandbox for _, sandbox in self._idle.values()]
+            self._idle.clear()
+        for sandbox in doomed:
+            sandbox.close()

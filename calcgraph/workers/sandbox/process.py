@@ -1,0 +1,169 @@
+"""The `process` backend: a plain subprocess with rlimits, for machines with neither Docker nor
+bubblewrap. Isolation is weak and the backend says so loudly at start.
+
+Run by root it drops the runner to a uid of its own (so RLIMIT_NPROC counts that sandbox alone,
+the host's files and the Docker socket are out of reach, and a final kill(-1) as that uid removes
+every process the job left), empties the capability bounding set and sets no_new_privs.
+It cannot isolate the network, make the filesystem read-only (world-writable directories such
+as /var/tmp stay writable), bound /tmp as a whole (RLIMIT_FSIZE bounds each file), or stop the
+handler from creating a user namespace. Run by a non-root user it also cannot give the runner a
+uid of its own: RLIMIT_NPROC then counts all that user's processes, and the host environment of
+the user's other processes is readable through /proc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from calcgraph.workers.sandbox.base import (
+    SandboxBackend,
+    SandboxError,
+    SandboxSpec,
+    check_enforcement,
+)
+from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
+from calcgraph.workers.sandbox.staging import (
+    allocate_uid,
+    remove_staged,
+    remove_stale_staging,
+    stage_code,
+    traversable_by_others,
+    user_process_count,
+)
+
+log = logging.getLogger(__name__)
+
+_ALWAYS_UNENFORCEABLE = frozenset({"network", "read_only_fs", "tmp_size", "user_namespaces"})
+_SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class ProcessBackend(SandboxBackend):
+    name = "process"
+
+    def __init__(self, *, python: str | None = None, uid_base: int = 1_900_000_000) -> None:
+        self.as_root = os.geteuid() == 0
+        self.uid_base = uid_base
+        self.unenforceable = _ALWAYS_UNENFORCEABLE | (
+            frozenset() if self.as_root else frozenset({"pids", "environment"})
+        )
+        self.python = python or self._pick_python()
+        remove_stale_staging()
+        log.warning(
+            "CALCGRAPH SANDBOX IS THE WEAK `process` BACKEND: jobs run as plain subprocesses with "
+            "rlimits. Not enforced: %s. Install bubblewrap or Docker for real isolation.",
+            ", ".join(sorted(self.unenforceable)),
+        )
+
+    def _pick_python(self) -> str:
+        candidates = [Path(sys.base_prefix) / "bin" / "python3", Path("/usr/bin/python3")]
+        if not self.as_root:
+            return str(candidates[0])
+        # The runner's uid has no relation to the worker's: it must reach the interpreter.
+        for candidate in candidates:
+            if candidate.exists() and traversable_by_others(candidate):
+                return str(candidate)
+        raise SandboxError(
+            "infrastructure_error", "no python3 that an unprivileged uid can execute"
+        )
+
+    def enforcement(self) -> dict[str, str]:
+        found: dict[str, str | None] = {
+            "memory": "RLIMIT_AS (a MemoryError past the limit)",
+            "cpus": "sched_setaffinity to the first N CPUs",
+            "pids": "RLIMIT_NPROC on the sandbox's own uid" if self.as_root else None,
+            "capabilities": (
+                "setuid to an unprivileged uid, bounding set emptied"
+                if self.as_root
+                else "runs as the invoking non-root user"
+            )
+            + " (CapEff verified 0 at start)",
+            "no_new_privileges": "prctl(PR_SET_NO_NEW_PRIVS), verified at start",
+            "non_root": "own uid per sandbox" if self.as_root else "the invoking non-root user",
+            "environment": "empty environment; /proc of other uids unreadable"
+            if self.as_root
+            else None,
+            "timeout": "host kills the process group"
+            + (" and every process of the sandbox's uid" if self.as_root else ""),
+            "output": "captured in the runner, truncated",
+        }
+        return check_enforcement(self.name, found, self.unenforceable)
+
+    def start(self, spec: SandboxSpec) -> RunnerSandbox:
+        self.fail_closed()
+        limits = spec.limits
+        uid = allocate_uid(self.uid_base) if self.as_root else os.getuid()
+        try:
+            staged = stage_code(spec.code_dir, gid=uid if self.as_root else None)
+        except OSError as exc:
+            raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
+        tmp = staged / "tmp"
+        tmp.mkdir(mode=0o700)
+        if self.as_root:
+            os.chown(tmp, uid, uid)
+        nproc = limits.pids if self.as_root else user_process_count(uid) + limits.pids
+        config = {
+            "handler": spec.handler,
+            "code_dir": str(staged / "code"),
+            "extra_paths": [str(spec.deps_dir)] if spec.deps_dir else [],
+            "output_ports": list(spec.output_ports),
+            "output_bytes": limits.output_bytes,
+            "result_bytes": limits.result_bytes,
+            "rlimits": {
+                "AS": limits.memory_bytes,
+                "FSIZE": limits.tmp_bytes,
+                "NPROC": nproc,
+                "NOFILE": limits.open_files,
+                "CORE": 0,
+            },
+            "cpu_affinity": math.ceil(limits.cpus),
+            "no_new_privs": True,
+            "die_with_parent": os.getpid(),  # the worker: the runner's expected parent
+            "user": [uid, uid] if self.as_root else None,
+            "workdir": str(tmp),
+        }
+        env = {"PATH": _SANDBOX_PATH, "HOME": str(tmp), "TMPDIR": str(tmp), "LANG": "C.UTF-8"}
+        try:
+            process = spawn(
+                [self.python, "-I", "-S", "-B", "-c", runner_source()],
+                env=env,
+                cwd=str(tmp),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            remove_staged(staged)
+            raise SandboxError("infrastructure_error", f"cannot start python: {exc}") from exc
+        channel = PipeChannel(process)
+
+        def kill() -> None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if self.as_root:
+                # kill(-1) from the sandbox's uid reaches every process of that uid, including
+                # ones that left the process group with setsid.
+                subprocess.run(
+                    [self.python, "-I", "-S", "-c", "import os; os.kill(-1, 9)"],
+                    user=uid,
+                    group=uid,
+                    extra_groups=[],
+                    check=False,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+            channel.close()
+            remove_staged(staged)
+
+        details = {"pid": process.pid, "uid": uid, "code_dir": str(staged / "code")}
+        sandbox = RunnerSandbox(
+            spec, channel, config, kill=kill, oom_killed=lambda: False, details=details
+        )
+        sandbox.handshake()
+        return sandbox

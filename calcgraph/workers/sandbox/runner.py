@@ -1,0 +1,271 @@
+"""The bootstrap that runs INSIDE a sandbox. Standard library only: the backends pass this file's
+source to the sandbox's own python3 with `-c`, so it runs the same on the host interpreter (bwrap,
+process) and in a function image (docker), and needs no mount of its own.
+
+Protocol, one JSON object per line. The host writes a configuration line; the runner confines
+itself further (rlimits, CPU affinity, no_new_privs, dropping to an unprivileged user, as the
+configuration asks), imports the handler once and answers `{"type": "ready", "status": {...}}` (the
+process's uid and capability sets, for the host to verify) or `{"type": "failed", ...}`. Then each
+input line `{"inputs": {...}}` is answered by one `{"type": "result", ...}` line.
+
+User code never sees the protocol: stdin is /dev/null and stdout/stderr go, per job, into a pipe
+drained by a thread that keeps at most `output_bytes`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import IO, Any
+
+# Frames of this file are the runner's, not the user's: tracebacks leave them out.
+_RUNNER_FILES = {"<string>", globals().get("__file__", "<string>")}
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_LAST_CAP = 63
+
+
+class _Capture:
+    """Collects what user code writes to fd 1 and 2 during one job, up to `limit` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.dropped = 0
+        self.read_fd = -1
+        self.thread: threading.Thread | None = None
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self.read_fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            room = self.limit - self.kept
+            if room > 0:
+                self.chunks.append(data[:room])
+                self.kept += min(room, len(data))
+            self.dropped += max(0, len(data) - max(room, 0))
+
+    def start(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.read_fd = read_fd
+        os.dup2(write_fd, 1)
+        os.dup2(write_fd, 2)
+        os.close(write_fd)
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def stop(self, devnull: int) -> str:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a handler may have replaced or closed them
+                pass
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        if self.thread is not None:
+            # A background process the handler left behind may hold the pipe open: do not wait.
+            self.thread.join(timeout=0.5)
+            if not self.thread.is_alive():
+                os.close(self.read_fd)
+        text = b"".join(self.chunks).decode("utf-8", "replace")
+        if self.dropped:
+            text += f"\n[calcgraph: {self.dropped} more bytes of output dropped]\n"
+        return text
+
+
+def _proc_status() -> dict[str, str]:
+    wanted = ("Uid", "Gid", "CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs")
+    found: dict[str, str] = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                key, _, value = line.partition(":")
+                if key in wanted:
+                    found[key] = value.strip()
+    except OSError as exc:
+        found["error"] = str(exc)
+    return found
+
+
+def _confine(config: Mapping[str, Any]) -> None:
+    import signal
+
+    # Past RLIMIT_FSIZE a write must fail with EFBIG, not kill the runner with SIGXFSZ.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    rlimits: Mapping[str, int] = config.get("rlimits") or {}
+    if rlimits:
+        import resource
+
+        for name, value in rlimits.items():
+            resource.setrlimit(getattr(resource, "RLIMIT_" + name), (value, value))
+    cpus = config.get("cpu_affinity")
+    if cpus:
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, set(allowed[: int(cpus)]))
+    user = config.get("user")
+    if config.get("no_new_privs") or user:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if user and os.geteuid() == 0:
+            # Empty the bounding set while still privileged, so nothing can come back later.
+            for cap in range(_LAST_CAP + 1):
+                libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if user:
+        uid, gid = int(user[0]), int(user[1])
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    if config.get("die_with_parent"):
+        import ctypes
+
+        # Set after the uid change, which clears it: a crashed worker takes its runners along.
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != config["die_with_parent"]:  # it died before the signal was armed
+            os._exit(1)
+    os.umask(0o077)
+    workdir = config.get("workdir")
+    if workdir:
+        os.chdir(workdir)
+
+
+def _load_handler(config: Mapping[str, Any]) -> Callable[..., Any]:
+    for path in reversed([config.get("code_dir"), *(config.get("extra_paths") or [])]):
+        if path:
+            sys.path.insert(0, str(path))
+    module_name, sep, attribute = str(config["handler"]).partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"handler {config['handler']!r} is not of the form module:callable")
+    target: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise TypeError(f"handler {config['handler']!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _shape_outputs(value: Any, ports: list[str]) -> dict[str, Any]:
+    """A mapping of output ports, or a bare value for a function with exactly one output port."""
+    if isinstance(value, Mapping) and all(isinstance(key, str) for key in value):
+        if not ports or set(value) <= set(ports):
+            return dict(value)
+    if len(ports) == 1:
+        return {ports[0]: value}
+    if not ports:
+        return {"result": value}
+    raise TypeError(
+        f"the handler returned {type(value).__name__}; expected a mapping of the output ports "
+        f"{', '.join(ports)}"
+        + (
+            f" (unknown keys: {sorted(set(value) - set(ports))})"
+            if isinstance(value, Mapping)
+            else ""
+        )
+    )
+
+
+def _describe(exc: BaseException) -> tuple[str, str]:
+    """The error message and a traceback without the runner's own frames."""
+    summary = traceback.TracebackException.from_exception(exc)
+    summary.stack = traceback.StackSummary.from_list(
+        [frame for frame in summary.stack if frame.filename not in _RUNNER_FILES]
+    )
+    message = "".join(summary.format_exception_only()).strip()
+    return message[:2000], "".join(summary.format())
+
+
+def _error(exc: BaseException) -> tuple[dict[str, str], str]:
+    message, trace = _describe(exc)
+    kind = "out_of_memory" if isinstance(exc, MemoryError) else "user_error"
+    if isinstance(exc, SystemExit):
+        message = f"the handler called exit({exc.code!r})"
+    return {"kind": kind, "message": message}, trace
+
+
+def _run_job(
+    handler: Callable[..., Any], inputs: Mapping[str, Any], config: Mapping[str, Any], devnull: int
+) -> dict[str, Any]:
+    capture = _Capture(int(config["output_bytes"]))
+    capture.start()
+    began = time.perf_counter()
+    reply: dict[str, Any]
+    trace = ""
+    try:
+        outputs = _shape_outputs(handler(**inputs), list(config.get("output_ports") or []))
+        encoded = json.dumps(outputs, allow_nan=False)
+        if len(encoded) > int(config["result_bytes"]):
+            raise ValueError(
+                f"the outputs are {len(encoded)} bytes of JSON, over the limit of "
+                f"{config['result_bytes']}"
+            )
+        reply = {"type": "result", "status": "success", "outputs": json.loads(encoded)}
+    except BaseException as exc:  # the handler's failure is the job's result, whatever it is
+        error, trace = _error(exc)
+        reply = {"type": "result", "status": "failed", "error": error}
+    logs = capture.stop(devnull)
+    reply["logs"] = logs + trace
+    reply["duration"] = time.perf_counter() - began
+    return reply
+
+
+def _send(out: IO[bytes], message: Mapping[str, Any]) -> None:
+    out.write(json.dumps(message).encode() + b"\n")
+    out.flush()
+
+
+def main() -> None:
+    sys.dont_write_bytecode = True
+    proto_in = os.fdopen(os.dup(0), "rb")
+    proto_out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    config: dict[str, Any] = json.loads(proto_in.readline() or b"{}")
+    if not config:
+        return
+    # A failing confinement is the sandbox's problem, not the user's.
+    try:
+        _confine(config)
+    except BaseException as exc:
+        _send(
+            proto_out,
+            {
+                "type": "failed",
+                "error": {"kind": "sandbox_error", "message": f"confinement failed: {exc!r}"},
+            },
+        )
+        return
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    status = _proc_status()
+    capture = _Capture(int(config["output_bytes"]))
+    capture.start()
+    try:
+        handler = _load_handler(config)
+    except BaseException as exc:
+        error, trace = _error(exc)
+        logs = capture.stop(devnull)
+        _send(proto_out, {"type": "failed", "error": error, "logs": logs + trace, "status": status})
+        return
+    logs = capture.stop(devnull)
+    _send(proto_out, {"type": "ready", "status": status, "logs": logs, "python": sys.version})
+    for line in proto_in:
+        request = json.loads(line)
+        _send(proto_out, _run_job(handler, request.get("inputs") or {}, config, devnull))
+
+
+if __name__ == "__main__":
+    main()

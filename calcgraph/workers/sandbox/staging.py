@@ -1,0 +1,88 @@
+"""Host-side helpers shared by the local backends: a readable copy of the code, spare uids."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+_PREFIX = "calcgraph-sbx-"
+_uid_lock = threading.Lock()
+_uid_counter = itertools.count()
+
+
+def stage_code(code_dir: Path, parent: Path | None = None, gid: int | None = None) -> Path:
+    """Copy `code_dir` into a fresh directory that the sandbox can read but not write.
+
+    The caller's directory may be private to the worker (0700, as pytest's tmp dirs are). The
+    copy stays owned by the worker; with `gid` (the sandbox's group, when the worker is root) it
+    is readable by that group only, so one function's sandbox cannot read another's code.
+    """
+    if not code_dir.is_dir():
+        raise FileNotFoundError(f"code directory {code_dir} does not exist")
+    # The worker's pid in the name lets a later worker remove what a crashed one left.
+    root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
+    os.chmod(root, 0o755)
+    target = root / "code"
+    shutil.copytree(code_dir, target, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
+    dir_mode, file_mode = (0o750, 0o640) if gid is not None else (0o755, 0o644)
+    for dirpath, _dirnames, filenames in os.walk(target):
+        _own(dirpath, dir_mode, gid)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            executable = stat.S_IMODE(os.stat(path).st_mode) & 0o100
+            _own(path, file_mode | (executable and dir_mode & 0o111), gid)
+    return root
+
+
+def _own(path: str, mode: int, gid: int | None) -> None:
+    if gid is not None:
+        os.chown(path, -1, gid)
+    os.chmod(path, mode)
+
+
+def remove_staged(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def remove_stale_staging(parent: Path | None = None) -> None:
+    """Remove the staged directories of workers of this machine that are no longer running."""
+    base = Path(parent or tempfile.gettempdir())
+    for path in base.glob(f"{_PREFIX}*-*"):
+        pid = path.name[len(_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            remove_staged(path)
+
+
+def allocate_uid(base: int, span: int = 1_000_000) -> int:
+    """A uid no other live sandbox of this machine uses: per-sandbox uids make RLIMIT_NPROC and
+    the final kill(-1) apply to one sandbox only. Worker processes take disjoint slices by pid."""
+    with _uid_lock:
+        serial = next(_uid_counter)
+    return base + ((os.getpid() % 1000) * 1000 + serial % 1000) % span
+
+
+def traversable_by_others(path: Path) -> bool:
+    """Whether a uid with no relation to the owner can reach and execute `path`."""
+    real = Path(os.path.realpath(path))
+    for part in [*reversed(real.parents), real]:
+        mode = os.stat(part).st_mode
+        if not mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(real).st_mode & stat.S_IROTH) or real.is_file()
+
+
+def user_process_count(uid: int) -> int:
+    """Processes of `uid` now: the base of RLIMIT_NPROC when the sandbox shares the user's uid."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += 1
+    return count
