@@ -25,8 +25,9 @@ def _upgrade(connection: Connection, revision: str) -> None:
     command.upgrade(config, revision)
 
 
-async def upgrade(database: Database, revision: str = "head") -> None:
-    """Bring the schema to `revision`; a no-op when it is there already."""
+async def upgrade(database: Database, revision: str = "heads") -> None:
+    """Bring the schema to `revision` (every head: features may add branches that a merge
+    revision joins later); a no-op when it is there already."""
     async with database.write_session() as session:
         connection = await session.connection()
         await connection.run_sync(_upgrade, revision)
