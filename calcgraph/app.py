@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -9,13 +10,33 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
+from strawberry.subscriptions import (
+    GRAPHQL_TRANSPORT_WS_PROTOCOL,
+    GRAPHQL_WS_PROTOCOL,
+    MULTIPART_SUBSCRIPTION_PROTOCOL,
+)
 
+from calcgraph.auth.authenticate import AuthenticationMiddleware
+from calcgraph.auth.setup import build_identity
 from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
-from calcgraph.rest_compat import errors, routes_health, routes_types
+from calcgraph.rest_compat import (
+    errors,
+    routes_auth,
+    routes_builds,
+    routes_execute,
+    routes_health,
+    routes_jobs,
+    routes_organizations,
+    routes_packages,
+    routes_publish,
+    routes_types,
+    routes_workflows,
+)
 from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
 from calcgraph.schema.view import GraphQLView
 from calcgraph.settings import Settings, get_settings
+from calcgraph.workers.inprocess import Execution
 
 
 def create_app(settings: Settings | None = None, database: Database | None = None) -> Starlette:
@@ -24,17 +45,40 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     db = database or Database(
         settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
     )
-    graphql = GraphQLView(settings, db)
+    # Subscriptions (runUpdates) over plain HTTP too: multipart/mixed responses.
+    graphql = GraphQLView(
+        settings,
+        db,
+        subscription_protocols=(
+            GRAPHQL_TRANSPORT_WS_PROTOCOL,
+            GRAPHQL_WS_PROTOCOL,
+            MULTIPART_SUBSCRIPTION_PROTOCOL,
+        ),
+    )
+    identity = build_identity(settings, db)
+    # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
+    execution = Execution(settings, db)
 
     routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
         *routes_health.routes,
         *routes_types.routes,
+        *routes_auth.routes,
+        *routes_organizations.routes,
+        *routes_packages.routes,
+        *routes_publish.routes,
+        *routes_jobs.routes,
+        *routes_execute.routes,
+        *routes_builds.routes,
+        *routes_workflows.routes,
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if execution.in_process:  # no Redis: this process runs the jobs too
+            await asyncio.to_thread(execution.start_workers)
         yield
+        await execution.close()
         if owns_database:
             await db.dispose()
 
@@ -44,10 +88,16 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             Middleware(MediaTypeMiddleware),
             Middleware(errors.ErrorMiddleware),
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
+            # Every routed path outside the contract's public list needs a bearer token.
+            Middleware(
+                AuthenticationMiddleware, authenticator=identity.authenticator, routes=routes
+            ),
         ],
         exception_handlers={HTTPException: errors.handle, DomainError: errors.handle},
         lifespan=lifespan,
     )
     app.state.settings = settings
     app.state.database = db
+    app.state.identity = identity
+    app.state.execution = execution
     return app

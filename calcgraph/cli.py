@@ -41,15 +41,77 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "SANDBOX IS 'process': user code runs as a plain subprocess with rlimits only; "
             "isolation is weak. Install bubblewrap (apt-get install bubblewrap) or use docker."
         )
-    _migrate(settings)
-    uvicorn.run(
-        "calcgraph.app:create_app",
-        factory=True,
-        host=args.host or settings.host,
-        port=args.port or settings.port,
-        log_level=settings.log_level,
-        proxy_headers=True,
-    )
+    host = args.host or settings.host
+    from calcgraph.auth.setup import require_https
+
+    require_https(settings.issuer)
+    dev_idp = None
+    if settings.uses_dev_identity_provider:
+        from calcgraph.auth.devidp import DEV_USERS, start_for_serve
+
+        dev_idp = start_for_serve(settings.oidc_audience, host, settings.dev_idp_port)
+        logging.getLogger("calcgraph").info(
+            "development identity provider at %s (%s) with users %s; "
+            "`calcgraph token alice` prints a token",
+            settings.issuer,
+            "started" if dev_idp is not None else "already running",
+            ", ".join(DEV_USERS),
+        )
+    try:
+        _migrate(settings)
+        uvicorn.run(
+            "calcgraph.app:create_app",
+            factory=True,
+            host=host,
+            port=args.port or settings.port,
+            log_level=settings.log_level,
+            proxy_headers=True,
+        )
+    finally:
+        if dev_idp is not None:
+            dev_idp.stop()
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from calcgraph.auth.devidp import dev_token, is_loopback
+
+    settings = get_settings()
+    if not settings.uses_dev_identity_provider:
+        raise ValueError(
+            "`calcgraph token` serves the development identity provider only; with "
+            "CALCGRAPH_OIDC_ISSUER set, get tokens from that identity provider"
+        )
+    if not is_loopback(settings.host):
+        raise ValueError(f"refusing development tokens: the host {settings.host} is not loopback")
+    print(dev_token(settings.issuer, args.username))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from calcgraph.workers.main import run_workers
+
+    return run_workers(get_settings(), args.processes, args.threads)
+
+
+def cmd_builds_cleanup(args: argparse.Namespace) -> int:
+    """Registry retention now (spec: Limits); the `builds.cleanup` actor does it periodically."""
+    from calcgraph.builds.retention import cleanup
+    from calcgraph.db.base import utcnow
+    from calcgraph.db.engine import Database
+
+    settings = get_settings()
+
+    async def run() -> list[str]:
+        database = Database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        try:
+            report = await cleanup(database, settings, utcnow(), dry_run=args.dry_run)
+        finally:
+            await database.dispose()
+        return report.lines()
+
+    for line in asyncio.run(run()):
+        print(line)
     return 0
 
 
@@ -64,8 +126,29 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="port to bind (default 8000)")
     serve.set_defaults(func=cmd_serve)
 
+    token = sub.add_parser(
+        "token", help="print an access token of a development user (alice, bob, admin)"
+    )
+    token.add_argument("username", help="alice, bob or admin")
+    token.set_defaults(func=cmd_token)
+
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
+
+    worker = sub.add_parser(
+        "worker", help="run Dramatiq workers against the Redis broker (CALCGRAPH_REDIS_URL)"
+    )
+    worker.add_argument("--processes", type=int, default=1, help="worker processes (default 1)")
+    worker.add_argument("--threads", type=int, default=8, help="threads per process (default 8)")
+    worker.set_defaults(func=cmd_worker)
+
+    builds = sub.add_parser("builds", help="function images and artifacts")
+    builds_sub = builds.add_subparsers(dest="builds_command", required=True)
+    cleanup = builds_sub.add_parser(
+        "cleanup", help="delete images and artifacts past retention (90 days, 10 versions)"
+    )
+    cleanup.add_argument("--dry-run", action="store_true", help="list, delete nothing")
+    cleanup.set_defaults(func=cmd_builds_cleanup)
     return parser
 
 

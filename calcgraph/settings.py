@@ -28,6 +28,36 @@ class Settings(BaseSettings):
     )
     sandbox_pids: int = Field(default=256, gt=0, description="process count limit per sandbox")
     warm_pool_size: int = Field(default=200, ge=0, description="warm sandboxes kept, LRU evicted")
+
+    # Execution: broker, workers, result cache, sweeper (issue 5).
+    execute_max_wait_seconds: float = Field(
+        default=300.0, ge=0, description="cap of the execute `wait` query parameter"
+    )
+    result_cache_ttl_seconds: float = Field(
+        default=3600.0, ge=0, description="the specification's result cache lifetime"
+    )
+    inprocess_worker_threads: int = Field(
+        default=4, gt=0, description="worker threads of the in-process broker inside `serve`"
+    )
+    worker_poll_ms: int = Field(
+        default=5,
+        gt=0,
+        description="longest idle poll of a Redis consumer (Dramatiq's default backs off to 1 s)",
+    )
+    job_max_retries: int = Field(
+        default=3, ge=0, description="retries of a job after infrastructure failures"
+    )
+    sweeper_interval_seconds: float = Field(default=5.0, gt=0)
+    sweeper_stale_seconds: float = Field(
+        default=30.0, gt=0, description="a queued job this old (times its deliveries) is re-sent"
+    )
+    sweeper_max_deliveries: int = Field(default=5, gt=0)
+    code_cache_dir: Path | None = Field(
+        default=None, description="staged function code by content; unset: under the temp dir"
+    )
+    redis_key_prefix: str = Field(
+        default="", description="prefix of calcgraph's Redis keys and of its Dramatiq namespace"
+    )
     docker_host: str = "unix:///var/run/docker.sock"
     sandbox_base_image: str = "calcgraph/python-base"
     sandbox_registry: str | None = Field(
@@ -83,6 +113,23 @@ class Settings(BaseSettings):
     )
     trivy_skip_db_update: bool = False
     scan_timeout_seconds: float = Field(default=300.0, gt=0)
+    # Image and artifact builds (issue 6). The build runs pip on this host, so its index
+    # options are the operator's; nothing else of the environment reaches the build.
+    build_timeout_seconds: float = Field(default=300.0, gt=0, description="spec: image build")
+    build_dir: Path = Field(
+        default=Path("./calcgraph-builds"),
+        description="artifacts (content-addressed) and build logs; shared by API and workers",
+    )
+    build_index_url: str | None = Field(default=None, description="pip --index-url")
+    build_find_links: list[str] = Field(default=[], description="pip --find-links locations")
+    build_no_index: bool = Field(default=False, description="pip --no-index (local wheels only)")
+    function_image_repository: str = Field(
+        default="calcgraph/fn", description="docker builds are tagged <this>/<function>:<digest>"
+    )
+    retention_function_days: int = Field(default=90, gt=0, description="after the last pull")
+    retention_function_versions: int = Field(default=10, gt=0, description="kept per function")
+    retention_base_days: int = Field(default=365, gt=0)
+    retention_interval_seconds: float = Field(default=86400.0, gt=0)
 
     @field_validator("database_url")
     @classmethod

@@ -86,6 +86,10 @@ ensure_docker() {
   [ "${CALCGRAPH_SKIP_DOCKER:-0}" = 1 ] && { say "CALCGRAPH_SKIP_DOCKER=1: leaving Docker alone"; return 0; }
   if ensure_engine && ensure_base_image; then
     say "docker ready with $BASE_IMAGE"
+    # A registry on loopback lets the tests push built function images (no registry is
+    # reachable from here); Debian packages one.
+    command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry \
+      || say "WARNING: docker-registry unavailable; the registry push test will skip"
   else
     say "WARNING: Docker unavailable; the docker sandbox tests will skip"
   fi

@@ -6,14 +6,17 @@ savepoints, and it is rolled back at the end, so tests never see each other's ro
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 from starlette.applications import Starlette
 
 from calcgraph.app import create_app
@@ -21,6 +24,7 @@ from calcgraph.db.dialect import configure_sqlite
 from calcgraph.db.engine import Database
 from calcgraph.db.migrate import upgrade
 from calcgraph.settings import Settings
+from tests.auth.idp import LocalIdentityProvider
 
 POSTGRES_URL = os.environ.get(
     "CALCGRAPH_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -84,13 +88,67 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
 async def database(engine: AsyncEngine, database_url: str) -> AsyncIterator[Database]:
     async with engine.connect() as conn:
         outer = await conn.begin()
-        yield Database(database_url, bind=conn)
+        yield TurnTakingDatabase(database_url, bind=conn)
         await outer.rollback()
 
 
+class TurnTakingDatabase(Database):
+    """The sessions of one test share one connection, which runs one statement at a time and
+    one savepoint stack; GraphQL resolves fields (and DataLoader batches) concurrently, each
+    with its own session. Here they take turns; a task that already holds the turn may nest.
+    In production each session has its own pooled connection and nothing waits."""
+
+    def __init__(self, url: str, *, bind: AsyncConnection) -> None:
+        super().__init__(url, bind=bind)
+        self._turn = asyncio.Lock()
+        self._holder: asyncio.Task[Any] | None = None
+        self._loop = asyncio.get_running_loop()
+
+    @contextlib.asynccontextmanager
+    async def _my_turn(self) -> AsyncIterator[None]:
+        task = asyncio.current_task()
+        # Nested in the holder's own task, or on another event loop (a worker thread): no turn.
+        if task is None or self._holder is task or task.get_loop() is not self._loop:
+            yield
+            return
+        async with self._turn:
+            self._holder = task
+            try:
+                yield
+            finally:
+                self._holder = None
+
+    @contextlib.asynccontextmanager
+    async def write_session(self) -> AsyncIterator[AsyncSession]:
+        async with self._my_turn(), super().write_session() as session:
+            yield session
+
+    @contextlib.asynccontextmanager
+    async def read_session(self) -> AsyncIterator[AsyncSession]:
+        async with self._my_turn(), super().read_session() as session:
+            yield session
+
+
+@pytest.fixture(scope="session")
+def identity_provider() -> Iterator[LocalIdentityProvider]:
+    """A real OpenID provider on loopback (discovery + JWKS) whose keys the tests hold."""
+    provider = LocalIdentityProvider().start()
+    yield provider
+    provider.stop()
+
+
 @pytest.fixture
-def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, _env_file=None)  # type: ignore[call-arg]
+def settings(database_url: str, identity_provider: LocalIdentityProvider) -> Settings:
+    return Settings(  # type: ignore[call-arg]
+        database_url=database_url, oidc_issuer=identity_provider.issuer, _env_file=None
+    )
+
+
+@pytest.fixture
+def bearer(identity_provider: LocalIdentityProvider) -> Callable[..., dict[str, str]]:
+    """`bearer("alice")` or `bearer("root", roles=["admin", "user"])`: Authorization headers
+    with a valid access token for that user (provisioned on its first request)."""
+    return identity_provider.headers
 
 
 @pytest.fixture

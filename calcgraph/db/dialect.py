@@ -50,3 +50,25 @@ def is_retryable(exc: BaseException) -> bool:
         sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
         return sqlstate in _PG_RETRYABLE_SQLSTATES
     return False
+
+
+def insert_ignoring_duplicates(dialect_name: str, table: Any) -> Any:
+    """`INSERT ... ON CONFLICT DO NOTHING` on the table's primary key: content-addressed rows
+    that concurrent units of work may both write."""
+    if dialect_name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing()
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table).on_conflict_do_nothing()
+
+
+def locked(dialect_name: str, query: Any, of: Any = None) -> Any:
+    """A SELECT that locks its rows (of the table `of`, when it joins others) until the end of
+    the transaction, for read-modify-write units (the tick): FOR UPDATE on PostgreSQL. SQLite
+    write sessions already hold the database's write lock from their first statement
+    (BEGIN IMMEDIATE), which serialises them."""
+    if dialect_name == "postgresql":
+        return query.with_for_update(of=of)
+    return query

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import (
@@ -24,6 +24,17 @@ from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite
 AfterCommit = Callable[[], Any]
 
 
+class UnitHook(Protocol):
+    """Joins every write session (the outbox of `calcgraph.workers.flush`): `begin` before the
+    unit of work, `committed` only after its commit succeeded, `end` always, last."""
+
+    def begin(self) -> Any: ...
+
+    async def committed(self, state: Any) -> None: ...
+
+    def end(self, state: Any) -> None: ...
+
+
 class Database:
     def __init__(
         self,
@@ -34,6 +45,7 @@ class Database:
     ) -> None:
         self.url = url
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
+        self.unit_hooks: list[UnitHook] = []
         if bind is not None:
             # Tests: every session joins the connection's outer transaction through a
             # savepoint, so the test can roll everything back at its end.
@@ -54,6 +66,7 @@ class Database:
     async def write_session(self) -> AsyncIterator[AsyncSession]:
         """One unit of work: committed when the block ends, rolled back if it raises."""
         token = SQLITE_BEGIN_MODE.set("IMMEDIATE")
+        states = [(hook, hook.begin()) for hook in self.unit_hooks]
         try:
             async with self._factory() as session:
                 try:
@@ -62,7 +75,12 @@ class Database:
                 except BaseException:
                     await session.rollback()
                     raise
+            # Only reached after a successful commit: jobs go out after the rows they name.
+            for hook, state in states:
+                await hook.committed(state)
         finally:
+            for hook, state in reversed(states):
+                hook.end(state)
             SQLITE_BEGIN_MODE.reset(token)
 
     @asynccontextmanager

@@ -3,21 +3,44 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 
 import strawberry
 from graphql.error import GraphQLError
-from strawberry.extensions import DisableIntrospection, SchemaExtension
+from strawberry.extensions import (
+    DisableIntrospection,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    QueryDepthLimiter,
+    SchemaExtension,
+)
+from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from calcgraph.domain.errors import DomainError
+from calcgraph.resolvers.access import AccessMutation, AccessQuery
 from calcgraph.resolvers.catalog import CatalogQuery
+from calcgraph.resolvers.execute import ExecuteMutation
+from calcgraph.resolvers.packages import PackageMutation, PackageQuery
+from calcgraph.resolvers.workflows import WorkflowMutation, WorkflowQuery, WorkflowSubscription
 from calcgraph.schema.errors import ContractErrors
 
 log = logging.getLogger("calcgraph.graphql")
 
 
 @strawberry.type(description="Read access to calcgraph.")
-class Query(CatalogQuery):
+class Query(CatalogQuery, AccessQuery, PackageQuery, WorkflowQuery):
+    pass
+
+
+@strawberry.type(description="Changes to calcgraph; each field is one transaction.")
+class Mutation(AccessMutation, PackageMutation, ExecuteMutation, WorkflowMutation):
+    pass
+
+
+@strawberry.type(description="Streams; over HTTP as multipart/mixed subscriptions.")
+class Subscription(WorkflowSubscription):
     pass
 
 
@@ -32,8 +55,28 @@ class Schema(strawberry.Schema):
                 log.error("unexpected GraphQL error", exc_info=original)
 
 
-def build_schema(*, introspection: bool = True) -> strawberry.Schema:
-    extensions: list[type[SchemaExtension]] = [ContractErrors]
+def build_schema(
+    *,
+    introspection: bool = True,
+    max_depth: int = 12,
+    max_aliases: int = 30,
+    max_tokens: int = 5000,
+) -> strawberry.Schema:
+    # Limits against expensive documents: depth and aliases are counted through fragments,
+    # tokens are counted by the parser before anything else runs.
+    extensions: list[Callable[[], SchemaExtension]] = [
+        ContractErrors,
+        partial(QueryDepthLimiter, max_depth=max_depth),
+        partial(MaxAliasesLimiter, max_alias_count=max_aliases),
+        partial(MaxTokensLimiter, max_token_count=max_tokens),
+    ]
     if not introspection:
         extensions.append(DisableIntrospection)
-    return Schema(query=Query, extensions=extensions)
+    return Schema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        extensions=extensions,
+        # Suggestions ("did you mean ...?") would let a caller map a schema it cannot introspect.
+        config=StrawberryConfig(disable_field_suggestions=True),
+    )

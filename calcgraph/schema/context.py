@@ -10,6 +10,10 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket
 
 from calcgraph.db.engine import Database
+from calcgraph.domain.access.principal import Principal
+from calcgraph.schema.access_loaders import AccessLoaders
+from calcgraph.schema.package_loaders import PackageLoaders
+from calcgraph.schema.workflow_loaders import WorkflowLoaders
 from calcgraph.settings import Settings
 
 
@@ -19,6 +23,13 @@ class Context:
     response: Response | None
     database: Database
     settings: Settings
+    principal: Principal | None = None
+    """Set by the authentication middleware when the request carried a valid token."""
+    access_loaders: AccessLoaders | None = None
+    package_loaders: PackageLoaders | None = None
+    """Loaders of package and function versions, built on first use in the request."""
+    workflow_loaders: WorkflowLoaders | None = None
+    """Loaders of the run graph (versions, node states, jobs), built on first use."""
 
 
 Info = strawberry.Info[Context, None]

@@ -1,1 +1,2 @@
-"""Adapters that run jobs: sandbox backends and the warm pool (actors join them with issue 5)."""
+"""Adapters that run jobs: the broker and outbox, the actors (listed in `registry.py`), the
+worker runtime, result cache, and the sandbox backends with their warm pool."""

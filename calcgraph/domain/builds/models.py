@@ -19,7 +19,8 @@ class Build(IdMixin, TimestampMixin, Base):
     )
     function_version_id: Mapped[str | None] = mapped_column(ForeignKey("function_versions.id"))
     build_status: Mapped[str] = mapped_column(String(20))
-    """`pending`, `running`, `success`, `refused` or `failed`."""
+    """`pending`, `running`, `success`, `refused` or `failed`; `expired` once retention deleted
+    the image or artifact of a successful build."""
     docker_image: Mapped[str | None] = mapped_column(String(500))
     image_size: Mapped[int | None] = mapped_column(BigInteger)
     build_duration: Mapped[float | None] = mapped_column(Float)

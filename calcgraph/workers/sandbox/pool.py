@@ -63,7 +63,8 @@ class WarmPool:
         stale: list[Sandbox] = []
         found: Sandbox | None = None
         with self._lock:
-            for ident, (entry_key, sandbox) in reversed(self._idle.items()):
+            # A snapshot: the loop deletes the entry it takes and then keeps looking for stale ones.
+            for ident, (entry_key, sandbox) in reversed(list(self._idle.items())):
                 if entry_key != key:
                     continue
                 if sandbox.spec == spec and sandbox.alive and found is None:

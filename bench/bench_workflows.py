@@ -1,0 +1,394 @@
+"""Workflow run benchmarks (issue 7), medians over at least 20 runs each.
+
+- `workflow_diamond`: a diamond of four trivial functions, from run creation to `completed`,
+  driven by long-poll ticks (`?wait=`) through the API, in-process broker, warm sandboxes,
+  SQLite. Target: p50 under 150 ms.
+- `workflow_chain40`: a chain of 40 nodes each computing fibo(10), the same way. Target: p50
+  under 1.0 s.
+- `workflow_tick_1000`: one tick (the service call, one commit) on a run of 1,000 nodes on
+  PostgreSQL: when nothing changed (target p50 under 5 ms) and when it submits 100 nodes
+  (target under 20 ms); `extra` gives the statement counts per tick for 100- and 1,000-node
+  runs (they do not grow with the run).
+- `workflow_graphql_run_1000`: the nested GraphQL run query (node states with job and function
+  version, workflow version) on a run of 1,000 nodes, through ASGI. Target: p99 under 60 ms.
+
+PostgreSQL: `CALCGRAPH_BENCH_POSTGRES_URL` (default .../cg_runs_bench, reset at start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import event
+from starlette.applications import Starlette
+
+from bench.core import Options, Result, summarise
+from calcgraph.app import create_app
+from calcgraph.db.engine import Database
+from calcgraph.db.migrate import upgrade
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.settings import Settings
+from calcgraph.workers.flush import attach
+from calcgraph.workers.result_cache import InProcessResultCache
+from tests.access.factories import create_user
+from tests.auth.idp import LocalIdentityProvider
+from tests.conftest import _reset_postgres
+from tests.execution.factories import Deployed, deploy
+
+POSTGRES_URL = os.environ.get(
+    "CALCGRAPH_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/cg_runs_bench"
+)
+RUNS = 20
+TERMINAL = ("completed", "failed", "cancelled")
+CODE = """
+def inc(x):
+    return {"y": x + 1}
+
+def add(a, b):
+    return {"y": a + b}
+
+def _fibo(n):
+    return n if n < 2 else _fibo(n - 1) + _fibo(n - 2)
+
+def fibo(x):
+    return {"y": x + _fibo(10)}
+"""
+F = {"type": "Float", "required": True}
+OUT = {"y": {"type": "Float"}}
+FUNCTIONS = {
+    "inc": {"handler": "main:inc", "inputs": {"x": F}, "outputs": OUT},
+    "add": {"handler": "main:add", "inputs": {"a": F, "b": F}, "outputs": OUT},
+    "fibo": {"handler": "main:fibo", "inputs": {"x": F}, "outputs": OUT},
+}
+
+
+def _input(key: str) -> dict[str, Any]:
+    return {"node_key": key, "kind": "input", "input_spec": {"type_expr": "Float"}}
+
+
+def _fn(key: str, function: str, **ports: str) -> dict[str, Any]:
+    bindings = {}
+    for port, source in ports.items():
+        if "." in source:
+            node, out = source.split(".", 1)
+            bindings[port] = {"source": "edge", "from_node_key": node, "from_port": out}
+        else:
+            bindings[port] = {"source": "input_node", "input_key": source, "from_port": "value"}
+    return {"node_key": key, "kind": "function", "function": function, "input_bindings": bindings}
+
+
+def diamond(pkg: str) -> list[dict[str, Any]]:
+    return [
+        _input("x"),
+        _fn("A", f"{pkg}/inc", x="x"),
+        _fn("B", f"{pkg}/inc", x="A.y"),
+        _fn("C", f"{pkg}/inc", x="A.y"),
+        _fn("D", f"{pkg}/add", a="B.y", b="C.y"),
+    ]
+
+
+def chain(pkg: str, length: int) -> list[dict[str, Any]]:
+    nodes = [_input("x"), _fn("n0", f"{pkg}/fibo", x="x")]
+    return nodes + [_fn(f"n{i}", f"{pkg}/fibo", x=f"n{i - 1}.y") for i in range(1, length)]
+
+
+def parallel_chains(pkg: str, chains: int, length: int) -> list[dict[str, Any]]:
+    """`chains` independent chains of `length` nodes: the first tick submits `chains` nodes."""
+    nodes = [_input("x")]
+    for c in range(chains):
+        nodes.append(_fn(f"c{c}n0", f"{pkg}/inc", x="x"))
+        nodes += [_fn(f"c{c}n{i}", f"{pkg}/inc", x=f"c{c}n{i - 1}.y") for i in range(1, length)]
+    return nodes
+
+
+@dataclass
+class Platform:
+    app: Starlette
+    client: httpx.AsyncClient
+    database: Database
+    headers: dict[str, str]
+    owner: Principal
+    deployed: Deployed
+
+    async def workflow(self, nodes: list[dict[str, Any]]) -> str:
+        slug = f"bench-{uuid.uuid4().hex[:8]}"
+        body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}}
+        response = await self.client.post("/workflows", json=body, headers=self.headers)
+        if response.status_code != 201:
+            raise RuntimeError(f"workflow refused: {response.text}")
+        return slug
+
+    async def run_to_end(self, slug: str, x: float) -> dict[str, Any]:
+        created = await self.client.post(
+            f"/workflows/{slug}/runs", json={"inputs": {"x": x}}, headers=self.headers
+        )
+        run: dict[str, Any] = created.json()
+        path = f"/workflow-runs/{run['id']}/tick"
+        run = (await self.client.post(path, headers=self.headers)).json()
+        while run["status"] not in TERMINAL:
+            run = (await self.client.post(path, params={"wait": 5}, headers=self.headers)).json()
+        if run["status"] != "completed":
+            raise RuntimeError(f"run ended {run['status']}: {run['error_message']}")
+        return run
+
+
+async def _url(postgres: bool, tmp: Path) -> str:
+    if postgres:
+        await _reset_postgres(POSTGRES_URL)
+        url = POSTGRES_URL
+    else:
+        url = f"sqlite+aiosqlite:///{tmp / 'bench.db'}"
+    migrator = Database(url)
+    try:
+        await upgrade(migrator)
+    finally:
+        await migrator.dispose()
+    return url
+
+
+@contextlib.asynccontextmanager
+async def platform(*, postgres: bool = False, workers: bool = True) -> AsyncIterator[Platform]:
+    idp = LocalIdentityProvider().start()
+    tmp = Path(tempfile.mkdtemp(prefix="calcgraph-bench-wf-"))
+    url = await _url(postgres, tmp)
+    settings = Settings(
+        _env_file=None,
+        database_url=url,
+        oidc_issuer=idp.issuer,
+        code_cache_dir=tmp / "code",
+        inprocess_worker_threads=4,
+    )
+    database = Database(url)
+    app = create_app(settings, database)
+    try:
+        lifespan = app.router.lifespan_context(app) if workers else contextlib.nullcontext()
+        async with lifespan:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+                owner = await create_user(database, idp, "alice")
+                deployed = await deploy(
+                    database, owner, files={"main.py": CODE}, functions=FUNCTIONS
+                )
+                yield Platform(app, client, database, idp.headers("alice"), owner, deployed)
+    finally:
+        if not workers:
+            await app.state.execution.close()
+        await database.dispose()
+        idp.stop()
+
+
+def _end_to_end(name: str, scenario: str, nodes_of: Any, runs: int) -> list[Result]:
+    async def run() -> Result:
+        async with platform() as bench:
+            slug = await bench.workflow(nodes_of(bench.deployed.package_name))
+            await bench.run_to_end(slug, -1.0)  # warm: sandboxes started, code staged
+            latencies: list[int] = []
+            t0 = time.perf_counter()
+            for i in range(runs):
+                x = i + time.time() % 1  # fresh inputs: no result-cache hits
+                start = time.perf_counter_ns()
+                await bench.run_to_end(slug, x)
+                latencies.append(time.perf_counter_ns() - start)
+            return summarise(
+                name,
+                scenario,
+                "ASGI in-process, long-poll ticks, in-process broker, warm sandboxes, SQLite",
+                latencies,
+                time.perf_counter() - t0,
+            )
+
+    return [asyncio.run(run())]
+
+
+def diamond_run(options: Options) -> list[Result]:
+    return _end_to_end("workflow_diamond", "diamond of 4 trivial functions", diamond, RUNS)
+
+
+def chain40(options: Options) -> list[Result]:
+    return _end_to_end(
+        "workflow_chain40", "chain of 40 fibo(10) nodes", lambda p: chain(p, 40), RUNS
+    )
+
+
+async def _runs(bench: Platform, slug: str, count: int) -> list[str]:
+    ids = []
+    for i in range(count):
+        async with bench.database.write_session() as session:
+            run = await run_service.create(session, bench.owner, slug, {"x": float(i)})
+        ids.append(run.id)
+    return ids
+
+
+async def _tick(database: Database, owner: Principal, run_id: str, cache: Any) -> int:
+    async with database.write_session() as session:
+        view = await run_service.tick(session, owner, run_id, cache)
+    return view.revision
+
+
+async def _statements(database: Database, owner: Principal, run_id: str, cache: Any) -> int:
+    seen: list[str] = []
+
+    def count(*args: Any) -> None:
+        seen.append(str(args[2]))
+
+    event.listen(database.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        await _tick(database, owner, run_id, cache)
+    finally:
+        event.remove(database.engine.sync_engine, "before_cursor_execute", count)
+    return len(seen)
+
+
+async def _create_workflow(bench: Platform, nodes: list[dict[str, Any]]) -> str:
+    slug = f"bench-{uuid.uuid4().hex[:8]}"
+    async with bench.database.write_session() as session:
+        await workflow_service.create(
+            session,
+            bench.owner,
+            slug=slug,
+            name=slug,
+            graph={"nodes": nodes},
+            visibility=None,
+            organization_slug=None,
+        )
+    return slug
+
+
+def tick_1000(options: Options) -> list[Result]:
+    async def run() -> list[Result]:
+        async with platform(postgres=True, workers=False) as bench:
+            # No workers: jobs stay queued, so "nothing changed" stays true between ticks.
+            ticker = Database(bench.database.url)
+            attach(ticker, lambda message: None)
+            cache = InProcessResultCache()
+            pkg = bench.deployed.package_name
+            try:
+                big = await _create_workflow(bench, parallel_chains(pkg, 100, 10))
+                small = await _create_workflow(bench, parallel_chains(pkg, 10, 10))
+                run_ids = await _runs(bench, big, RUNS + 2)
+                submit: list[int] = []
+                t0 = time.perf_counter()
+                for run_id in run_ids[2:]:
+                    start = time.perf_counter_ns()
+                    await _tick(ticker, bench.owner, run_id, cache)
+                    submit.append(time.perf_counter_ns() - start)
+                submit_s = time.perf_counter() - t0
+                idle: list[int] = []
+                t0 = time.perf_counter()
+                for _ in range(5):
+                    for run_id in run_ids[2:]:
+                        start = time.perf_counter_ns()
+                        await _tick(ticker, bench.owner, run_id, cache)
+                        idle.append(time.perf_counter_ns() - start)
+                idle_s = time.perf_counter() - t0
+                (small_run,) = await _runs(bench, small, 1)
+                counts: dict[str, object] = {
+                    "statements_submit_1000": await _statements(
+                        ticker, bench.owner, run_ids[0], cache
+                    ),
+                    "statements_idle_1000": await _statements(
+                        ticker, bench.owner, run_ids[0], cache
+                    ),
+                    "statements_submit_100": await _statements(
+                        ticker, bench.owner, small_run, cache
+                    ),
+                    "statements_idle_100": await _statements(ticker, bench.owner, small_run, cache),
+                }
+            finally:
+                await ticker.dispose()
+            setup = "service call, one commit, PostgreSQL"
+            return [
+                summarise(
+                    "workflow_tick_1000",
+                    "1,000 nodes, nothing changed",
+                    setup,
+                    idle,
+                    idle_s,
+                    extra=counts,
+                ),
+                summarise(
+                    "workflow_tick_1000",
+                    "1,000 nodes, submits 100",
+                    setup,
+                    submit,
+                    submit_s,
+                    extra=counts,
+                ),
+            ]
+
+    return asyncio.run(run())
+
+
+QUERY = """
+query Run($id: ID!) {
+  workflowRun(id: $id) {
+    id status revision
+    workflowVersion { id version }
+    nodeStates {
+      nodeKey status attempt startedAt
+      job { id status logs startedAt finishedAt }
+      functionVersion { id version }
+    }
+  }
+}
+"""
+
+
+def graphql_run_1000(options: Options) -> list[Result]:
+    async def run() -> Result:
+        async with platform(postgres=True, workers=False) as bench:
+            ticker = Database(bench.database.url)
+            attach(ticker, lambda message: None)
+            try:
+                slug = await _create_workflow(
+                    bench, parallel_chains(bench.deployed.package_name, 100, 10)
+                )
+                (run_id,) = await _runs(bench, slug, 1)
+                await _tick(ticker, bench.owner, run_id, InProcessResultCache())  # 100 jobs
+            finally:
+                await ticker.dispose()
+            body = {"query": QUERY, "variables": {"id": run_id}}
+
+            async def query() -> None:
+                response = await bench.client.post("/graphql", json=body, headers=bench.headers)
+                data = response.json()
+                if "errors" in data or len(data["data"]["workflowRun"]["nodeStates"]) != 1000:
+                    raise RuntimeError(f"query failed: {str(data)[:300]}")
+
+            for _ in range(3):
+                await query()
+            latencies: list[int] = []
+            t0 = time.perf_counter()
+            for _ in range(50):
+                start = time.perf_counter_ns()
+                await query()
+                latencies.append(time.perf_counter_ns() - start)
+            return summarise(
+                "workflow_graphql_run_1000",
+                "nested run query, 1,000 nodes",
+                "ASGI in-process, token checked, PostgreSQL",
+                latencies,
+                time.perf_counter() - t0,
+            )
+
+    return [asyncio.run(run())]
+
+
+BENCHMARKS = {
+    "workflow_diamond": diamond_run,
+    "workflow_chain40": chain40,
+    "workflow_tick_1000": tick_1000,
+    "workflow_graphql_run_1000": graphql_run_1000,
+}

@@ -1,0 +1,202 @@
+"""The development identity provider: a real OpenID provider on loopback (the maintained
+`oidc-provider-mock` package, run by `devidp_server` in a child process) with the users alice,
+bob and admin, and the browserless sign-in that `calcgraph token` uses."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+DEV_CLIENT_ID = "calcgraph-dev"
+DEV_REDIRECT_URI = "http://127.0.0.1/calcgraph-cli"
+TOKEN_LIFETIME = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class DevUser:
+    username: str
+    given_name: str
+    family_name: str
+    roles: tuple[str, ...]
+
+    def claims(self) -> dict[str, Any]:
+        return {
+            "preferred_username": self.username,
+            "email": f"{self.username}@calcgraph.dev",
+            "given_name": self.given_name,
+            "family_name": self.family_name,
+            "realm_access": {"roles": list(self.roles)},
+        }
+
+
+DEV_USERS = {
+    "alice": DevUser("alice", "Alice", "Archer", ("user",)),
+    "bob": DevUser("bob", "Bob", "Builder", ("user",)),
+    "admin": DevUser("admin", "Ada", "Admin", ("admin", "user")),
+}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class DevIdentityProvider:
+    """The provider as a child process on loopback; `issuer` is known once it listens."""
+
+    def __init__(self, audience: str, host: str = "127.0.0.1", port: int = 0) -> None:
+        if not is_loopback(host):
+            raise ValueError(
+                f"the development identity provider only listens on loopback, not {host}"
+            )
+        self.audience = audience
+        self.host = host
+        self.port = port
+        self._process: subprocess.Popen[str] | None = None
+        self.issuer = ""
+
+    def start(self, timeout: float = 20.0) -> DevIdentityProvider:
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "calcgraph.auth.devidp_server",
+                "--host",
+                self.host,
+                "--port",
+                str(self.port),
+                "--audience",
+                self.audience,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline().strip()
+        if not line.startswith("http://"):
+            self.stop()
+            raise RuntimeError("the development identity provider did not start")
+        self.issuer = line
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                httpx.get(f"{self.issuer}/.well-known/openid-configuration", timeout=2)
+                return self
+            except httpx.HTTPError as exc:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("the development identity provider does not answer") from exc
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                stream.close()
+        self._process = None
+
+    def __enter__(self) -> DevIdentityProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def sign_in(issuer: str, username: str, client_id: str = DEV_CLIENT_ID) -> dict[str, Any]:
+    """The authorization code flow without a browser: submit the provider's sign-in form as
+    `username`, follow the redirect's code to the token endpoint. Returns the token response."""
+    with httpx.Client(base_url=issuer, timeout=10) as http:
+        state = secrets.token_urlsafe(12)
+        authorize = http.post(
+            "/oauth2/authorize",
+            params={
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": DEV_REDIRECT_URI,
+                "scope": "openid profile email",
+                "state": state,
+            },
+            data={"sub": username},
+        )
+        location = authorize.headers.get("location", "")
+        query = parse_qs(urlsplit(location).query)
+        if authorize.status_code != 302 or query.get("state") != [state] or "code" not in query:
+            raise RuntimeError(
+                f"the identity provider did not issue a code ({authorize.status_code})"
+            )
+        token = http.post(
+            "/oauth2/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": query["code"][0],
+                "redirect_uri": DEV_REDIRECT_URI,
+                "client_id": client_id,
+                # The provider accepts any secret for an unregistered client; it wants one.
+                "client_secret": "development",
+            },
+        )
+        token.raise_for_status()
+        body: dict[str, Any] = token.json()
+        return body
+
+
+def start_for_serve(audience: str, host: str, port: int) -> DevIdentityProvider | None:
+    """The provider `serve` runs when no issuer is configured; refused off loopback, where
+    anyone could sign in as anyone (the provider asks for no password)."""
+    if not is_loopback(host):
+        raise ValueError(
+            f"no CALCGRAPH_OIDC_ISSUER is set, so serve runs the development identity provider, "
+            f"which is for loopback only; refusing to serve on {host}. Set "
+            "CALCGRAPH_OIDC_ISSUER (and the client settings) to serve beyond this machine."
+        )
+    issuer = f"http://127.0.0.1:{port}"
+    if _answers(issuer):
+        # Another `serve` on this machine already runs it: share it, tokens verify either way.
+        return None
+    return DevIdentityProvider(audience, port=port).start()
+
+
+def _answers(issuer: str) -> bool:
+    try:
+        response = httpx.get(f"{issuer}/.well-known/openid-configuration", timeout=1)
+        return response.status_code == 200 and response.json().get("issuer") == issuer
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+def dev_token(issuer: str, username: str) -> str:
+    """An access token for one of the development users, from the running provider."""
+    if username not in DEV_USERS:
+        raise ValueError(f"unknown development user {username!r}; one of {', '.join(DEV_USERS)}")
+    try:
+        tokens = sign_in(issuer, username)
+    except httpx.ConnectError:
+        raise ValueError(
+            f"the development identity provider does not answer at {issuer}; "
+            "start `calcgraph serve` first"
+        ) from None
+    token = tokens.get("access_token")
+    if not isinstance(token, str):
+        raise ValueError("the development identity provider issued no access token")
+    return token

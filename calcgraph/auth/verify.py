@@ -1,0 +1,79 @@
+"""Bearer token verification: RS256 only, signed by a key of the issuer's JWKS.
+
+Everything refused here becomes 401 `Unauthenticated`. The header is inspected before any
+key lookup so that a hostile header (alg `none`, HS256, embedded keys) never costs a fetch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jwt
+
+from calcgraph.auth.provider import OidcProvider
+from calcgraph.domain.errors import Unauthenticated
+
+ALGORITHM = "RS256"
+REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub"]
+# Headers that point at keys other than the issuer's JWKS: honouring them would let a token
+# bring its own key. PyJWT ignores them; refusing them outright keeps the intent visible.
+FOREIGN_KEY_HEADERS = ("jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256")
+MAX_KID_LENGTH = 200
+
+
+class TokenVerifier:
+    def __init__(self, provider: OidcProvider, audience: str, leeway: float = 30.0) -> None:
+        self.provider = provider
+        self.audience = audience
+        self.leeway = leeway
+
+    async def verify(self, token: str) -> dict[str, Any]:
+        """The claims of a valid access token, or Unauthenticated saying what is wrong."""
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise Unauthenticated("the bearer token is not a well-formed JWT") from None
+        if header.get("alg") != ALGORITHM:
+            raise Unauthenticated(f"only {ALGORITHM} tokens are accepted")
+        if any(name in header for name in FOREIGN_KEY_HEADERS):
+            raise Unauthenticated("tokens that carry or point at their own key are refused")
+        if "crit" in header:
+            raise Unauthenticated("the token has critical header extensions this service lacks")
+        kid = header.get("kid")
+        if not isinstance(kid, str) or not kid or len(kid) > MAX_KID_LENGTH:
+            raise Unauthenticated("the token names no signing key (kid)")
+        key = await self.provider.key(kid)
+        if key is None:
+            raise Unauthenticated("the token is signed by a key the identity provider lacks")
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key=key,
+                algorithms=[ALGORITHM],
+                audience=self.audience,
+                issuer=self.provider.issuer,
+                leeway=self.leeway,
+                options={"require": REQUIRED_CLAIMS},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("the token has expired") from None
+        except jwt.ImmatureSignatureError:
+            raise Unauthenticated("the token is not valid yet") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise Unauthenticated(f"the token lacks the {exc.claim!r} claim") from None
+        except jwt.InvalidAudienceError:
+            raise Unauthenticated(f"the token is not meant for {self.audience!r}") from None
+        except jwt.InvalidIssuerError:
+            raise Unauthenticated("the token comes from another issuer") from None
+        except jwt.InvalidSignatureError:
+            raise Unauthenticated("the token's signature does not verify") from None
+        except jwt.PyJWTError:
+            raise Unauthenticated("the bearer token is invalid") from None
+        # Keycloak marks the kind of token in `typ`: refresh and ID tokens are signed by the
+        # same keys but are not credentials for an API.
+        typ = claims.get("typ")
+        if typ is not None and typ != "Bearer":
+            raise Unauthenticated(f"a {typ} token is not an access token")
+        if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+            raise Unauthenticated("the token's subject is empty")
+        return claims

@@ -1,0 +1,75 @@
+"""Keyset pagination shared by the listings: limits and opaque cursors. Pure."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from calcgraph.domain.errors import FieldError, ValidationError
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    limit: int = DEFAULT_LIMIT
+    after: tuple[str, ...] | None = None
+    """The sort key of the last row of the previous page, decoded from the cursor."""
+
+    @classmethod
+    def parse(cls, limit: int | str | None, cursor: str | None) -> PageRequest:
+        return cls(limit=parse_limit(limit), after=decode_cursor(cursor) if cursor else None)
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+
+def parse_limit(raw: int | str | None) -> int:
+    if raw is None or raw == "":
+        return DEFAULT_LIMIT
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError(
+            f"limit must be an integer from 1 to {MAX_LIMIT}",
+            [FieldError(("query", "limit"), f"an integer from 1 to {MAX_LIMIT}")],
+        )
+    return limit
+
+
+def encode_cursor(key: Sequence[str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, ...]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(
+            "cursor is not one this service issued",
+            [FieldError(("query", "cursor"), "unknown cursor")],
+        )
+    return tuple(value)
+
+
+def make_page(rows: list[T], limit: int, key_of: Callable[[T], Sequence[str]]) -> Page[T]:
+    """`rows` holds up to limit + 1 rows; the extra one only says a next page exists."""
+    if len(rows) > limit:
+        items = rows[:limit]
+        return Page(items=items, next_cursor=encode_cursor(key_of(items[-1])))
+    return Page(items=rows, next_cursor=None)

@@ -1,0 +1,87 @@
+"""All SQL of users, organizations and memberships."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import delete, func, select
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.domain.access.models import Membership, Organization, User
+
+
+class UserRepository(RepositoryBase[User]):
+    model = User
+
+    async def get_by_subject(self, subject: str) -> User | None:
+        return await self.session.scalar(select(User).where(User.subject == subject))
+
+    async def get_by_username(self, username: str) -> User | None:
+        return await self.session.scalar(select(User).where(User.username == username))
+
+    async def get_many(self, ids: Sequence[str]) -> list[User]:
+        if not ids:
+            return []
+        return list(await self.session.scalars(select(User).where(User.id.in_(ids))))
+
+
+class OrganizationRepository(RepositoryBase[Organization]):
+    model = Organization
+
+    async def get_by_slug(self, slug: str) -> Organization | None:
+        return await self.session.scalar(select(Organization).where(Organization.slug == slug))
+
+    async def get_many(self, ids: Sequence[str]) -> list[Organization]:
+        if not ids:
+            return []
+        rows = await self.session.scalars(select(Organization).where(Organization.id.in_(ids)))
+        return list(rows)
+
+    async def role_of(self, organization_id: str, user_id: str) -> str | None:
+        return await self.session.scalar(
+            select(Membership.role).where(
+                Membership.organization_id == organization_id, Membership.user_id == user_id
+            )
+        )
+
+    async def members(self, organization_ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(organization id, username, role) of every member, in username order."""
+        if not organization_ids:
+            return []
+        rows = await self.session.execute(
+            select(Membership.organization_id, User.username, Membership.role)
+            .join(User, User.id == Membership.user_id)
+            .where(Membership.organization_id.in_(organization_ids))
+            .order_by(User.username)
+        )
+        return [(org_id, username, role) for org_id, username, role in rows]
+
+    async def get_membership(self, organization_id: str, user_id: str) -> Membership | None:
+        return await self.session.get(Membership, (organization_id, user_id))
+
+    async def add_membership(self, membership: Membership) -> Membership:
+        self.session.add(membership)
+        await self.session.flush()
+        return membership
+
+    async def remove_membership(self, organization_id: str, user_id: str) -> None:
+        await self.session.execute(
+            delete(Membership).where(
+                Membership.organization_id == organization_id, Membership.user_id == user_id
+            )
+        )
+
+    async def count_owners(self, organization_id: str) -> int:
+        count = await self.session.scalar(
+            select(func.count())
+            .select_from(Membership)
+            .where(Membership.organization_id == organization_id, Membership.role == "owner")
+        )
+        return int(count or 0)
+
+    async def roles_of(self, user_id: str) -> dict[str, str]:
+        """Organization id to the user's role there, for every membership of the user."""
+        rows = await self.session.execute(
+            select(Membership.organization_id, Membership.role).where(Membership.user_id == user_id)
+        )
+        return {org_id: role for org_id, role in rows}

@@ -1,0 +1,208 @@
+"""Users and organizations: provisioning from token claims, membership management."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.models import Membership, Organization, User
+from calcgraph.domain.access.principal import Identity, Principal
+from calcgraph.domain.access.repository import OrganizationRepository, UserRepository
+from calcgraph.domain.access.views import MemberView, OrganizationView, UserView
+from calcgraph.domain.errors import (
+    Conflict,
+    FieldError,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
+
+_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,98}[a-z0-9])?$")
+
+
+def principal_of(user: User) -> Principal:
+    return Principal(
+        user_id=user.id,
+        subject=user.subject,
+        username=user.username,
+        roles=frozenset(str(r) for r in user.roles),
+    )
+
+
+def user_view(user: User) -> UserView:
+    return UserView(
+        id=user.id,
+        subject=user.subject,
+        username=user.username,
+        email=user.email,
+        given_name=user.given_name,
+        family_name=user.family_name,
+        roles=tuple(str(r) for r in user.roles),
+        created_at=user.created_at,
+    )
+
+
+def _matches(user: User, identity: Identity) -> bool:
+    return (
+        user.username == identity.username
+        and user.email == identity.email
+        and user.given_name == identity.given_name
+        and user.family_name == identity.family_name
+        and list(user.roles) == list(identity.roles)
+    )
+
+
+class AccessService:
+    async def provision(self, session: AsyncSession, identity: Identity) -> Principal:
+        """The user of a verified identity: created on first sight, updated when the
+        identity provider's claims changed since, untouched (no write) otherwise."""
+        users = UserRepository.from_session(session)
+        user = await users.get_by_subject(identity.subject)
+        if user is not None and _matches(user, identity):
+            return principal_of(user)
+        if user is None or user.username != identity.username:
+            holder = await users.get_by_username(identity.username)
+            if holder is not None and holder.subject != identity.subject:
+                raise Conflict(
+                    f"the username {identity.username!r} belongs to another identity of this "
+                    "service; ask an administrator"
+                )
+        if user is None:
+            user = await users.add(User(subject=identity.subject, username=identity.username))
+        user.username = identity.username
+        user.email = identity.email
+        user.given_name = identity.given_name
+        user.family_name = identity.family_name
+        user.roles = list(identity.roles)
+        await session.flush()
+        return principal_of(user)
+
+    async def me(self, session: AsyncSession, principal: Principal) -> UserView:
+        user = await UserRepository.from_session(session).get(principal.user_id)
+        if user is None:
+            raise NotFound("your user record no longer exists")
+        return user_view(user)
+
+    async def _organization(self, session: AsyncSession, slug: str) -> Organization:
+        org = await OrganizationRepository.from_session(session).get_by_slug(slug)
+        if org is None:
+            raise NotFound(f"no organization {slug!r}")
+        return org
+
+    async def _view(self, session: AsyncSession, org: Organization) -> OrganizationView:
+        members = await OrganizationRepository.from_session(session).members([org.id])
+        return OrganizationView(
+            id=org.id,
+            slug=org.slug,
+            name=org.name,
+            created_at=org.created_at,
+            members=tuple(MemberView(username=u, role=r) for _, u, r in members),
+        )
+
+    async def create_organization(
+        self, session: AsyncSession, principal: Principal, slug: str, name: str
+    ) -> OrganizationView:
+        if not _SLUG.match(slug):
+            raise ValidationError(
+                f"invalid organization slug {slug!r}",
+                [FieldError(("body", "slug"), "lowercase letters, digits and inner dashes")],
+            )
+        orgs = OrganizationRepository.from_session(session)
+        if await orgs.get_by_slug(slug) is not None:
+            raise Conflict(f"an organization {slug!r} already exists")
+        org = await orgs.add(Organization(slug=slug, name=name))
+        await orgs.add_membership(
+            Membership(organization_id=org.id, user_id=principal.user_id, role="owner")
+        )
+        return await self._view(session, org)
+
+    async def get_organization(
+        self, session: AsyncSession, principal: Principal, slug: str
+    ) -> OrganizationView:
+        org = await self._organization(session, slug)
+        role = await OrganizationRepository.from_session(session).role_of(org.id, principal.user_id)
+        if not policy.can_read_organization(principal, role):
+            raise PermissionDenied(policy.denial(f"organization {slug!r}: you are not a member"))
+        return await self._view(session, org)
+
+    async def add_member(
+        self, session: AsyncSession, principal: Principal, slug: str, username: str, role: str
+    ) -> MemberView:
+        if role not in policy.ORG_ROLES:
+            raise ValidationError(
+                f"role must be one of {', '.join(policy.ORG_ROLES)}",
+                [FieldError(("body", "role"), "member or owner")],
+            )
+        org = await self._organization(session, slug)
+        orgs = OrganizationRepository.from_session(session)
+        if not policy.can_manage_members(principal, await orgs.role_of(org.id, principal.user_id)):
+            raise PermissionDenied(
+                policy.denial(f"the members of {slug!r}: only its owners and admins may")
+            )
+        user = await UserRepository.from_session(session).get_by_username(username)
+        if user is None:
+            raise NotFound(f"no user {username!r}; a user exists after their first sign-in")
+        membership = await orgs.get_membership(org.id, user.id)
+        if membership is None:
+            await orgs.add_membership(
+                Membership(organization_id=org.id, user_id=user.id, role=role)
+            )
+        elif membership.role != role:
+            await self._keep_an_owner(orgs, org, membership.role, role)
+            membership.role = role
+            await session.flush()
+        return MemberView(username=user.username, role=role)
+
+    async def remove_member(
+        self, session: AsyncSession, principal: Principal, slug: str, username: str
+    ) -> None:
+        org = await self._organization(session, slug)
+        orgs = OrganizationRepository.from_session(session)
+        user = await UserRepository.from_session(session).get_by_username(username)
+        caller_role = await orgs.role_of(org.id, principal.user_id)
+        target_id = user.id if user is not None else ""
+        if not policy.can_remove_member(principal, caller_role, target_id):
+            raise PermissionDenied(
+                policy.denial(f"the members of {slug!r}: only its owners and admins may")
+            )
+        membership = await orgs.get_membership(org.id, target_id) if user else None
+        if membership is None:
+            raise NotFound(f"{username!r} is not a member of {slug!r}")
+        await self._keep_an_owner(orgs, org, membership.role, None)
+        await orgs.remove_membership(org.id, target_id)
+
+    async def _keep_an_owner(
+        self, orgs: OrganizationRepository, org: Organization, old: str, new: str | None
+    ) -> None:
+        # An organization without an owner could only be managed by admins again.
+        if old == "owner" and new != "owner" and await orgs.count_owners(org.id) <= 1:
+            raise Conflict(f"{org.slug!r} must keep at least one owner")
+
+    async def readable_organizations(
+        self, session: AsyncSession, principal: Principal, ids: Sequence[str]
+    ) -> dict[str, OrganizationView]:
+        """The organizations among `ids` the caller may read, with members (for loaders)."""
+        orgs = OrganizationRepository.from_session(session)
+        roles = await orgs.roles_of(principal.user_id)
+        readable = [i for i in ids if policy.can_read_organization(principal, roles.get(i))]
+        found = await orgs.get_many(readable)
+        members = await orgs.members([o.id for o in found])
+        by_org: dict[str, list[MemberView]] = {o.id: [] for o in found}
+        for org_id, username, role in members:
+            by_org[org_id].append(MemberView(username=username, role=role))
+        return {
+            o.id: OrganizationView(
+                id=o.id,
+                slug=o.slug,
+                name=o.name,
+                created_at=o.created_at,
+                members=tuple(by_org[o.id]),
+            )
+            for o in found
+        }
+
+
+access_service = AccessService()

@@ -1,0 +1,33 @@
+"""What the access service answers: plain data, serialised by each door. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class UserView:
+    id: str
+    subject: str
+    username: str
+    email: str | None
+    given_name: str | None
+    family_name: str | None
+    roles: tuple[str, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class MemberView:
+    username: str
+    role: str
+
+
+@dataclass(frozen=True)
+class OrganizationView:
+    id: str
+    slug: str
+    name: str
+    created_at: datetime
+    members: tuple[MemberView, ...]

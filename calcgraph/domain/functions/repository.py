@@ -1,0 +1,225 @@
+"""All SQL of reading functions; a function is visible exactly when its package is."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Select, or_, select
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.functions.models import Function, FunctionVersion
+from calcgraph.domain.functions.views import (
+    FunctionVersionEntry,
+    FunctionVersionView,
+    FunctionView,
+)
+from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
+from calcgraph.domain.packages.repository import after_clause, visible_clause
+
+
+class FunctionRepository(RepositoryBase[Function]):
+    model = Function
+
+    def _views(self) -> Select[Function, str]:
+        return select(Function, Package.name).join(Package, Package.id == Function.package_id)
+
+    @staticmethod
+    def _view(row: Any) -> FunctionView:
+        function, package_name = row
+        return FunctionView(
+            id=function.id,
+            name=function.name,
+            package_id=function.package_id,
+            package=package_name,
+            current_version=function.current_version,
+            current_version_id=function.current_version_id,
+            created_at=function.created_at,
+        )
+
+    async def list_visible(
+        self,
+        principal: Principal,
+        limit: int,
+        after: tuple[str, ...] | None,
+        package_id: str | None = None,
+    ) -> list[FunctionView]:
+        query = self._views().where(
+            visible_clause(principal), after_clause(Function.created_at, Function.id, after)
+        )
+        if package_id is not None:
+            query = query.where(Function.package_id == package_id)
+        rows = await self.session.execute(
+            query.order_by(Function.created_at, Function.id).limit(limit + 1)
+        )
+        return [self._view(row) for row in rows]
+
+    async def get_view(self, function_id: str) -> FunctionView | None:
+        row = (await self.session.execute(self._views().where(Function.id == function_id))).first()
+        return self._view(row) if row is not None else None
+
+    async def visible_by_package(
+        self, principal: Principal, package_ids: Sequence[str]
+    ) -> list[FunctionView]:
+        if not package_ids:
+            return []
+        rows = await self.session.execute(
+            self._views()
+            .where(Function.package_id.in_(package_ids), visible_clause(principal))
+            .order_by(Function.name)
+        )
+        return [self._view(row) for row in rows]
+
+    async def get_views(self, ids: Sequence[str]) -> list[FunctionView]:
+        if not ids:
+            return []
+        rows = await self.session.execute(self._views().where(Function.id.in_(ids)))
+        return [self._view(row) for row in rows]
+
+
+def function_version_view(row: FunctionVersion) -> FunctionVersionView:
+    return FunctionVersionView(
+        id=row.id,
+        function_id=row.function_id,
+        package_version_id=row.package_version_id,
+        version=row.version,
+        handler=row.handler,
+        code_checksum=row.code_checksum,
+        inputs_schema=row.inputs_schema,
+        outputs_schema=row.outputs_schema,
+        typed=row.typed,
+        changelog=row.changelog,
+        is_breaking_change=row.is_breaking_change,
+        deprecated=row.deprecated,
+        deprecated_message=row.deprecated_message,
+        removal_version=row.removal_version,
+        created_at=row.created_at,
+        deployed_at=row.deployed_at,
+    )
+
+
+class FunctionVersionRepository(RepositoryBase[FunctionVersion]):
+    """SQL of function versions: history for a deployment, addressing, listings."""
+
+    model = FunctionVersion
+
+    async def functions_of_package(self, package_id: str) -> list[Function]:
+        rows = await self.session.scalars(
+            select(Function).where(Function.package_id == package_id).order_by(Function.name)
+        )
+        return list(rows)
+
+    async def versions_of_functions(self, function_ids: Sequence[str]) -> list[FunctionVersion]:
+        if not function_ids:
+            return []
+        rows = await self.session.scalars(
+            select(FunctionVersion)
+            .where(FunctionVersion.function_id.in_(function_ids))
+            .order_by(FunctionVersion.created_at, FunctionVersion.id)
+        )
+        return list(rows)
+
+    async def current_of_named(
+        self, package: str, function: str
+    ) -> tuple[Package, Function, FunctionVersion] | None:
+        """Package (by id or name), function and its current version in one statement: the
+        common call. None when any is missing (the general path then says which)."""
+        row = (
+            await self.session.execute(
+                select(Package, Function, FunctionVersion)
+                .join(Function, Function.package_id == Package.id)
+                .join(FunctionVersion, FunctionVersion.id == Function.current_version_id)
+                .where(
+                    or_(Package.id == package, Package.name == package), Function.name == function
+                )
+                .limit(1)
+            )
+        ).first()
+        return (row[0], row[1], row[2]) if row is not None else None
+
+    async def function_named(self, package_id: str, name: str) -> Function | None:
+        return await self.session.scalar(
+            select(Function).where(Function.package_id == package_id, Function.name == name)
+        )
+
+    async def visible_named(self, principal: Principal, name: str) -> list[FunctionView]:
+        """Functions of that name in every package the caller may see."""
+        functions = FunctionRepository(self.session)
+        rows = await self.session.execute(
+            functions._views()
+            .where(Function.name == name, visible_clause(principal))
+            .order_by(Package.name)
+        )
+        return [functions._view(row) for row in rows]
+
+    async def in_deployment(self, package_version_id: str) -> list[tuple[str, FunctionVersion]]:
+        """(function name, version) of every function a deployment carried."""
+        rows = await self.session.execute(
+            select(Function.name, FunctionVersion)
+            .join(
+                PackageVersionFunction,
+                PackageVersionFunction.function_version_id == FunctionVersion.id,
+            )
+            .join(Function, Function.id == FunctionVersion.function_id)
+            .where(PackageVersionFunction.package_version_id == package_version_id)
+            .order_by(Function.name)
+        )
+        return [(name, version) for name, version in rows]
+
+    async def deployments_of(self, function_id: str) -> list[FunctionVersionEntry]:
+        rows = await self.session.execute(
+            select(PackageVersionFunction, FunctionVersion, PackageVersion.version)
+            .join(
+                FunctionVersion,
+                FunctionVersion.id == PackageVersionFunction.function_version_id,
+            )
+            .join(PackageVersion, PackageVersion.id == PackageVersionFunction.package_version_id)
+            .where(FunctionVersion.function_id == function_id)
+            .order_by(PackageVersionFunction.deployed_at, PackageVersion.created_at)
+        )
+        return [
+            FunctionVersionEntry(
+                version=version.version,
+                version_id=version.id,
+                deployed_at=link.deployed_at,
+                package_version=package_version,
+                package_version_id=link.package_version_id,
+                status=link.status,
+                changelog=version.changelog,
+                deprecated=version.deprecated,
+                deprecated_message=version.deprecated_message,
+                is_breaking_change=version.is_breaking_change,
+            )
+            for link, version, package_version in rows
+        ]
+
+    def _visible_versions(self, principal: Principal) -> Select[FunctionVersion]:
+        return (
+            select(FunctionVersion)
+            .join(Function, Function.id == FunctionVersion.function_id)
+            .join(Package, Package.id == Function.package_id)
+            .where(visible_clause(principal))
+        )
+
+    async def visible_views_by_function(
+        self, principal: Principal, function_ids: Sequence[str]
+    ) -> list[FunctionVersionView]:
+        if not function_ids:
+            return []
+        rows = await self.session.scalars(
+            self._visible_versions(principal)
+            .where(FunctionVersion.function_id.in_(function_ids))
+            .order_by(FunctionVersion.created_at, FunctionVersion.id)
+        )
+        return [function_version_view(v) for v in rows]
+
+    async def visible_views_by_id(
+        self, principal: Principal, ids: Sequence[str]
+    ) -> list[FunctionVersionView]:
+        if not ids:
+            return []
+        rows = await self.session.scalars(
+            self._visible_versions(principal).where(FunctionVersion.id.in_(ids))
+        )
+        return [function_version_view(v) for v in rows]

@@ -1,0 +1,43 @@
+"""The result cache key: one function version and its inputs after SI normalisation. Pure.
+
+Two calls that differ only in how a quantity was written (`{"value": 12, "unit": "kN"}` and
+`12000`) normalise to the same resolved inputs and so share one cached result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+RESULT_TTL_SECONDS = 3600.0
+"""The specification's result cache lifetime (Limits: 1 hour)."""
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: sorted keys, no spaces; floats as Python prints them."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def result_key(function_version_id: str, resolved_inputs: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256()
+    digest.update(function_version_id.encode())
+    digest.update(b"\0")
+    digest.update(canonical_json(dict(resolved_inputs)).encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedResult:
+    """A successful run's outputs (failures are never cached) and its logs."""
+
+    outputs: dict[str, Any]
+    logs: str = ""
+
+
+class ResultLookup(Protocol):
+    """The read side of the result cache, as the execute use case sees it."""
+
+    async def get(self, key: str) -> CachedResult | None: ...

@@ -1,0 +1,57 @@
+"""The outbox buffer: `enqueue` only records a message; the unit of work sends it after commit.
+
+A message sent before its job row is committed could reach a worker that cannot see the row yet
+(or ever, after a rollback). So services call `enqueue(...)`, which appends to a buffer bound to
+the current unit of work (a ContextVar), and the door's unit of work (`Database.write_session`
+with the outbox hook of `calcgraph.workers.flush`) sends the buffer after a successful commit and
+drops it on rollback. Pure: no broker here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+JSONScalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class Message:
+    """One actor call: the actor's name (`"<feature>.<verb>"`) and JSON-scalar keyword args."""
+
+    actor: str
+    kwargs: dict[str, JSONScalar] = field(default_factory=dict)
+
+
+_BUFFER: ContextVar[list[Message] | None] = ContextVar("calcgraph_outbox", default=None)
+
+
+class NoOutbox(RuntimeError):
+    """`enqueue` was called outside a unit of work that can send messages after its commit."""
+
+
+def enqueue(actor: str, **kwargs: JSONScalar) -> None:
+    """Send `actor(**kwargs)` after the current unit of work commits (never if it rolls back)."""
+    buffer = _BUFFER.get()
+    if buffer is None:
+        raise NoOutbox(
+            f"enqueue({actor!r}) outside a write session with an outbox: messages may only "
+            "leave after the commit that created their rows"
+        )
+    for name, value in kwargs.items():
+        if not isinstance(value, str | int | float | bool) and value is not None:
+            raise TypeError(f"actor argument {name!r} must be a JSON scalar (an id), not {value!r}")
+    buffer.append(Message(actor, dict(kwargs)))
+
+
+@contextmanager
+def collecting() -> Iterator[list[Message]]:
+    """Open a fresh buffer for one unit of work; nested units get their own."""
+    buffer: list[Message] = []
+    token = _BUFFER.set(buffer)
+    try:
+        yield buffer
+    finally:
+        _BUFFER.reset(token)

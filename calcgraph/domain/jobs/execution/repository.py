@@ -1,0 +1,167 @@
+"""All SQL of submitting and running jobs. Every state change is a guarded UPDATE whose row
+count says whether this caller made the transition (a redelivered message finds 0 rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CursorResult, and_, select, update
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.domain.functions.models import FunctionVersion
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.packages.models import CodeBlob, PackageVersion
+
+
+@dataclass(frozen=True)
+class ClaimedRow:
+    job_id: str
+    function_version_id: str
+    resolved_inputs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CodeRow:
+    """What a worker needs to stage and start a function version."""
+
+    function_version_id: str
+    handler: str
+    outputs_schema: dict[str, Any] | None
+    files: dict[str, str]
+    """Path to SHA-256 of its content in `code_blobs`."""
+    build_id: str | None = None
+    build_reference: str | None = None
+    """`docker:<image>` or `artifact:<sha256>` of the newest successful build, when the
+    version was built from submitted code (POST /functions): its dependencies live there."""
+
+
+def _rows(result: Any) -> int:
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
+
+
+class JobExecutionRepository(RepositoryBase[Job]):
+    model = Job
+
+    # --- addressing (a minimal resolver until the publishing feature's one lands) ---
+
+    async def claim(self, job_id: str, now: datetime) -> ClaimedRow | None:
+        """queued -> running; None when another delivery got there first (or it is done)."""
+        # RETURNING (SQLite >= 3.35 and PostgreSQL): the claim and its data in one statement;
+        # no row returned is the row count 0 of a lost race.
+        row = (
+            await self.session.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.status == "queued")
+                .values(status="running", started_at=now)
+                .returning(Job.function_version_id, Job.resolved_inputs)
+                .execution_options(synchronize_session=False)
+            )
+        ).first()
+        if row is None:
+            return None
+        return ClaimedRow(job_id, row[0], row[1])
+
+    async def code_of(self, function_version_id: str) -> CodeRow | None:
+        row = (
+            await self.session.execute(
+                select(
+                    FunctionVersion.handler, FunctionVersion.outputs_schema, PackageVersion.files
+                )
+                .join(PackageVersion, PackageVersion.id == FunctionVersion.package_version_id)
+                .where(FunctionVersion.id == function_version_id)
+            )
+        ).first()
+        if row is None:
+            return None
+        return CodeRow(function_version_id, row[0], row[1], dict(row[2] or {}))
+
+    async def blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
+        wanted = sorted(set(digests))
+        if not wanted:
+            return {}
+        rows = await self.session.execute(
+            select(CodeBlob.sha256, CodeBlob.content).where(CodeBlob.sha256.in_(wanted))
+        )
+        return {sha: bytes(content) for sha, content in rows}
+
+    async def finish(
+        self,
+        job_id: str,
+        status: str,
+        outputs: dict[str, Any] | None,
+        error: dict[str, Any] | None,
+        logs: str,
+        now: datetime,
+    ) -> bool:
+        """running -> success/failed, once."""
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "running")
+            .values(status=status, outputs=outputs, error=error, logs=logs, finished_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return _rows(result) == 1
+
+    async def release(self, job_id: str) -> bool:
+        """running -> queued, for a retry after an infrastructure failure."""
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "running")
+            .values(status="queued", started_at=None)
+            .execution_options(synchronize_session=False)
+        )
+        return _rows(result) == 1
+
+    async def stale_queued(
+        self, created_before: datetime, limit: int
+    ) -> Sequence[tuple[str, int, datetime]]:
+        rows = await self.session.execute(
+            select(Job.id, Job.deliveries, Job.created_at)
+            .where(Job.status == "queued", Job.created_at < created_before)
+            .order_by(Job.created_at)
+            .limit(limit)
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    async def count_delivery(self, job_id: str, deliveries: int) -> bool:
+        """One more delivery, unless another sweeper counted it first."""
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "queued", Job.deliveries == deliveries)
+            .values(deliveries=deliveries + 1)
+            .execution_options(synchronize_session=False)
+        )
+        return _rows(result) == 1
+
+    async def fail_queued(self, job_id: str, error: dict[str, Any], now: datetime) -> bool:
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "queued")
+            .values(status="failed", error=error, finished_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return _rows(result) == 1
+
+    async def fail_stuck_running(
+        self, started_before: datetime, error: dict[str, Any], now: datetime
+    ) -> list[str]:
+        ids = list(
+            await self.session.scalars(
+                select(Job.id).where(Job.status == "running", Job.started_at < started_before)
+            )
+        )
+        failed = []
+        for job_id in ids:
+            result = await self.session.execute(
+                update(Job)
+                .where(and_(Job.id == job_id, Job.status == "running"))
+                .values(status="failed", error=error, finished_at=now)
+                .execution_options(synchronize_session=False)
+            )
+            if _rows(result) == 1:
+                failed.append(job_id)
+        return failed

@@ -1,0 +1,255 @@
+"""Submitting jobs (the execute use case) and the job store's transitions (the actors' side).
+
+Submit: resolve the function version the call names, check the caller may see its package,
+validate and SI-normalise typed inputs, then either answer from the result cache (a job row born
+`success` with `cache_hit`, no message) or write a `queued` row and enqueue `jobs.run` for after
+the commit. The door waits for the result outside any transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import utcnow
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.builds.repository import BuildRepository
+from calcgraph.domain.errors import NotFound
+from calcgraph.domain.functions.service import function_version_service
+from calcgraph.domain.functions.views import ResolvedFunction
+from calcgraph.domain.jobs.address import ExecuteAddress
+from calcgraph.domain.jobs.cache_key import ResultLookup, result_key
+from calcgraph.domain.jobs.enqueue import enqueue
+from calcgraph.domain.jobs.execution.repository import ClaimedRow, CodeRow, JobExecutionRepository
+from calcgraph.domain.jobs.inputs import resolve_inputs
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.repository import JobRepository, job_view
+from calcgraph.domain.jobs.views import JobView
+
+RUN_ACTOR = "jobs.run"
+TERMINAL = frozenset({"success", "failed"})
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    resent: list[str] = field(default_factory=list)
+    given_up: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NodeJob:
+    """A workflow node's job, as a tick asks for it (the id is already on the node state)."""
+
+    job_id: str
+    function_version_id: str
+    function_id: str
+    package_id: str
+    user_id: str
+    run_id: str
+    node_key: str
+    attempt: int
+    resolved_inputs: dict[str, Any]
+
+
+class JobExecutionService:
+    # --- the doors' side ---
+
+    async def resolve(
+        self, session: AsyncSession, principal: Principal, address: ExecuteAddress
+    ) -> ResolvedFunction:
+        """The one function version `address` names, through the same resolver as every other
+        door (versions listings, workflow references), so `@latest` means one thing."""
+        return await function_version_service.resolve_function_version(
+            session,
+            principal,
+            function_id=address.function_id,
+            package=address.package,
+            package_version=address.package_selector,
+            function=address.function,
+            version=address.function_selector,
+        )
+
+    async def submit(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        address: ExecuteAddress,
+        inputs: object,
+        cache: ResultLookup,
+    ) -> JobView:
+        target = await self.resolve(session, principal, address)
+        version, function = target.version, target.function
+        schema = version.inputs_schema if version.typed else None
+        resolved = resolve_inputs(inputs, schema)
+        assert isinstance(inputs, dict)
+        job = Job(
+            function_id=function.id,
+            function_version_id=version.id,
+            package_id=function.package_id,
+            user_id=principal.user_id,
+            inputs=inputs,
+            resolved_inputs=resolved,
+        )
+        hit = await cache.get(result_key(version.id, resolved))
+        if hit is not None:
+            now = utcnow()
+            job.status, job.cache_hit, job.outputs, job.logs = (
+                "success",
+                True,
+                hit.outputs,
+                hit.logs,
+            )
+            job.started_at = job.finished_at = now
+            job.deliveries = 0
+        else:
+            job.status, job.deliveries = "queued", 1
+        session.add(job)
+        await session.flush()
+        if hit is None:
+            enqueue(RUN_ACTOR, job_id=job.id)
+        return job_view(job)
+
+    async def submit_node_jobs(
+        self, session: AsyncSession, jobs: list[NodeJob], cache: ResultLookup
+    ) -> None:
+        """Workflow node jobs: the execute path (result cache, `queued` row, message after the
+        commit) for a whole tick at once, in one flush. The inputs were resolved and checked
+        by the tick; the (run, node, attempt) unique key refuses a node submitted twice."""
+        rows: list[dict[str, Any]] = []
+        to_send: list[str] = []
+        for spec in jobs:
+            row: dict[str, Any] = {
+                "id": spec.job_id,
+                "function_id": spec.function_id,
+                "function_version_id": spec.function_version_id,
+                "package_id": spec.package_id,
+                "user_id": spec.user_id,
+                "inputs": spec.resolved_inputs,
+                "resolved_inputs": spec.resolved_inputs,
+                "workflow_run_id": spec.run_id,
+                "node_key": spec.node_key,
+                "attempt": spec.attempt,
+                "status": "queued",
+                "cache_hit": False,
+                "deliveries": 1,
+                "logs": None,
+                "started_at": None,
+                "finished_at": None,
+            }
+            hit = await cache.get(result_key(spec.function_version_id, spec.resolved_inputs))
+            if hit is not None:
+                now = utcnow()
+                row.update(
+                    status="success",
+                    cache_hit=True,
+                    outputs=hit.outputs,
+                    logs=hit.logs,
+                    started_at=now,
+                    finished_at=now,
+                    deliveries=0,
+                )
+            else:
+                to_send.append(spec.job_id)
+            rows.append(row)
+        # One multi-row INSERT, without an ORM object per job: a tick may submit hundreds.
+        await JobRepository.from_session(session).insert_many(rows)
+        for job_id in to_send:
+            enqueue(RUN_ACTOR, job_id=job_id)
+
+    async def view(self, session: AsyncSession, job_id: str) -> JobView:
+        """The job as it is now, for the door that submitted it (access was checked then)."""
+        job = await JobRepository.from_session(session).get_view(job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        return job
+
+    # --- the actors' side (each call is one unit of work of an actor message) ---
+
+    async def claim(self, session: AsyncSession, job_id: str) -> ClaimedRow | None:
+        return await JobExecutionRepository.from_session(session).claim(job_id, utcnow())
+
+    async def code(self, session: AsyncSession, function_version_id: str) -> CodeRow | None:
+        code = await JobExecutionRepository.from_session(session).code_of(function_version_id)
+        if code is None:
+            return None
+        build = await BuildRepository.from_session(session).for_function_version(
+            function_version_id
+        )
+        if build is None or build.docker_image is None:
+            return code
+        return replace(code, build_id=build.id, build_reference=build.docker_image)
+
+    async def mark_pulled(self, session: AsyncSession, build_id: str) -> None:
+        """A worker loaded the build's image: retention counts 90 days from the last pull."""
+        await BuildRepository.from_session(session).mark_pulled(build_id, utcnow())
+
+    async def blobs(self, session: AsyncSession, digests: list[str]) -> dict[str, bytes]:
+        return await JobExecutionRepository.from_session(session).blobs(digests)
+
+    async def finish(
+        self,
+        session: AsyncSession,
+        job_id: str,
+        status: str,
+        outputs: dict[str, Any] | None,
+        error: dict[str, Any] | None,
+        logs: str,
+    ) -> bool:
+        return await JobExecutionRepository.from_session(session).finish(
+            job_id, status, outputs, error, logs, utcnow()
+        )
+
+    async def release(self, session: AsyncSession, job_id: str) -> bool:
+        return await JobExecutionRepository.from_session(session).release(job_id)
+
+    async def sweep(
+        self,
+        session: AsyncSession,
+        *,
+        stale_after: float,
+        max_deliveries: int,
+        stuck_after: float,
+        now: datetime | None = None,
+        limit: int = 500,
+    ) -> SweepReport:
+        """Re-send queued jobs whose message was lost; give up after `max_deliveries`; fail
+        running jobs whose worker died (older than the execution timeout plus a grace).
+
+        A job with `d` deliveries is re-sent once it is older than `d * stale_after` seconds:
+        each re-send waits one more period, and the guarded count makes concurrent sweepers
+        (one per worker host) send it once."""
+        now = now or utcnow()
+        repository = JobExecutionRepository.from_session(session)
+        report = SweepReport()
+        for job_id, deliveries, created_at in await repository.stale_queued(
+            now - timedelta(seconds=stale_after), limit
+        ):
+            if created_at > now - timedelta(seconds=stale_after * max(deliveries, 1)):
+                continue
+            if deliveries >= max_deliveries:
+                error = {
+                    "kind": "infrastructure_error",
+                    "message": f"no worker took the job after {deliveries} deliveries",
+                }
+                if await repository.fail_queued(job_id, error, now):
+                    report.given_up.append(job_id)
+            elif await repository.count_delivery(job_id, deliveries):
+                enqueue(RUN_ACTOR, job_id=job_id)
+                report.resent.append(job_id)
+        stuck_error = {
+            "kind": "infrastructure_error",
+            "message": "the worker running the job stopped before recording its result",
+        }
+        report.stuck.extend(
+            await repository.fail_stuck_running(
+                now - timedelta(seconds=stuck_after), stuck_error, now
+            )
+        )
+        return report
+
+
+job_execution_service = JobExecutionService()

@@ -1,0 +1,82 @@
+"""All SQL of reading jobs. Visibility is re-evaluated in every statement, through the
+package's current visibility and the caller's current memberships."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, insert, or_, select
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.packages.models import Package
+from calcgraph.domain.packages.repository import visible_clause
+
+
+def job_view(job: Job) -> JobView:
+    return JobView(
+        id=job.id,
+        function_id=job.function_id,
+        function_version_id=job.function_version_id,
+        package_id=job.package_id,
+        user_id=job.user_id,
+        status=job.status,
+        inputs=job.inputs,
+        outputs=job.outputs,
+        error=job.error,
+        logs=job.logs,
+        cache_hit=job.cache_hit,
+        workflow_run_id=job.workflow_run_id,
+        node_key=job.node_key,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+    )
+
+
+class JobRepository(RepositoryBase[Job]):
+    model = Job
+
+    async def list_of_caller(
+        self, principal: Principal, limit: int, after: tuple[str, ...] | None
+    ) -> list[JobView]:
+        """The caller's own jobs whose package the caller can still see, newest first."""
+        query = (
+            select(Job)
+            .join(Package, Package.id == Job.package_id)
+            .where(Job.user_id == principal.user_id, visible_clause(principal))
+        )
+        if after is not None:
+            try:
+                when, last_id = datetime.fromisoformat(after[0]), after[1]
+            except (ValueError, IndexError):
+                raise ValidationError(
+                    "cursor is not one this listing issued",
+                    [FieldError(("query", "cursor"), "unknown cursor")],
+                ) from None
+            query = query.where(
+                or_(Job.created_at < when, and_(Job.created_at == when, Job.id < last_id))
+            )
+        rows = await self.session.scalars(
+            query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+        )
+        return [job_view(job) for job in rows]
+
+    async def get_view(self, job_id: str) -> JobView | None:
+        job = await self.session.get(Job, job_id)
+        return job_view(job) if job is not None else None
+
+    async def get_views(self, ids: Sequence[str]) -> list[JobView]:
+        if not ids:
+            return []
+        return [job_view(j) for j in await self.session.scalars(select(Job).where(Job.id.in_(ids)))]
+
+    async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Job rows as plain values in one multi-row INSERT (workflow node jobs of a tick)."""
+        if rows:
+            await self.session.execute(insert(Job), list(rows))

@@ -1,0 +1,39 @@
+"""Reading jobs under the access policy. (Submitting and running jobs belong to other issues.)"""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.errors import NotFound, PermissionDenied
+from calcgraph.domain.jobs.repository import JobRepository
+from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.packages.repository import PackageRepository
+from calcgraph.domain.packages.service import package_read_service
+
+
+class JobReadService:
+    async def list_jobs(
+        self, session: AsyncSession, principal: Principal, page: PageRequest
+    ) -> Page[JobView]:
+        rows = await JobRepository.from_session(session).list_of_caller(
+            principal, page.limit, page.after
+        )
+        return make_page(rows, page.limit, JobView.sort_key)
+
+    async def get_job(self, session: AsyncSession, principal: Principal, job_id: str) -> JobView:
+        job = await JobRepository.from_session(session).get_view(job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        package = await PackageRepository.from_session(session).get_view(job.package_id)
+        visible = package is not None and await package_read_service.can_see(
+            session, principal, package
+        )
+        if not policy.can_see_job(principal, job.user_id, visible):
+            raise PermissionDenied(policy.denial(f"job {job_id!r}"))
+        return job
+
+
+job_read_service = JobReadService()

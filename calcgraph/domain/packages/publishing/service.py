@@ -1,0 +1,420 @@
+"""Publishing packages and reading their versions (spec: Versioning; contract 4).
+
+A sub-feature of packages, beside `packages/service.py` (reading packages under the access
+policy), to keep both modules small; both doors call `publishing_service`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import new_id, utcnow
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.models import Organization
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.errors import (
+    Conflict,
+    FieldError,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
+from calcgraph.domain.functions.models import Function, FunctionVersion
+from calcgraph.domain.functions.repository import FunctionVersionRepository
+from calcgraph.domain.packages.checksums import function_checksums
+from calcgraph.domain.packages.files import clean_files
+from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest
+from calcgraph.domain.packages.manifest_json import release_as_json
+from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
+from calcgraph.domain.packages.repository import PackageRepository, PackageVersionRepository
+from calcgraph.domain.packages.semver_rules import same_version, version_from_tag
+from calcgraph.domain.packages.service import package_read_service
+from calcgraph.domain.packages.versioning import (
+    DeploymentPlan,
+    ExistingFunctionVersion,
+    FunctionHistory,
+    PackageHistory,
+    plan_deployment,
+)
+from calcgraph.domain.packages.views import (
+    DeploymentReport,
+    FunctionDeployment,
+    PackageVersionsView,
+    PackageVersionView,
+    PackageView,
+)
+from calcgraph.settings import Settings
+from calcgraph.sources.git import fetch_repository
+
+
+def _history(
+    versions: Sequence[PackageVersion],
+    functions: Sequence[Function],
+    function_versions: Sequence[FunctionVersion],
+) -> PackageHistory:
+    by_function: dict[str, dict[str, ExistingFunctionVersion]] = {}
+    for v in function_versions:
+        by_function.setdefault(v.function_id, {})[v.version] = ExistingFunctionVersion(
+            version=v.version,
+            checksum=v.code_checksum,
+            handler=v.handler,
+            inputs_schema=v.inputs_schema,
+            outputs_schema=v.outputs_schema,
+            deprecated=v.deprecated,
+            deprecated_message=v.deprecated_message,
+            removal_version=v.removal_version,
+            changelog=v.changelog,
+            id=v.id,
+        )
+    history: dict[str, FunctionHistory] = {}
+    for f in functions:
+        stored = by_function.get(f.id, {})
+        if stored and f.current_version is not None:
+            history[f.name] = FunctionHistory(current=f.current_version, versions=stored)
+    return PackageHistory(versions=[v.version for v in versions], functions=history)
+
+
+class PublishingService:
+    """Decisions where the specification and contract are silent:
+
+    - A new package belongs to the caller; `organization` needs the caller to be a member of
+      it (any role; its owners then manage the package too); `internal` needs an
+      organization; visibility defaults to `private`.
+    - Publishing to an existing package needs the right to manage it (owner, owners of the
+      owning organization, admins). Its visibility and organization stay as they are unless
+      the request names new ones.
+    - Concurrent deployments of one package: the package row is locked (PostgreSQL) or the
+      write is serialised (SQLite), and the unique constraints on (package, version) and
+      (function, version) are the last word: a violation is 409, never two rows.
+    - Every file sent (or every file of the git checkout) is stored content-addressed in
+      `code_blobs`; the deployment keeps the path -> SHA-256 map.
+    """
+
+    async def publish(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        manifest: Manifest | Mapping[str, object] | str,
+        files: Mapping[str, str | bytes],
+        visibility: str | None = None,
+        organization_slug: str | None = None,
+        *,
+        git_ref: str | None = None,
+        git_commit: str | None = None,
+    ) -> DeploymentReport:
+        """Deploy a package version (spec: Versioning 4, 5, 8): the report of the plan,
+        with the immutable ids of what it wrote."""
+        parsed = manifest if isinstance(manifest, Manifest) else parse_manifest(manifest)
+        code = clean_files(files)
+        checksums = function_checksums(parsed, code)
+        if visibility is not None and visibility not in policy.VISIBILITIES:
+            raise ValidationError(
+                "visibility is invalid",
+                [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
+            )
+        organization = await self._organization(session, principal, organization_slug)
+        packages = PackageVersionRepository.from_session(session)
+        functions = FunctionVersionRepository.from_session(session)
+        try:
+            # Insert-if-missing, then lock: two first deployments of one package at once
+            # both proceed (one creates the row, the other finds it) instead of one failing.
+            created_id = new_id()
+            await packages.insert_package_if_missing(
+                id=created_id,
+                name=parsed.package.name,
+                owner_id=principal.user_id,
+                organization_id=organization.id if organization else None,
+                visibility=visibility or "private",
+                description=parsed.package.description,
+            )
+            package = await packages.lock_package(parsed.package.name)
+            assert package is not None  # inserted above or by a concurrent request
+            if package.id != created_id:
+                await self._ensure_manager(session, principal, package)
+                if visibility is not None:
+                    package.visibility = visibility
+                if organization is not None:
+                    package.organization_id = organization.id
+                if parsed.package.description is not None:
+                    package.description = parsed.package.description
+            if package.visibility == "internal" and package.organization_id is None:
+                raise ValidationError(
+                    "an internal package needs an organization",
+                    [FieldError(("organization",), "required when visibility is internal")],
+                )
+            rows = await functions.functions_of_package(package.id)
+            history = _history(
+                await packages.versions_of(package.id),
+                rows,
+                await functions.versions_of_functions([f.id for f in rows]),
+            )
+            plan = plan_deployment(parsed, checksums, history)
+            return await self._write(
+                session, package, parsed, code, plan, history, rows, git_ref, git_commit
+            )
+        except IntegrityError:
+            raise Conflict(
+                f"package {parsed.package.name!r} version {parsed.package.version} was deployed "
+                "by a concurrent request; list its versions and bump package.version"
+            ) from None
+
+    async def _write(
+        self,
+        session: AsyncSession,
+        package: Package,
+        manifest: Manifest,
+        code: dict[str, bytes],
+        plan: DeploymentPlan,
+        history: PackageHistory,
+        rows: Sequence[Function],
+        git_ref: str | None,
+        git_commit: str | None,
+    ) -> DeploymentReport:
+        packages = PackageVersionRepository.from_session(session)
+        blobs = {sha256_hex(data): data for data in code.values()}
+        await packages.add_blobs(blobs)
+        now = utcnow()
+        version = PackageVersion(
+            id=new_id(),
+            package_id=package.id,
+            version=plan.package_version,
+            git_ref=git_ref,
+            git_commit=git_commit,
+            is_latest=plan.is_latest,
+            is_stable=plan.is_stable,
+            manifest=manifest.as_json(),
+            files={path: sha256_hex(data) for path, data in sorted(code.items())},
+            changelog=release_as_json(plan.changelog) if plan.changelog else None,
+            created_at=now,
+        )
+        session.add(version)
+        await session.flush()
+        if plan.is_latest:
+            await packages.clear_latest(package.id, keep_id=version.id)
+        existing = {f.name: f for f in rows}
+        lines: list[FunctionDeployment] = []
+        for fp in plan.functions:
+            function = existing.get(fp.name)
+            if function is None:
+                function = Function(id=new_id(), name=fp.name, package_id=package.id)
+                session.add(function)
+            past = history.functions.get(fp.name)
+            stored = past.versions.get(fp.version) if past and fp.status == "unchanged" else None
+            if stored is not None and stored.id is not None:
+                version_id = stored.id
+            else:
+                version_id = new_id()
+                session.add(
+                    FunctionVersion(
+                        id=version_id,
+                        function_id=function.id,
+                        package_version_id=version.id,
+                        version=fp.version,
+                        handler=fp.handler,
+                        code_checksum=fp.checksum,
+                        inputs_schema=fp.inputs_schema,
+                        outputs_schema=fp.outputs_schema,
+                        typed=fp.typed,
+                        changelog=fp.changelog,
+                        is_breaking_change=fp.is_breaking_change,
+                        deprecated=fp.deprecated,
+                        deprecated_message=fp.deprecated_message,
+                        removal_version=fp.removal_version,
+                        created_at=now,
+                        deployed_at=now,
+                    )
+                )
+            session.add(
+                PackageVersionFunction(
+                    package_version_id=version.id,
+                    function_version_id=version_id,
+                    status=fp.status,
+                    deployed_at=now,
+                )
+            )
+            if fp.becomes_current:
+                function.current_version = fp.version
+                function.current_version_id = version_id
+            lines.append(
+                FunctionDeployment(
+                    name=fp.name,
+                    version=fp.version,
+                    checksum=fp.checksum,
+                    status=fp.status,
+                    changelog=fp.changelog,
+                    function_id=function.id,
+                    version_id=version_id,
+                    is_breaking_change=fp.is_breaking_change,
+                    breaking_reasons=fp.breaking_reasons,
+                    deprecated=fp.deprecated,
+                )
+            )
+            # Parents before children: a function row must exist before its versions.
+            await session.flush()
+        package.updated_at = now
+        await session.flush()
+        return DeploymentReport(
+            package_id=package.id,
+            package=package.name,
+            package_version=plan.package_version,
+            package_version_id=version.id,
+            is_latest=plan.is_latest,
+            is_stable=plan.is_stable,
+            git_ref=git_ref,
+            git_commit=git_commit,
+            functions=tuple(lines),
+            removed_functions=plan.removed_functions,
+            warnings=plan.warnings,
+        )
+
+    async def publish_from_git(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        settings: Settings,
+        git_url: str,
+        ref: str,
+        visibility: str | None = None,
+        organization_slug: str | None = None,
+    ) -> DeploymentReport:
+        """Fetch `ref`, read `calcgraph.yaml` at the root, publish. The clone runs before the
+        first statement of the session, so no transaction (and no SQLite write lock) is held
+        while git works; each request clones into its own temporary directory."""
+        workdir = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="calcgraph-deploy-"))
+        try:
+            checkout = await fetch_repository(
+                git_url,
+                ref,
+                workdir / "checkout",
+                timeout_seconds=settings.git_clone_timeout_seconds,
+                max_bytes=settings.git_max_repository_bytes,
+                allowed_schemes=settings.git_allowed_schemes,
+            )
+        finally:
+            await asyncio.to_thread(shutil.rmtree, workdir, True)
+        source = checkout.files.get(MANIFEST_FILE)
+        if source is None:
+            raise ValidationError(
+                f"no {MANIFEST_FILE} at the root of the repository at {ref!r}",
+                [FieldError(("ref",), f"{MANIFEST_FILE} is missing at the repository root")],
+            )
+        manifest = parse_manifest(source)
+        tag = ref.removeprefix("refs/tags/")
+        tagged = version_from_tag(tag) if checkout.ref_kind == "tag" else None
+        if tagged is not None and not same_version(tagged, manifest.package.version):
+            raise ValidationError(
+                f"tag {tag!r} names version {tagged} but {MANIFEST_FILE} has package.version "
+                f"{manifest.package.version}",
+                [FieldError(("ref",), f"tag version {tagged} != {manifest.package.version}")],
+            )
+        return await self.publish(
+            session,
+            principal,
+            manifest,
+            checkout.files,
+            visibility,
+            organization_slug,
+            git_ref=ref,
+            git_commit=checkout.commit,
+        )
+
+    async def set_visibility(
+        self, session: AsyncSession, principal: Principal, package_ref: str, visibility: str
+    ) -> PackageView:
+        """`PATCH /packages/{id}`: owner, owners of the owning organization, admins."""
+        if visibility not in policy.VISIBILITIES:
+            raise ValidationError(
+                "visibility is invalid",
+                [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
+            )
+        package = await PackageVersionRepository.from_session(session).find_package(package_ref)
+        if package is None:
+            raise NotFound(f"no package {package_ref!r}")
+        await self._ensure_manager(session, principal, package)
+        if visibility == "internal" and package.organization_id is None:
+            raise ValidationError(
+                "an internal package needs an organization",
+                [FieldError(("visibility",), "the package has no organization")],
+            )
+        package.visibility = visibility
+        package.updated_at = utcnow()
+        await session.flush()
+        view = await PackageRepository.from_session(session).get_view(package.id)
+        assert view is not None  # just written in this unit of work
+        return view
+
+    async def package_versions(
+        self, session: AsyncSession, principal: Principal, package_ref: str
+    ) -> PackageVersionsView:
+        """Every deployment of a package (name or id), oldest first; 403 when hidden."""
+        repository = PackageVersionRepository.from_session(session)
+        package = await repository.find_package(package_ref)
+        if package is None:
+            raise NotFound(f"no package {package_ref!r}")
+        view = await package_read_service.get_package(session, principal, package.id)
+        versions = await repository.version_views(package.id)
+        return PackageVersionsView(package=view, versions=tuple(versions))
+
+    async def visible_versions_by_package(
+        self, session: AsyncSession, principal: Principal, package_ids: Sequence[str]
+    ) -> dict[str, list[PackageVersionView]]:
+        """Deployments of the visible packages among `package_ids` (for DataLoaders)."""
+        visible = await PackageRepository.from_session(session).visible_ids(principal, package_ids)
+        rows = await PackageVersionRepository.from_session(session).version_views_by_package(
+            sorted(visible)
+        )
+        grouped: dict[str, list[PackageVersionView]] = {pid: [] for pid in package_ids}
+        for row in rows:
+            grouped[row.package_id].append(row)
+        return grouped
+
+    async def _organization(
+        self, session: AsyncSession, principal: Principal, slug: str | None
+    ) -> Organization | None:
+        if slug is None:
+            return None
+        organizations = OrganizationRepository.from_session(session)
+        organization = await organizations.get_by_slug(slug)
+        if organization is None:
+            raise NotFound(f"no organization {slug!r}")
+        role = await organizations.role_of(organization.id, principal.user_id)
+        if not policy.can_publish_into_organization(principal, role):
+            raise PermissionDenied(
+                policy.denial(f"organization {slug!r}: only its members publish into it")
+            )
+        return organization
+
+    async def _ensure_manager(
+        self, session: AsyncSession, principal: Principal, package: Package
+    ) -> None:
+        role = (
+            await OrganizationRepository.from_session(session).role_of(
+                package.organization_id, principal.user_id
+            )
+            if package.organization_id is not None
+            else None
+        )
+        facts = policy.PackageFacts(package.owner_id, package.organization_id, package.visibility)
+        if not policy.can_manage_package(principal, facts, role):
+            raise PermissionDenied(
+                policy.denial(
+                    f"package {package.name!r} for changes: its owner, the owners of its "
+                    "organization and admins manage it"
+                )
+            )
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+publishing_service = PublishingService()

@@ -1,0 +1,266 @@
+"""All SQL of packages, including the access policy as a WHERE clause for listings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, or_, select, true, update
+from sqlalchemy.orm import aliased
+
+from calcgraph.db.base import RepositoryBase, utcnow
+from calcgraph.db.dialect import insert_ignoring_duplicates
+from calcgraph.domain.access.models import Membership, Organization, User
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.functions.models import Function, FunctionVersion
+from calcgraph.domain.packages.models import (
+    CodeBlob,
+    Package,
+    PackageVersion,
+    PackageVersionFunction,
+)
+from calcgraph.domain.packages.views import (
+    DeployedFunctionView,
+    PackageVersionView,
+    PackageView,
+)
+
+
+def visible_clause(principal: Principal) -> ColumnElement[bool]:
+    """`policy.can_see_package` as SQL, so hidden rows never load. Membership is read in the
+    same statement, which is what makes a departure from an organization take effect at once."""
+    if principal.is_admin:
+        return true()
+    member_orgs = select(Membership.organization_id).where(Membership.user_id == principal.user_id)
+    return or_(
+        Package.owner_id == principal.user_id,
+        Package.visibility == "public",
+        and_(Package.visibility == "internal", Package.organization_id.in_(member_orgs)),
+    )
+
+
+def after_clause(created_at: Any, id_: Any, after: tuple[str, ...] | None) -> ColumnElement[bool]:
+    """Keyset condition (created_at, id) > after, written portably (no row values)."""
+    if after is None:
+        return true()
+    try:
+        when, last_id = datetime.fromisoformat(after[0]), after[1]
+    except (ValueError, IndexError):
+        raise ValidationError(
+            "cursor is not one this listing issued",
+            [FieldError(("query", "cursor"), "unknown cursor")],
+        ) from None
+    return or_(created_at > when, and_(created_at == when, id_ > last_id))
+
+
+class PackageRepository(RepositoryBase[Package]):
+    model = Package
+
+    def _views(self) -> Select[Package, str, str, str]:
+        latest = aliased(PackageVersion)
+        return (
+            select(Package, User.username, Organization.slug, latest.version)
+            .join(User, User.id == Package.owner_id)
+            .outerjoin(Organization, Organization.id == Package.organization_id)
+            .outerjoin(latest, and_(latest.package_id == Package.id, latest.is_latest.is_(True)))
+        )
+
+    @staticmethod
+    def _view(row: Any) -> PackageView:
+        package, owner, org_slug, version = row
+        return PackageView(
+            id=package.id,
+            name=package.name,
+            visibility=package.visibility,
+            owner_id=package.owner_id,
+            owner=owner,
+            organization_id=package.organization_id,
+            organization=org_slug,
+            description=package.description,
+            current_version=version,
+            created_at=package.created_at,
+            updated_at=package.updated_at,
+        )
+
+    async def list_visible(
+        self, principal: Principal, limit: int, after: tuple[str, ...] | None
+    ) -> list[PackageView]:
+        rows = await self.session.execute(
+            self._views()
+            .where(visible_clause(principal), after_clause(Package.created_at, Package.id, after))
+            .order_by(Package.created_at, Package.id)
+            .limit(limit + 1)
+        )
+        return [self._view(row) for row in rows]
+
+    async def get_view(self, package_id: str) -> PackageView | None:
+        row = (await self.session.execute(self._views().where(Package.id == package_id))).first()
+        return self._view(row) if row is not None else None
+
+    async def get_views(self, ids: Sequence[str]) -> list[PackageView]:
+        if not ids:
+            return []
+        rows = await self.session.execute(self._views().where(Package.id.in_(ids)))
+        return [self._view(row) for row in rows]
+
+    async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        rows = await self.session.scalars(
+            select(Package.id).where(Package.id.in_(ids), visible_clause(principal))
+        )
+        return set(rows)
+
+    async def visible_by_organization(
+        self, principal: Principal, organization_ids: Sequence[str]
+    ) -> list[PackageView]:
+        if not organization_ids:
+            return []
+        rows = await self.session.execute(
+            self._views()
+            .where(Package.organization_id.in_(organization_ids), visible_clause(principal))
+            .order_by(Package.name)
+        )
+        return [self._view(row) for row in rows]
+
+
+class PackageVersionRepository(RepositoryBase[PackageVersion]):
+    """SQL of publishing: package rows by name, deployments, content-addressed code."""
+
+    model = PackageVersion
+
+    async def lock_package(self, name: str) -> Package | None:
+        """The package row, locked until the unit of work ends (PostgreSQL), so concurrent
+        deployments of one package take turns and each sees the other's versions. SQLite
+        needs no lock: its write sessions begin IMMEDIATE and already run one at a time."""
+        return await self.session.scalar(
+            select(Package).where(Package.name == name).with_for_update()
+        )
+
+    async def insert_package_if_missing(self, **values: Any) -> None:
+        dialect = self.session.get_bind().dialect.name
+        now = utcnow()
+        await self.session.execute(
+            insert_ignoring_duplicates(dialect, Package).values(
+                created_at=now, updated_at=now, **values
+            )
+        )
+
+    async def find_package(self, ref: str) -> Package | None:
+        """By id, else by name (a name may look like an id; the id wins)."""
+        by_id = await self.session.get(Package, ref)
+        if by_id is not None:
+            return by_id
+        return await self.session.scalar(select(Package).where(Package.name == ref))
+
+    async def versions_of(self, package_id: str) -> list[PackageVersion]:
+        rows = await self.session.scalars(
+            select(PackageVersion)
+            .where(PackageVersion.package_id == package_id)
+            .order_by(PackageVersion.created_at, PackageVersion.id)
+        )
+        return list(rows)
+
+    async def add_blobs(self, blobs: dict[str, bytes]) -> None:
+        if not blobs:
+            return
+        dialect = self.session.get_bind().dialect.name
+        await self.session.execute(
+            insert_ignoring_duplicates(dialect, CodeBlob),
+            [{"sha256": sha, "content": data, "size": len(data)} for sha, data in blobs.items()],
+        )
+
+    async def clear_latest(self, package_id: str, keep_id: str) -> None:
+        await self.session.execute(
+            update(PackageVersion)
+            .where(PackageVersion.package_id == package_id, PackageVersion.id != keep_id)
+            .values(is_latest=False)
+        )
+
+    async def deployed_functions(
+        self, package_version_ids: Sequence[str]
+    ) -> list[DeployedFunctionView]:
+        if not package_version_ids:
+            return []
+        rows = await self.session.execute(
+            select(PackageVersionFunction, FunctionVersion, Function.name)
+            .join(
+                FunctionVersion,
+                FunctionVersion.id == PackageVersionFunction.function_version_id,
+            )
+            .join(Function, Function.id == FunctionVersion.function_id)
+            .where(PackageVersionFunction.package_version_id.in_(package_version_ids))
+            .order_by(Function.name)
+        )
+        return [
+            DeployedFunctionView(
+                package_version_id=link.package_version_id,
+                function_id=version.function_id,
+                name=name,
+                version=version.version,
+                version_id=version.id,
+                status=link.status,
+                deployed_at=link.deployed_at,
+            )
+            for link, version, name in rows
+        ]
+
+    async def version_views(self, package_id: str) -> list[PackageVersionView]:
+        versions = await self.versions_of(package_id)
+        deployed = await self.deployed_functions([v.id for v in versions])
+        return [version_view(v, deployed) for v in versions]
+
+    async def version_views_by_id(self, ids: Sequence[str]) -> list[PackageVersionView]:
+        if not ids:
+            return []
+        versions = list(
+            await self.session.scalars(select(PackageVersion).where(PackageVersion.id.in_(ids)))
+        )
+        deployed = await self.deployed_functions([v.id for v in versions])
+        return [version_view(v, deployed) for v in versions]
+
+    async def version_views_by_package(
+        self, package_ids: Sequence[str]
+    ) -> list[PackageVersionView]:
+        if not package_ids:
+            return []
+        versions = list(
+            await self.session.scalars(
+                select(PackageVersion)
+                .where(PackageVersion.package_id.in_(package_ids))
+                .order_by(PackageVersion.created_at, PackageVersion.id)
+            )
+        )
+        deployed = await self.deployed_functions([v.id for v in versions])
+        return [version_view(v, deployed) for v in versions]
+
+    async def files_of(self, package_version_id: str) -> dict[str, bytes]:
+        """The files of a deployment, `{path: content}`: what a sandbox stages."""
+        version = await self.session.get(PackageVersion, package_version_id)
+        if version is None:
+            return {}
+        paths: dict[str, str] = dict(version.files)
+        blobs = await self.session.scalars(
+            select(CodeBlob).where(CodeBlob.sha256.in_(set(paths.values())))
+        )
+        contents = {b.sha256: b.content for b in blobs}
+        return {path: contents[sha] for path, sha in sorted(paths.items())}
+
+
+def version_view(
+    version: PackageVersion, deployed: Sequence[DeployedFunctionView]
+) -> PackageVersionView:
+    return PackageVersionView(
+        id=version.id,
+        package_id=version.package_id,
+        version=version.version,
+        git_ref=version.git_ref,
+        git_commit=version.git_commit,
+        is_latest=version.is_latest,
+        is_stable=version.is_stable,
+        changelog=version.changelog,
+        created_at=version.created_at,
+        functions=tuple(d for d in deployed if d.package_version_id == version.id),
+    )

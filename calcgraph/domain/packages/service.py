@@ -1,0 +1,81 @@
+"""Reading packages under the access policy. (Publishing belongs to the packages issue.)"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.errors import NotFound, PermissionDenied
+from calcgraph.domain.packages.repository import PackageRepository
+from calcgraph.domain.packages.views import PackageView
+
+
+class PackageReadService:
+    async def list_packages(
+        self, session: AsyncSession, principal: Principal, page: PageRequest
+    ) -> Page[PackageView]:
+        rows = await PackageRepository.from_session(session).list_visible(
+            principal, page.limit, page.after
+        )
+        return make_page(rows, page.limit, PackageView.sort_key)
+
+    async def get_package(
+        self, session: AsyncSession, principal: Principal, package_id: str
+    ) -> PackageView:
+        """The package, or PermissionDenied when it exists but the caller may not see it
+        (the specification asks for 403 there, not 404)."""
+        package = await PackageRepository.from_session(session).get_view(package_id)
+        if package is None:
+            raise NotFound(f"no package {package_id!r}")
+        if not await self.can_see(session, principal, package):
+            raise PermissionDenied(
+                policy.denial(f"package {package_id!r}: it is not visible to you")
+            )
+        return package
+
+    async def can_see(
+        self, session: AsyncSession, principal: Principal, package: PackageView
+    ) -> bool:
+        role = (
+            await OrganizationRepository.from_session(session).role_of(
+                package.organization_id, principal.user_id
+            )
+            if package.organization_id is not None
+            else None
+        )
+        facts = policy.PackageFacts(package.owner_id, package.organization_id, package.visibility)
+        return policy.can_see_package(principal, facts, member_of_owning_org=role is not None)
+
+    async def ensure_visible(
+        self, session: AsyncSession, principal: Principal, package_id: str
+    ) -> None:
+        """For other features (execute, workflows): raise unless the caller may see it."""
+        await self.get_package(session, principal, package_id)
+
+    async def visible_packages(
+        self, session: AsyncSession, principal: Principal, ids: Sequence[str]
+    ) -> dict[str, PackageView]:
+        """The packages among `ids` the caller may see, by id (for DataLoaders)."""
+        repository = PackageRepository.from_session(session)
+        visible = await repository.visible_ids(principal, ids)
+        return {p.id: p for p in await repository.get_views(sorted(visible))}
+
+    async def visible_by_organization(
+        self, session: AsyncSession, principal: Principal, organization_ids: Sequence[str]
+    ) -> dict[str, list[PackageView]]:
+        rows = await PackageRepository.from_session(session).visible_by_organization(
+            principal, organization_ids
+        )
+        grouped: dict[str, list[PackageView]] = {oid: [] for oid in organization_ids}
+        for row in rows:
+            if row.organization_id is not None:
+                grouped[row.organization_id].append(row)
+        return grouped
+
+
+package_read_service = PackageReadService()

@@ -1,0 +1,130 @@
+"""Read models of packages, as both doors serialise them. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PackageView:
+    id: str
+    name: str
+    visibility: str
+    owner_id: str
+    owner: str
+    """The owner's username."""
+    organization_id: str | None
+    organization: str | None
+    """The owning organization's slug."""
+    description: str | None
+    current_version: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    def sort_key(self) -> tuple[str, str]:
+        return (self.created_at.isoformat(), self.id)
+
+
+@dataclass(frozen=True)
+class DeployedFunctionView:
+    """One function of one deployment: which version it carried and what it did to it."""
+
+    package_version_id: str
+    function_id: str
+    name: str
+    version: str
+    version_id: str
+    status: str
+    """`new`, `updated` or `unchanged`."""
+    deployed_at: datetime
+
+
+@dataclass(frozen=True)
+class PackageVersionView:
+    id: str
+    package_id: str
+    version: str
+    git_ref: str | None
+    git_commit: str | None
+    is_latest: bool
+    is_stable: bool
+    changelog: dict[str, Any] | None
+    """The `package.changelog` entry of this version, if the manifest had one."""
+    created_at: datetime
+    functions: tuple[DeployedFunctionView, ...] = ()
+
+
+@dataclass(frozen=True)
+class PackageVersionsView:
+    """`GET /packages/{package_name}/versions`: every deployment, oldest first."""
+
+    package: PackageView
+    versions: tuple[PackageVersionView, ...]
+
+
+@dataclass(frozen=True)
+class FunctionDeployment:
+    """One function's line of a deployment report (spec, Versioning 8)."""
+
+    name: str
+    version: str
+    checksum: str
+    status: str
+    changelog: str | None
+    function_id: str
+    version_id: str
+    is_breaking_change: bool
+    breaking_reasons: tuple[str, ...]
+    deprecated: bool
+
+    @property
+    def endpoint(self) -> str:
+        # The version id pins exactly this immutable version (see functions.service).
+        return f"/functions/{self.version_id}/execute"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.function_id,
+            "name": self.name,
+            "version": self.version,
+            "version_id": self.version_id,
+            "checksum": self.checksum,
+            "status": self.status,
+            "changelog": self.changelog,
+            "endpoint": self.endpoint,
+            "is_breaking_change": self.is_breaking_change,
+            "breaking_reasons": list(self.breaking_reasons),
+            "deprecated": self.deprecated,
+        }
+
+
+@dataclass(frozen=True)
+class DeploymentReport:
+    package_id: str
+    package: str
+    package_version: str
+    package_version_id: str
+    is_latest: bool
+    is_stable: bool
+    git_ref: str | None
+    git_commit: str | None
+    functions: tuple[FunctionDeployment, ...]
+    removed_functions: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "package_id": self.package_id,
+            "package": self.package,
+            "package_version": self.package_version,
+            "package_version_id": self.package_version_id,
+            "is_latest": self.is_latest,
+            "is_stable": self.is_stable,
+            "git_ref": self.git_ref,
+            "git_commit": self.git_commit,
+            "functions": [f.as_json() for f in self.functions],
+            "removed_functions": list(self.removed_functions),
+            "warnings": list(self.warnings),
+        }

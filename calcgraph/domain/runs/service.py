@@ -1,0 +1,305 @@
+"""Workflow runs: create (inputs checked, version and plan frozen), read, list, and the tick.
+
+The tick is one unit of work: lock the run row, read every node state and the results of the
+jobs running nodes wait on, call the pure `tick`, write only the changed node rows and the run
+fields (bumping `revision` when anything changed), and create the submitted jobs through the
+execution path, whose messages leave after the commit. Concurrent ticks of one run queue on the
+lock, so the second sees the first's jobs and submits nothing twice; the jobs' unique
+(run, node, attempt) key backs that up.
+
+Decisions where the specification and contract are silent:
+- Creating a run needs the workflow visible to the caller and every function version it runs
+  visible too (so a public workflow cannot run someone's private code); the run's jobs are
+  the caller's. Every input node needs a value; unknown keys are refused.
+- A run is readable, and tickable, by its creator and admins while its workflow stays visible
+  (the jobs rule). The creation response has status `pending`: nothing runs before a tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import new_id, utcnow
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, ValidationError
+from calcgraph.domain.functions.service import function_version_service
+from calcgraph.domain.jobs.cache_key import ResultLookup
+from calcgraph.domain.jobs.execution.service import NodeJob, job_execution_service
+from calcgraph.domain.jobs.repository import JobRepository
+from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.runs.memo import RunMemo
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
+from calcgraph.domain.runs.state import RUN_TERMINAL, RunState, TickResult, initial_states
+from calcgraph.domain.runs.tick import tick
+from calcgraph.domain.runs.views import NodeRow, RunView
+from calcgraph.domain.types.expr import TypeExprError, from_json
+from calcgraph.domain.types.values import normalize
+from calcgraph.domain.workflows.graph import InputNode, parse_graph
+from calcgraph.domain.workflows.planner import Plan, plan
+from calcgraph.domain.workflows.repository import WorkflowRepository
+from calcgraph.domain.workflows.service import workflow_service
+
+RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+
+
+def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dict[str, Any]:
+    """The run's inputs in SI, or ValidationError naming every input that does not match."""
+    loc = ("body", "inputs")
+    if not isinstance(inputs, Mapping):
+        raise ValidationError(
+            "inputs must be an object keyed by input node_key",
+            [FieldError(loc, "expected an object keyed by input node_key")],
+        )
+    errors: list[FieldError] = []
+    known = {node.node_key: node for node in graph_inputs}
+    for key in inputs:
+        if key not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            errors.append(FieldError((*loc, str(key)), f"unknown input (inputs: {listed})"))
+    resolved: dict[str, Any] = {}
+    for key, node in known.items():
+        if key not in inputs:
+            errors.append(FieldError((*loc, key), "required input is missing"))
+            continue
+        try:
+            expr = from_json(node.type_expr)
+        except TypeExprError as exc:  # refused when the version was saved; an old row may hold one
+            errors.append(FieldError((*loc, key), f"the input's type is invalid: {exc}"))
+            continue
+        try:
+            resolved[key] = normalize(inputs[key], expr, (*loc, key))
+        except ValidationError as exc:
+            errors.extend(exc.errors)
+    if errors:
+        names = sorted({str(e.loc[2]) for e in errors if len(e.loc) > 2})
+        raise ValidationError(
+            f"inputs do not match the workflow's input nodes ({', '.join(names)})", errors
+        )
+    return resolved
+
+
+class RunService:
+    def __init__(self) -> None:
+        self.memo = RunMemo()
+
+    async def create(
+        self, session: AsyncSession, principal: Principal, slug: str, inputs: object
+    ) -> RunView:
+        workflow = await workflow_service.visible(session, principal, slug)
+        version = await WorkflowRepository.from_session(session).version(
+            workflow.id, workflow.latest_version
+        )
+        assert version is not None
+        graph = parse_graph(version.graph)
+        resolved = resolve_run_inputs([n for n in graph.nodes if isinstance(n, InputNode)], inputs)
+        assert isinstance(inputs, dict)
+        frozen = plan(graph, version.resolved_functions)
+        needed = sorted(
+            {n.function_version_id for n in frozen.nodes.values() if n.function_version_id}
+        )
+        visible = await function_version_service.visible_versions_by_id(session, principal, needed)
+        hidden = [v for v in needed if v not in visible]
+        if hidden:
+            raise PermissionDenied(
+                policy.denial(f"workflow {slug!r}: it runs functions that are not visible to you")
+            )
+        run = WorkflowRun(
+            id=new_id(),
+            workflow_id=workflow.id,
+            workflow_version_id=version.id,
+            user_id=principal.user_id,
+            status="pending",
+            inputs=inputs,
+            resolved_inputs=resolved,
+            plan_snapshot=frozen.as_dict(),
+            revision=0,
+            started_at=utcnow(),
+        )
+        repository = RunRepository.from_session(session)
+        await repository.add(run)
+        await repository.add_node_states(
+            run.id, {key: node.kind for key, node in frozen.nodes.items()}
+        )
+        states = initial_states(frozen)
+        # Remembered before the commit, which is harmless here: if it rolls back, no tick can
+        # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
+        self.memo.remember_plan(run.id, run.plan_snapshot, frozen)
+        self.memo.remember_states(run.id, 0, states)
+        return run_view(run, states)
+
+    async def get(self, session: AsyncSession, principal: Principal, run_id: str) -> RunView:
+        repository = RunRepository.from_session(session)
+        found = await repository.locked_run(run_id, lock=False)
+        if found is None:
+            raise NotFound(f"no workflow run {run_id!r}")
+        run, facts = found
+        await self._ensure_visible(session, principal, run, facts)
+        remembered = self.memo.plan(run_id)
+        snapshot = (
+            remembered[0] if remembered is not None else await repository.plan_snapshot(run_id)
+        )
+        # States remembered at this revision are committed ones; states read here are not
+        # remembered: without the run's lock a tick may commit between the two reads.
+        states = self.memo.states(run_id, run.revision)
+        if states is None:
+            states = await repository.states(run_id)
+        return run_view(run, states, snapshot)
+
+    async def list_runs(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        page: PageRequest,
+        statuses: Sequence[str] = (),
+        workflow_slug: str | None = None,
+    ) -> Page[RunView]:
+        unknown = [s for s in statuses if s not in RUN_STATUSES]
+        if unknown:
+            raise ValidationError(
+                f"unknown run status {unknown[0]!r}",
+                [FieldError(("query", "status"), f"one of {', '.join(RUN_STATUSES)}")],
+            )
+        workflow_id = None
+        if workflow_slug is not None:
+            workflow_id = (await workflow_service.visible(session, principal, workflow_slug)).id
+        rows = await RunRepository.from_session(session).list_visible(
+            principal, page.limit, page.after, statuses, workflow_id
+        )
+        return make_page(rows, page.limit, RunView.sort_key)
+
+    async def tick(
+        self, session: AsyncSession, principal: Principal, run_id: str, cache: ResultLookup
+    ) -> RunView:
+        """One advance of the run (reconcile, submit, finalise), in the caller's one commit.
+
+        A tick that finds no finished job to reconcile, on a run ticked before, changes
+        nothing: the previous tick submitted every node that was ready (and evaluated every
+        ready extract), so no pending node can have become ready since. That tick answers from
+        the states remembered at the current revision, in two statements."""
+        repository = RunRepository.from_session(session)
+        locked = await repository.locked_run(run_id)
+        if locked is None:
+            raise NotFound(f"no workflow run {run_id!r}")
+        run, facts = locked
+        await self._ensure_visible(session, principal, run, facts)
+        remembered = self.memo.plan(run_id)
+        if remembered is None:
+            snapshot = await repository.plan_snapshot(run_id)
+            remembered = self.memo.remember_plan(run_id, snapshot, Plan.from_dict(snapshot))
+        snapshot, frozen = remembered
+        results = await repository.finished_results(run_id)
+        states = self.memo.states(run_id, run.revision)
+        if states is None:
+            states = await repository.states(run_id)
+            self.memo.remember_states(run_id, run.revision, states)
+        if not results and (run.revision > 0 or run.status in RUN_TERMINAL):
+            return run_view(run, states, snapshot)
+        before = RunState(
+            status=run.status,  # type: ignore[arg-type]
+            completed_at=run.completed_at,
+            terminal_outputs=run.terminal_outputs,
+            error_message=run.error_message,
+            first_failed_node_key=run.first_failed_node_key,
+        )
+        result = tick(
+            frozen, before, states, results, run.resolved_inputs, utcnow(), lambda _: new_id()
+        )
+        if not result.changed:
+            return run_view(run, states, snapshot)
+        await repository.write_states(run_id, result.nodes)
+        after = result.run
+        run.status = after.status
+        run.completed_at = after.completed_at
+        run.terminal_outputs = (
+            None if after.terminal_outputs is None else dict(after.terminal_outputs)
+        )
+        run.error_message = after.error_message
+        run.first_failed_node_key = after.first_failed_node_key
+        run.revision = run.revision + 1
+        await session.flush()
+        if result.jobs:
+            await job_execution_service.submit_node_jobs(
+                session, await self._node_jobs(repository, run, result), cache
+            )
+        new_states = {**states, **result.nodes}
+        revision = run.revision
+        repository.after_commit(lambda: self.memo.remember_states(run_id, revision, new_states))
+        return run_view(run, new_states, snapshot)
+
+    async def _node_jobs(
+        self, repository: RunRepository, run: WorkflowRun, result: TickResult
+    ) -> list[NodeJob]:
+        # Every function version was resolved and frozen when the workflow version was saved.
+        wanted = {j.function_version_id for j in result.jobs if j.function_version_id}
+        owners = self.memo.owners(wanted)
+        if owners is None:
+            owners = await repository.function_owners(wanted)
+            self.memo.remember_owners(owners)
+        jobs = []
+        for request in result.jobs:
+            version_id = request.function_version_id
+            assert version_id is not None
+            function_id, package_id = owners[version_id]
+            jobs.append(
+                NodeJob(
+                    job_id=request.job_id,
+                    function_version_id=version_id,
+                    function_id=function_id,
+                    package_id=package_id,
+                    user_id=run.user_id,
+                    run_id=run.id,
+                    node_key=request.node_key,
+                    attempt=result.nodes[request.node_key].attempt,
+                    resolved_inputs=request.inputs,
+                )
+            )
+        return jobs
+
+    async def running_jobs(
+        self, session: AsyncSession, principal: Principal, run_id: str
+    ) -> list[tuple[str, str]]:
+        """(job id, status) of the jobs the run's running nodes wait on: what a long-poll
+        tick waits for."""
+        repository = RunRepository.from_session(session)
+        found = await repository.locked_run(run_id, lock=False)
+        if found is None:
+            raise NotFound(f"no workflow run {run_id!r}")
+        await self._ensure_visible(session, principal, *found)
+        return await repository.running_jobs(run_id)
+
+    async def node_rows(self, session: AsyncSession, run_ids: Sequence[str]) -> list[NodeRow]:
+        """Node states of runs the caller already read (GraphQL loaders)."""
+        return await RunRepository.from_session(session).node_rows(run_ids)
+
+    async def node_jobs(self, session: AsyncSession, job_ids: Sequence[str]) -> dict[str, JobView]:
+        """Jobs of the nodes of runs the caller already read: the run's creator's own jobs."""
+        return {job.id: job for job in await JobRepository.from_session(session).get_views(job_ids)}
+
+    async def _ensure_visible(
+        self, session: AsyncSession, principal: Principal, run: WorkflowRun, facts: WorkflowFacts
+    ) -> None:
+        visible = False
+        if run.user_id == principal.user_id or principal.is_admin:
+            role = (
+                await OrganizationRepository.from_session(session).role_of(
+                    facts.organization_id, principal.user_id
+                )
+                if facts.organization_id is not None and facts.visibility == "internal"
+                else None
+            )
+            package_facts = policy.PackageFacts(
+                facts.owner_id, facts.organization_id, facts.visibility
+            )
+            visible = policy.can_see_workflow(principal, package_facts, role is not None)
+        if not policy.can_see_run(principal, run.user_id, visible):
+            raise PermissionDenied(policy.denial(f"workflow run {run.id!r}"))
+
+
+run_service = RunService()

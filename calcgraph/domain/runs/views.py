@@ -1,0 +1,50 @@
+"""Read models of workflow runs. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from calcgraph.domain.runs.state import NodeState
+
+
+@dataclass(frozen=True)
+class RunView:
+    id: str
+    workflow_id: str
+    workflow_version_id: str
+    user_id: str
+    status: str
+    inputs: dict[str, Any]
+    terminal_outputs: dict[str, Any] | None
+    error_message: str | None
+    first_failed_node_key: str | None
+    plan_snapshot: dict[str, Any]
+    revision: int
+    started_at: datetime
+    completed_at: datetime | None
+    node_states: Mapping[str, NodeState] | None = None
+    """Every function and extract node; None in listings, which leave them out."""
+
+    def sort_key(self) -> tuple[str, str]:
+        return (self.started_at.isoformat(), self.id)
+
+    def function_versions(self) -> dict[str, str]:
+        """node_key -> function version id of every function node, from the frozen plan."""
+        return {
+            node["node_key"]: node["function_version_id"]
+            for node in self.plan_snapshot.get("nodes", ())
+            if node.get("kind") == "function" and node.get("function_version_id")
+        }
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """A node state with its run and key, as GraphQL lists them."""
+
+    run_id: str
+    node_key: str
+    kind: str
+    state: NodeState

@@ -1,0 +1,139 @@
+"""All SQL of workflows and workflow versions, with the visibility rule as a WHERE clause."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, or_, select, true
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.db.dialect import locked
+from calcgraph.domain.access.models import Membership, Organization, User
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.packages.repository import after_clause
+from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
+from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
+
+
+def visible_workflow_clause(principal: Principal) -> ColumnElement[bool]:
+    """`policy.can_see_workflow` as SQL (the package rule on workflow columns)."""
+    if principal.is_admin:
+        return true()
+    member_orgs = select(Membership.organization_id).where(Membership.user_id == principal.user_id)
+    return or_(
+        Workflow.owner_id == principal.user_id,
+        Workflow.visibility == "public",
+        and_(Workflow.visibility == "internal", Workflow.organization_id.in_(member_orgs)),
+    )
+
+
+def version_view(row: WorkflowVersion) -> WorkflowVersionView:
+    return WorkflowVersionView(
+        id=row.id,
+        workflow_id=row.workflow_id,
+        version=row.version,
+        graph=row.graph,
+        resolved_functions=dict(row.resolved_functions or {}),
+        created_at=row.created_at,
+    )
+
+
+class WorkflowRepository(RepositoryBase[Workflow]):
+    model = Workflow
+
+    def _views(self) -> Select[Workflow, str, str]:
+        return (
+            select(Workflow, User.username, Organization.slug)
+            .join(User, User.id == Workflow.owner_id)
+            .outerjoin(Organization, Organization.id == Workflow.organization_id)
+        )
+
+    @staticmethod
+    def _view(row: Any) -> WorkflowView:
+        workflow, owner, org_slug = row
+        return WorkflowView(
+            id=workflow.id,
+            slug=workflow.slug,
+            name=workflow.name,
+            visibility=workflow.visibility,
+            owner_id=workflow.owner_id,
+            owner=owner,
+            organization_id=workflow.organization_id,
+            organization=org_slug,
+            latest_version=workflow.latest_version,
+            created_at=workflow.created_at,
+            updated_at=workflow.updated_at,
+        )
+
+    async def by_slug(self, slug: str, *, for_update: bool = False) -> Workflow | None:
+        query = select(Workflow).where(Workflow.slug == slug)
+        if for_update:
+            query = locked(self.session.get_bind().dialect.name, query)
+        return await self.session.scalar(query)
+
+    async def view_by_slug(self, slug: str) -> WorkflowView | None:
+        row = (await self.session.execute(self._views().where(Workflow.slug == slug))).first()
+        return self._view(row) if row is not None else None
+
+    async def view_by_id(self, workflow_id: str) -> WorkflowView | None:
+        row = (await self.session.execute(self._views().where(Workflow.id == workflow_id))).first()
+        return self._view(row) if row is not None else None
+
+    async def list_visible(
+        self, principal: Principal, limit: int, after: tuple[str, ...] | None
+    ) -> list[WorkflowView]:
+        rows = await self.session.execute(
+            self._views()
+            .where(
+                visible_workflow_clause(principal),
+                after_clause(Workflow.created_at, Workflow.id, after),
+            )
+            .order_by(Workflow.created_at, Workflow.id)
+            .limit(limit + 1)
+        )
+        return [self._view(row) for row in rows]
+
+    async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        rows = await self.session.scalars(
+            select(Workflow.id).where(Workflow.id.in_(ids), visible_workflow_clause(principal))
+        )
+        return set(rows)
+
+    async def add_version(self, version: WorkflowVersion) -> WorkflowVersion:
+        self.session.add(version)
+        await self.session.flush()
+        return version
+
+    async def version(self, workflow_id: str, number: int) -> WorkflowVersion | None:
+        return await self.session.scalar(
+            select(WorkflowVersion).where(
+                WorkflowVersion.workflow_id == workflow_id, WorkflowVersion.version == number
+            )
+        )
+
+    async def versions_by_id(self, ids: Sequence[str]) -> list[WorkflowVersionView]:
+        if not ids:
+            return []
+        rows = await self.session.scalars(
+            select(WorkflowVersion).where(WorkflowVersion.id.in_(ids))
+        )
+        return [version_view(row) for row in rows]
+
+    async def latest_versions(self, workflow_ids: Sequence[str]) -> list[WorkflowVersionView]:
+        if not workflow_ids:
+            return []
+        rows = await self.session.scalars(
+            select(WorkflowVersion)
+            .join(
+                Workflow,
+                and_(
+                    Workflow.id == WorkflowVersion.workflow_id,
+                    Workflow.latest_version == WorkflowVersion.version,
+                ),
+            )
+            .where(Workflow.id.in_(workflow_ids))
+        )
+        return [version_view(row) for row in rows]

@@ -1,0 +1,295 @@
+"""Workflows and their immutable versions: validate, save, read, list.
+
+Decisions where the specification and contract are silent:
+- Function references are resolved under the saving caller's access: a reference to a
+  function the caller cannot see is reported as `unknown_functions`, exactly like one that
+  does not exist, so the report never reveals hidden packages.
+- Each node's reference is frozen into the version's `resolved_functions` (node key to
+  function version id); `@latest` and bare references pin the version current at save time.
+- A new workflow belongs to the caller; `organization` needs membership, `internal` needs an
+  organization, visibility defaults to `private` (the package rules). A new version can be
+  saved by the owner, owners of the owning organization and admins.
+- `POST /workflows/validate` answers 422 for every invalid graph; saving answers 400
+  `InvalidRequest` when a node names an untyped function, else 422 (contract 2).
+- Concurrent saves of one workflow are serialised by locking its row (PostgreSQL) or by the
+  write lock (SQLite); the unique (workflow, version) key backs that up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import utcnow
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.models import Organization
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.errors import (
+    Conflict,
+    DomainError,
+    FieldError,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
+from calcgraph.domain.functions.service import function_version_service
+from calcgraph.domain.functions.views import FunctionVersionView
+from calcgraph.domain.types.expr import TypeExprError
+from calcgraph.domain.workflows.graph import Graph, parse_graph
+from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
+from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
+from calcgraph.domain.workflows.validation import FunctionSignature, Report, validate
+from calcgraph.domain.workflows.views import (
+    WorkflowDetailView,
+    WorkflowVersionView,
+    WorkflowView,
+)
+
+INVALID_GRAPH = "workflow graph is invalid"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A graph with its report and, per function node, the function version it resolved to."""
+
+    graph: Graph
+    report: Report
+    resolved: dict[str, str]
+
+
+def report_errors(report: Report) -> list[FieldError]:
+    """The report as the contract's located `errors` list of a 422 body."""
+    return [
+        FieldError(
+            ("body", "graph", problem.category)
+            + ((problem.node_key,) if problem.node_key is not None else ())
+            + ((problem.port,) if problem.port is not None else ()),
+            problem.reason,
+        )
+        for problem in report.problems
+    ]
+
+
+def refuse(report: Report, *, saving: bool) -> None:
+    """Raise the contract's refusal for an invalid report (400 for untyped functions when
+    saving, 422 otherwise); return when the report is clean."""
+    if report.valid:
+        return
+    body = {"report": report.as_dict()}
+    if saving and report.has_untyped_functions:
+        raise InvalidRequest(
+            "workflow graph references functions without typed I/O; only typed functions "
+            "can be workflow nodes",
+            body,
+        )
+    raise ValidationError(INVALID_GRAPH, report_errors(report), body)
+
+
+class WorkflowService:
+    async def check(self, session: AsyncSession, principal: Principal, document: object) -> Checked:
+        """Parse, resolve every function reference once, validate."""
+        graph = parse_graph(document)
+        versions: dict[str, FunctionVersionView | None] = {}
+        for ref in graph.function_refs():
+            try:
+                resolved = await function_version_service.resolve_reference(session, principal, ref)
+                versions[ref] = resolved.version
+            except (DomainError, ValueError):
+                # Unknown, hidden, or a selector matching no version: all one to the author.
+                versions[ref] = None
+        signatures: dict[str, FunctionSignature | None] = {}
+        for ref, version in versions.items():
+            if version is None:
+                signatures[ref] = None
+                continue
+            try:
+                signatures[ref] = FunctionSignature.from_schemas(
+                    version.inputs_schema, version.outputs_schema, typed=version.typed
+                )
+            except TypeExprError:
+                signatures[ref] = None
+        report = validate(graph, signatures)
+        resolved_ids = {
+            node.node_key: version.id
+            for node in graph.function_nodes()
+            if (version := versions.get(node.function)) is not None
+        }
+        return Checked(graph, report, resolved_ids)
+
+    async def validate_graph(
+        self, session: AsyncSession, principal: Principal, document: object
+    ) -> Report:
+        """`POST /workflows/validate`: the clean report, or 422 with the report."""
+        checked = await self.check(session, principal, document)
+        refuse(checked.report, saving=False)
+        return checked.report
+
+    async def create(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        *,
+        slug: str,
+        name: str,
+        graph: Mapping[str, Any],
+        visibility: str | None,
+        organization_slug: str | None,
+    ) -> WorkflowDetailView:
+        repository = WorkflowRepository.from_session(session)
+        if await repository.by_slug(slug) is not None:
+            raise Conflict(f"workflow slug {slug!r} is taken")
+        organization = await self._organization(session, principal, organization_slug)
+        visibility = visibility or "private"
+        if visibility == "internal" and organization is None:
+            raise ValidationError(
+                "an internal workflow needs an organization",
+                [FieldError(("body", "organization"), "required when visibility is internal")],
+            )
+        checked = await self.check(session, principal, graph)
+        refuse(checked.report, saving=True)
+        workflow = Workflow(
+            slug=slug,
+            name=name,
+            owner_id=principal.user_id,
+            organization_id=organization.id if organization is not None else None,
+            visibility=visibility,
+            latest_version=1,
+        )
+        try:
+            await repository.add(workflow)
+        except IntegrityError:
+            # Another request took the slug between the check above and this insert.
+            raise Conflict(f"workflow slug {slug!r} is taken") from None
+        version = await repository.add_version(
+            WorkflowVersion(
+                workflow_id=workflow.id,
+                version=1,
+                graph=dict(graph),
+                resolved_functions=checked.resolved,
+            )
+        )
+        view = await repository.view_by_id(workflow.id)
+        assert view is not None
+        return WorkflowDetailView(view, version_view(version))
+
+    async def update(
+        self, session: AsyncSession, principal: Principal, slug: str, graph: Mapping[str, Any]
+    ) -> WorkflowDetailView:
+        """`PUT /workflows/{slug}`: a new latest version."""
+        repository = WorkflowRepository.from_session(session)
+        workflow = await repository.by_slug(slug, for_update=True)
+        if workflow is None:
+            raise NotFound(f"no workflow {slug!r}")
+        role = await self._role(session, principal, workflow.organization_id)
+        facts = policy.PackageFacts(
+            workflow.owner_id, workflow.organization_id, workflow.visibility
+        )
+        if not policy.can_see_workflow(principal, facts, role is not None):
+            raise PermissionDenied(policy.denial(f"workflow {slug!r}"))
+        if not policy.can_manage_workflow(principal, facts, role):
+            raise PermissionDenied(
+                policy.denial(
+                    f"workflow {slug!r} for changes: its owner, the owners of its "
+                    "organization and admins manage it"
+                )
+            )
+        checked = await self.check(session, principal, graph)
+        refuse(checked.report, saving=True)
+        number = workflow.latest_version + 1
+        try:
+            version = await repository.add_version(
+                WorkflowVersion(
+                    workflow_id=workflow.id,
+                    version=number,
+                    graph=dict(graph),
+                    resolved_functions=checked.resolved,
+                )
+            )
+        except IntegrityError:  # only without the row lock (never expected): say so plainly
+            raise Conflict(
+                f"workflow {slug!r} version {number} was saved by a concurrent request; retry"
+            ) from None
+        workflow.latest_version = number
+        workflow.updated_at = utcnow()
+        await session.flush()
+        view = await repository.view_by_id(workflow.id)
+        assert view is not None
+        return WorkflowDetailView(view, version_view(version))
+
+    async def get(
+        self, session: AsyncSession, principal: Principal, slug: str
+    ) -> WorkflowDetailView:
+        view = await self.visible(session, principal, slug)
+        version = await WorkflowRepository.from_session(session).version(
+            view.id, view.latest_version
+        )
+        assert version is not None  # every workflow is saved with its first version
+        return WorkflowDetailView(view, version_view(version))
+
+    async def visible(self, session: AsyncSession, principal: Principal, slug: str) -> WorkflowView:
+        """The workflow, NotFound, or PermissionDenied when it is hidden from the caller."""
+        view = await WorkflowRepository.from_session(session).view_by_slug(slug)
+        if view is None:
+            raise NotFound(f"no workflow {slug!r}")
+        role = await self._role(session, principal, view.organization_id)
+        facts = policy.PackageFacts(view.owner_id, view.organization_id, view.visibility)
+        if not policy.can_see_workflow(principal, facts, role is not None):
+            raise PermissionDenied(policy.denial(f"workflow {slug!r}: it is not visible to you"))
+        return view
+
+    async def list_workflows(
+        self, session: AsyncSession, principal: Principal, page: PageRequest
+    ) -> Page[WorkflowView]:
+        rows = await WorkflowRepository.from_session(session).list_visible(
+            principal, page.limit, page.after
+        )
+        return make_page(rows, page.limit, WorkflowView.sort_key)
+
+    async def versions_by_id(
+        self, session: AsyncSession, ids: list[str]
+    ) -> dict[str, WorkflowVersionView]:
+        """For loaders under a run the caller may already see (no further access check)."""
+        rows = await WorkflowRepository.from_session(session).versions_by_id(ids)
+        return {row.id: row for row in rows}
+
+    async def latest_versions(
+        self, session: AsyncSession, workflow_ids: list[str]
+    ) -> dict[str, WorkflowVersionView]:
+        """Latest version of each workflow the caller already read (loaders)."""
+        rows = await WorkflowRepository.from_session(session).latest_versions(workflow_ids)
+        return {row.workflow_id: row for row in rows}
+
+    async def _role(
+        self, session: AsyncSession, principal: Principal, organization_id: str | None
+    ) -> str | None:
+        if organization_id is None:
+            return None
+        return await OrganizationRepository.from_session(session).role_of(
+            organization_id, principal.user_id
+        )
+
+    async def _organization(
+        self, session: AsyncSession, principal: Principal, slug: str | None
+    ) -> Organization | None:
+        if slug is None:
+            return None
+        organizations = OrganizationRepository.from_session(session)
+        organization = await organizations.get_by_slug(slug)
+        if organization is None:
+            raise NotFound(f"no organization {slug!r}")
+        role = await organizations.role_of(organization.id, principal.user_id)
+        if not policy.can_publish_into_organization(principal, role):
+            raise PermissionDenied(
+                policy.denial(f"organization {slug!r}: only its members place workflows in it")
+            )
+        return organization
+
+
+workflow_service = WorkflowService()

@@ -1,0 +1,139 @@
+"""Query and mutation fields of publishing, versions and addressing: thin calls into the
+publishing and function-version services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.functions.service import function_version_service
+from calcgraph.domain.packages.publishing.service import publishing_service
+from calcgraph.schema.access import PackageType, principal_of
+from calcgraph.schema.context import Info
+from calcgraph.schema.packages import (
+    DeploymentReportType,
+    FunctionVersionHistoryType,
+    FunctionVersionType,
+    PackageVersionHistoryType,
+    Visibility,
+)
+
+
+def _files(files: Any) -> dict[str, str]:
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+    ):
+        raise ValidationError(
+            "files is invalid",
+            [FieldError(("files",), "an object mapping each path to its source text")],
+        )
+    return files
+
+
+def _manifest(manifest: Any) -> dict[str, Any] | str:
+    if not isinstance(manifest, dict | str):
+        raise ValidationError(
+            "manifest is invalid",
+            [FieldError(("manifest",), "calcgraph.yaml as an object or as YAML text")],
+        )
+    return manifest
+
+
+@strawberry.type
+class PackageQuery:
+    @strawberry.field(description="Every deployment of a package (name or id), oldest first.")
+    async def package_versions(self, info: Info, package: str) -> PackageVersionHistoryType:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            listing = await publishing_service.package_versions(session, principal, package)
+        return PackageVersionHistoryType.from_view(listing)
+
+    @strawberry.field(
+        description="A function's versions, one entry per deployment; `package` picks one "
+        "when the name is in several packages."
+    )
+    async def function_versions(
+        self, info: Info, function: str, package: str | None = None
+    ) -> FunctionVersionHistoryType:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            listing = await function_version_service.function_versions(
+                session, principal, function, package
+            )
+        return FunctionVersionHistoryType.from_view(listing)
+
+    @strawberry.field(
+        description="The one function version a reference addresses: `package/function`, "
+        "`package/function@version` (`@latest` allowed), or a function or version id."
+    )
+    async def resolve_function(self, info: Info, reference: str) -> FunctionVersionType:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            resolved = await function_version_service.resolve_reference(
+                session, principal, reference
+            )
+        return FunctionVersionType.from_view(resolved.version)
+
+
+@strawberry.type
+class PackageMutation:
+    @strawberry.mutation(description="Publish a package version from a manifest and its files.")
+    async def publish_package(
+        self,
+        info: Info,
+        manifest: JSON,
+        files: JSON,
+        visibility: Visibility | None = None,
+        organization: str | None = None,
+    ) -> DeploymentReportType:
+        principal = principal_of(info)
+        async with info.context.database.write_session() as session:
+            report = await publishing_service.publish(
+                session,
+                principal,
+                _manifest(manifest),
+                _files(files),
+                visibility.value if visibility is not None else None,
+                organization,
+            )
+        return DeploymentReportType.from_view(report)
+
+    @strawberry.mutation(
+        description="Publish a package version from a git tag, branch or commit SHA."
+    )
+    async def publish_package_from_git(
+        self,
+        info: Info,
+        git_url: str,
+        ref: str,
+        visibility: Visibility | None = None,
+        organization: str | None = None,
+    ) -> DeploymentReportType:
+        principal = principal_of(info)
+        async with info.context.database.write_session() as session:
+            report = await publishing_service.publish_from_git(
+                session,
+                principal,
+                info.context.settings,
+                git_url,
+                ref,
+                visibility.value if visibility is not None else None,
+                organization,
+            )
+        return DeploymentReportType.from_view(report)
+
+    @strawberry.mutation(
+        description="Change a package's visibility; owner, organization owners, admins."
+    )
+    async def set_package_visibility(
+        self, info: Info, package: str, visibility: Visibility
+    ) -> PackageType:
+        principal = principal_of(info)
+        async with info.context.database.write_session() as session:
+            view = await publishing_service.set_visibility(
+                session, principal, package, visibility.value
+            )
+        return PackageType.from_view(view)

@@ -1,0 +1,204 @@
+"""Query and mutation fields of workflows and runs: thin calls into the workflow and run
+services (the same ones the REST routes call)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncGenerator
+from typing import cast
+
+import strawberry
+from strawberry.scalars import JSON
+
+from calcgraph.domain.access.paging import PageRequest
+from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.state import RUN_TERMINAL
+from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.schema.access import principal_of
+from calcgraph.schema.context import Info
+from calcgraph.schema.packages import Visibility
+from calcgraph.schema.workflows import (
+    WorkflowPage,
+    WorkflowRunPage,
+    WorkflowRunType,
+    WorkflowType,
+    WorkflowValidationType,
+)
+from calcgraph.workers.inprocess import Execution
+from calcgraph.workers.run_wait import DEFAULT_INTERVAL_SECONDS, run_tickers, wait_for_run
+
+MAX_TICK_WAIT_SECONDS = 30.0
+
+
+def _graph(graph: JSON) -> dict[str, object]:
+    if not isinstance(graph, dict):
+        raise ValidationError(
+            "graph is invalid", [FieldError(("graph",), 'an object {"nodes": [...]}')]
+        )
+    return graph
+
+
+def _wait(wait: float) -> float:
+    if not math.isfinite(wait) or wait < 0:
+        raise ValidationError(
+            "wait must be 0 to 30 seconds", [FieldError(("wait",), "expected 0 to 30")]
+        )
+    return min(wait, MAX_TICK_WAIT_SECONDS)
+
+
+@strawberry.type
+class WorkflowQuery:
+    @strawberry.field(description="A workflow by slug, with its latest version.")
+    async def workflow(self, info: Info, slug: str) -> WorkflowType:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            detail = await workflow_service.get(session, principal, slug)
+        return WorkflowType.from_detail(detail)
+
+    @strawberry.field(description="Workflows the caller may see, oldest first.")
+    async def workflows(
+        self, info: Info, limit: int | None = None, cursor: str | None = None
+    ) -> WorkflowPage:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            page = await workflow_service.list_workflows(
+                session, principal, PageRequest.parse(limit, cursor)
+            )
+        return WorkflowPage(
+            items=[WorkflowType.from_view(w) for w in page.items], next_cursor=page.next_cursor
+        )
+
+    @strawberry.field(description="Validate a graph document: the report, or a ValidationError.")
+    async def validate_workflow(self, info: Info, graph: JSON) -> WorkflowValidationType:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            report = await workflow_service.validate_graph(session, principal, _graph(graph))
+        return WorkflowValidationType(valid=report.valid, report=cast(JSON, report.as_dict()))
+
+    @strawberry.field(
+        description="A run with its state; its version, node states, jobs and function "
+        "versions resolve in one request."
+    )
+    async def workflow_run(self, info: Info, id: strawberry.ID) -> WorkflowRunType:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            run = await run_service.get(session, principal, str(id))
+        return WorkflowRunType.from_view(run)
+
+    @strawberry.field(description="The caller's runs, newest first; filter by status and slug.")
+    async def workflow_runs(
+        self,
+        info: Info,
+        status: list[str] | None = None,
+        workflow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> WorkflowRunPage:
+        principal = principal_of(info)
+        async with info.context.database.read_session() as session:
+            page = await run_service.list_runs(
+                session, principal, PageRequest.parse(limit, cursor), status or (), workflow
+            )
+        return WorkflowRunPage(
+            items=[WorkflowRunType.from_view(r) for r in page.items], next_cursor=page.next_cursor
+        )
+
+
+@strawberry.type
+class WorkflowMutation:
+    @strawberry.mutation(description="Create a workflow with its version 1.")
+    async def create_workflow(
+        self,
+        info: Info,
+        slug: str,
+        name: str,
+        graph: JSON,
+        visibility: Visibility | None = None,
+        organization: str | None = None,
+    ) -> WorkflowType:
+        principal = principal_of(info)
+        async with info.context.database.write_session() as session:
+            detail = await workflow_service.create(
+                session,
+                principal,
+                slug=slug,
+                name=name,
+                graph=_graph(graph),
+                visibility=visibility.value if visibility is not None else None,
+                organization_slug=organization,
+            )
+        return WorkflowType.from_detail(detail)
+
+    @strawberry.mutation(description="Save a new latest version of a workflow.")
+    async def update_workflow(self, info: Info, slug: str, graph: JSON) -> WorkflowType:
+        principal = principal_of(info)
+        async with info.context.database.write_session() as session:
+            detail = await workflow_service.update(session, principal, slug, _graph(graph))
+        return WorkflowType.from_detail(detail)
+
+    @strawberry.mutation(
+        description="Start a run of a workflow's latest version; nothing runs before a tick."
+    )
+    async def create_workflow_run(self, info: Info, workflow: str, inputs: JSON) -> WorkflowRunType:
+        principal = principal_of(info)
+        async with info.context.database.write_session() as session:
+            run = await run_service.create(session, principal, workflow, inputs)
+        return WorkflowRunType.from_view(run)
+
+    @strawberry.mutation(
+        description="Advance a run once. `wait` (seconds, up to 30) first waits until a job of "
+        "the run finishes, so a client drives a run without busy polling."
+    )
+    async def tick_run(self, info: Info, id: strawberry.ID, wait: float = 0.0) -> WorkflowRunType:
+        principal = principal_of(info)
+        seconds = _wait(wait)
+        database = info.context.database
+        execution: Execution = info.context.request.app.state.execution
+        if seconds > 0:
+            await wait_for_run(database, execution.notifier, principal, str(id), seconds)
+        async with database.write_session() as session:
+            run = await run_service.tick(session, principal, str(id), execution.cache)
+        return WorkflowRunType.from_view(run)
+
+
+MIN_INTERVAL_SECONDS = 0.05
+
+
+@strawberry.type
+class WorkflowSubscription:
+    @strawberry.subscription(
+        description="Drive a run on the subscriber's behalf and push each changed state until "
+        "it is terminal. The run is ticked every `interval` seconds (default 2; smaller is "
+        "faster), and sooner when one of its jobs finishes; subscribers of one run share one "
+        "ticking loop."
+    )
+    async def run_updates(
+        self, info: Info, id: strawberry.ID, interval: float = DEFAULT_INTERVAL_SECONDS
+    ) -> AsyncGenerator[WorkflowRunType, None]:
+        principal = principal_of(info)
+        if not math.isfinite(interval) or interval <= 0:
+            raise ValidationError(
+                "interval must be a positive number of seconds",
+                [FieldError(("interval",), "expected seconds > 0")],
+            )
+        interval = min(max(interval, MIN_INTERVAL_SECONDS), MAX_TICK_WAIT_SECONDS)
+        run_id = str(id)
+        database = info.context.database
+        execution: Execution = info.context.request.app.state.execution
+        async with database.read_session() as session:
+            await run_service.get(session, principal, run_id)  # access, before any loop starts
+
+        async def tick() -> RunView:
+            async with database.write_session() as session:
+                return await run_service.tick(session, principal, run_id, execution.cache)
+
+        async def wait(seconds: float) -> None:
+            await wait_for_run(database, execution.notifier, principal, run_id, seconds)
+
+        async with run_tickers.subscribe(run_id, interval, tick, wait) as updates:
+            while (view := await updates.get()) is not None:
+                yield WorkflowRunType.from_view(view)
+                if view.status in RUN_TERMINAL:
+                    return

@@ -1,0 +1,63 @@
+"""Building functions from submitted code (spec: POST /functions; contract 4) and their logs.
+Each route parses, calls one service, serialises."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from calcgraph.auth.authenticate import require_principal
+from calcgraph.db.engine import Database
+from calcgraph.domain.builds.service import FunctionSubmission, build_service
+from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.schemas import SubmitFunctionBody
+from calcgraph.settings import Settings
+
+
+async def submit_function(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, SubmitFunctionBody)
+    settings: Settings = request.app.state.settings
+    database: Database = request.app.state.database
+    async with database.write_session() as session:
+        outcome = await build_service.submit(
+            session,
+            principal,
+            settings,
+            FunctionSubmission(
+                name=body.name,
+                code=body.code,
+                requirements=tuple(body.requirements),
+                handler=body.handler,
+                inputs=body.inputs,
+                outputs=body.outputs,
+                visibility=body.visibility,
+                organization=body.organization,
+            ),
+        )
+    # Raised after the commit: a refused build keeps its record and its reason.
+    if outcome.refusal is not None:
+        raise outcome.refusal
+    return JSONResponse(outcome.as_json(), status_code=201)
+
+
+async def build_log(request: Request) -> PlainTextResponse:
+    principal = require_principal(request)
+    settings: Settings = request.app.state.settings
+    database: Database = request.app.state.database
+    async with database.read_session() as session:
+        text = await build_service.read_log(
+            session,
+            principal,
+            settings,
+            request.path_params["function_id"],
+            request.path_params["build_id"],
+        )
+    return PlainTextResponse(text)
+
+
+routes = [
+    Route("/functions", submit_function, methods=["POST"]),
+    Route("/functions/{function_id}/builds/{build_id}/log", build_log, methods=["GET"]),
+]

@@ -1,0 +1,203 @@
+"""Publishing routes and version listings (spec: Versioned calls and version listings,
+Versioning 7 and 8; contract 4). Each route parses, calls one service, serialises."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from calcgraph.auth.authenticate import require_principal
+from calcgraph.db.engine import Database
+from calcgraph.domain.functions.service import function_version_service
+from calcgraph.domain.functions.views import (
+    FunctionDetailView,
+    FunctionVersionsView,
+    FunctionVersionView,
+)
+from calcgraph.domain.packages.publishing.service import publishing_service
+from calcgraph.domain.packages.views import PackageVersionsView, PackageVersionView
+from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.routes_packages import function_json, package_json
+from calcgraph.rest_compat.schemas import (
+    PatchPackageBody,
+    PublishFromGitBody,
+    PublishPackageBody,
+)
+from calcgraph.settings import Settings
+
+
+def _database(request: Request) -> Database:
+    database: Database = request.app.state.database
+    return database
+
+
+def package_version_json(version: PackageVersionView) -> dict[str, Any]:
+    return {
+        "id": version.id,
+        "package_id": version.package_id,
+        "version": version.version,
+        "deployed_at": version.created_at.isoformat(),
+        "created_at": version.created_at.isoformat(),
+        "git_ref": version.git_ref,
+        "git_commit": version.git_commit,
+        "is_latest": version.is_latest,
+        "is_stable": version.is_stable,
+        "changelog": version.changelog,
+        "functions": [
+            {
+                "name": f.name,
+                "version": f.version,
+                "version_id": f.version_id,
+                "function_id": f.function_id,
+                "status": f.status,
+            }
+            for f in version.functions
+        ],
+    }
+
+
+def package_versions_json(listing: PackageVersionsView) -> dict[str, Any]:
+    return {
+        "package": listing.package.name,
+        "package_id": listing.package.id,
+        "current_version": listing.package.current_version,
+        "versions": [package_version_json(v) for v in listing.versions],
+    }
+
+
+def function_versions_json(listing: FunctionVersionsView) -> dict[str, Any]:
+    return {
+        "function": listing.function.name,
+        "function_id": listing.function.id,
+        "package": listing.function.package,
+        "package_id": listing.function.package_id,
+        "current_version": listing.function.current_version,
+        "current_version_id": listing.function.current_version_id,
+        "versions": [
+            {
+                "version": e.version,
+                "version_id": e.version_id,
+                "deployed_at": e.deployed_at.isoformat(),
+                "package_version": e.package_version,
+                "package_version_id": e.package_version_id,
+                "status": e.status,
+                "changelog": e.changelog,
+                "deprecated": e.deprecated,
+                "deprecated_message": e.deprecated_message,
+                "is_breaking_change": e.is_breaking_change,
+            }
+            for e in listing.versions
+        ],
+    }
+
+
+def function_version_json(version: FunctionVersionView) -> dict[str, Any]:
+    return {
+        "id": version.id,
+        "function_id": version.function_id,
+        "package_version_id": version.package_version_id,
+        "version": version.version,
+        "handler": version.handler,
+        "code_checksum": version.code_checksum,
+        "inputs_schema": version.inputs_schema,
+        "outputs_schema": version.outputs_schema,
+        "typed": version.typed,
+        "changelog": version.changelog,
+        "is_breaking_change": version.is_breaking_change,
+        "deprecated": version.deprecated,
+        "deprecated_message": version.deprecated_message,
+        "removal_version": version.removal_version,
+        "created_at": version.created_at.isoformat(),
+        "deployed_at": version.deployed_at.isoformat(),
+    }
+
+
+def function_detail_json(detail: FunctionDetailView) -> dict[str, Any]:
+    current = detail.current
+    return {
+        **function_json(detail.function),
+        "current": function_version_json(current) if current is not None else None,
+        "inputs": current.inputs_schema if current is not None else None,
+        "outputs": current.outputs_schema if current is not None else None,
+        "typed": current.typed if current is not None else False,
+    }
+
+
+async def publish_package(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, PublishPackageBody)
+    async with _database(request).write_session() as session:
+        report = await publishing_service.publish(
+            session, principal, body.manifest, body.files, body.visibility, body.organization
+        )
+    return JSONResponse(report.as_json(), status_code=201)
+
+
+async def publish_from_git(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, PublishFromGitBody)
+    settings: Settings = request.app.state.settings
+    async with _database(request).write_session() as session:
+        report = await publishing_service.publish_from_git(
+            session,
+            principal,
+            settings,
+            body.git_url,
+            body.ref,
+            body.visibility,
+            body.organization,
+        )
+    return JSONResponse(report.as_json(), status_code=201)
+
+
+async def patch_package(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, PatchPackageBody)
+    async with _database(request).write_session() as session:
+        package = await publishing_service.set_visibility(
+            session, principal, request.path_params["package_id"], body.visibility
+        )
+    return JSONResponse(package_json(package))
+
+
+async def package_versions(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    async with _database(request).read_session() as session:
+        listing = await publishing_service.package_versions(
+            session, principal, request.path_params["package_name"]
+        )
+    return JSONResponse(package_versions_json(listing))
+
+
+async def function_versions(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    async with _database(request).read_session() as session:
+        listing = await function_version_service.function_versions(
+            session,
+            principal,
+            request.path_params["function_name"],
+            request.query_params.get("package"),
+        )
+    return JSONResponse(function_versions_json(listing))
+
+
+async def get_function(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    async with _database(request).read_session() as session:
+        detail = await function_version_service.function_detail(
+            session, principal, request.path_params["function_id"]
+        )
+    return JSONResponse(function_detail_json(detail))
+
+
+routes = [
+    Route("/packages", publish_package, methods=["POST"]),
+    Route("/packages/from-git", publish_from_git, methods=["POST"]),
+    Route("/packages/{package_id}", patch_package, methods=["PATCH"]),
+    Route("/packages/{package_name}/versions", package_versions, methods=["GET"]),
+    Route("/functions/{function_name}/versions", function_versions, methods=["GET"]),
+    Route("/functions/{function_id}", get_function, methods=["GET"]),
+]

@@ -1,0 +1,233 @@
+"""Workflow, version and run routes (spec: Workflows and runs; contract 4 and 5). Each route
+parses, calls one service, serialises; the long-poll tick waits outside any transaction."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from calcgraph.auth.authenticate import require_principal
+from calcgraph.db.engine import Database
+from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowView
+from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.routes_packages import page_request
+from calcgraph.rest_compat.schemas import CreateRunBody, CreateWorkflowBody, WorkflowGraphBody
+from calcgraph.workers.inprocess import Execution
+from calcgraph.workers.run_wait import wait_for_run
+
+MAX_TICK_WAIT_SECONDS = 30.0
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+def _database(request: Request) -> Database:
+    database: Database = request.app.state.database
+    return database
+
+
+def workflow_json(workflow: WorkflowView) -> dict[str, Any]:
+    return {
+        "id": workflow.id,
+        "slug": workflow.slug,
+        "name": workflow.name,
+        "visibility": workflow.visibility,
+        "owner": workflow.owner,
+        "organization": workflow.organization,
+        "latest_version": workflow.latest_version,
+        "created_at": _iso(workflow.created_at),
+        "updated_at": _iso(workflow.updated_at),
+    }
+
+
+def workflow_detail_json(detail: WorkflowDetailView) -> dict[str, Any]:
+    version = detail.version
+    return {
+        **workflow_json(detail.workflow),
+        "version": version.version,
+        "version_id": version.id,
+        "version_created_at": _iso(version.created_at),
+        "graph": version.graph,
+        "input_nodes": version.input_nodes(),
+        "resolved_functions": version.resolved_functions,
+    }
+
+
+def run_summary_json(run: RunView) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "workflow_id": run.workflow_id,
+        "workflow_version_id": run.workflow_version_id,
+        "status": run.status,
+        "started_at": _iso(run.started_at),
+        "completed_at": _iso(run.completed_at),
+        "inputs": run.inputs,
+        "terminal_outputs": run.terminal_outputs,
+        "error_message": run.error_message,
+        "first_failed_node_key": run.first_failed_node_key,
+        "revision": run.revision,
+    }
+
+
+def node_states_json(run: RunView) -> dict[str, Any]:
+    return {key: state.as_dict() for key, state in (run.node_states or {}).items()}
+
+
+def run_json(run: RunView) -> dict[str, Any]:
+    """WorkflowRunResponse (spec: Workflow run), plus `workflow_id` and `revision`."""
+    return {
+        **run_summary_json(run),
+        "plan_snapshot": run.plan_snapshot,
+        "node_states": node_states_json(run),
+    }
+
+
+def plan_json(run: RunView) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "workflow_version_id": run.workflow_version_id,
+        "status": run.status,
+        "revision": run.revision,
+        "plan": run.plan_snapshot,
+        "node_states": node_states_json(run),
+    }
+
+
+def parse_tick_wait(raw: str | None) -> float:
+    if raw is None or raw == "":
+        return 0.0
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = math.nan
+    if not math.isfinite(wait) or wait < 0:
+        raise ValidationError(
+            "wait must be a number of seconds from 0 to 30",
+            [FieldError(("query", "wait"), "expected a number of seconds from 0 to 30")],
+        )
+    return min(wait, MAX_TICK_WAIT_SECONDS)
+
+
+async def list_workflows(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    page = page_request(request)
+    async with _database(request).read_session() as session:
+        result = await workflow_service.list_workflows(session, principal, page)
+    return JSONResponse(
+        {"items": [workflow_json(w) for w in result.items], "next_cursor": result.next_cursor}
+    )
+
+
+async def create_workflow(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, CreateWorkflowBody)
+    async with _database(request).write_session() as session:
+        detail = await workflow_service.create(
+            session,
+            principal,
+            slug=body.slug,
+            name=body.name,
+            graph=body.graph,
+            visibility=body.visibility,
+            organization_slug=body.organization,
+        )
+    return JSONResponse(workflow_detail_json(detail), status_code=201)
+
+
+async def validate_workflow(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, WorkflowGraphBody)
+    async with _database(request).read_session() as session:
+        report = await workflow_service.validate_graph(session, principal, body.graph)
+    return JSONResponse({"valid": report.valid, "report": report.as_dict()})
+
+
+async def get_workflow(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    async with _database(request).read_session() as session:
+        detail = await workflow_service.get(session, principal, request.path_params["slug"])
+    return JSONResponse(workflow_detail_json(detail))
+
+
+async def update_workflow(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, WorkflowGraphBody)
+    async with _database(request).write_session() as session:
+        detail = await workflow_service.update(
+            session, principal, request.path_params["slug"], body.graph
+        )
+    return JSONResponse(workflow_detail_json(detail))
+
+
+async def create_run(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    body = await parse_body(request, CreateRunBody)
+    async with _database(request).write_session() as session:
+        run = await run_service.create(session, principal, request.path_params["slug"], body.inputs)
+    return JSONResponse(run_json(run), status_code=201)
+
+
+async def list_runs(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    page = page_request(request)
+    statuses = request.query_params.getlist("status")
+    async with _database(request).read_session() as session:
+        result = await run_service.list_runs(
+            session, principal, page, statuses, request.query_params.get("workflow")
+        )
+    return JSONResponse(
+        {"items": [run_summary_json(r) for r in result.items], "next_cursor": result.next_cursor}
+    )
+
+
+async def get_run(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    async with _database(request).read_session() as session:
+        run = await run_service.get(session, principal, request.path_params["run_id"])
+    return JSONResponse(run_json(run))
+
+
+async def get_plan(request: Request) -> JSONResponse:
+    principal = require_principal(request)
+    async with _database(request).read_session() as session:
+        run = await run_service.get(session, principal, request.path_params["run_id"])
+    return JSONResponse(plan_json(run))
+
+
+async def tick_run(request: Request) -> JSONResponse:
+    """`?wait=S` (up to 30): first wait until a job of the run finishes or S pass, then tick;
+    without it the tick answers at once, as the specification says."""
+    principal = require_principal(request)
+    run_id = request.path_params["run_id"]
+    wait = parse_tick_wait(request.query_params.get("wait"))
+    database = _database(request)
+    execution: Execution = request.app.state.execution
+    if wait > 0:
+        await wait_for_run(database, execution.notifier, principal, run_id, wait)
+    async with database.write_session() as session:
+        run = await run_service.tick(session, principal, run_id, execution.cache)
+    return JSONResponse(run_json(run))
+
+
+routes = [
+    Route("/workflows", list_workflows, methods=["GET"]),
+    Route("/workflows", create_workflow, methods=["POST"]),
+    Route("/workflows/validate", validate_workflow, methods=["POST"]),
+    Route("/workflows/{slug}", get_workflow, methods=["GET"]),
+    Route("/workflows/{slug}", update_workflow, methods=["PUT"]),
+    Route("/workflows/{slug}/runs", create_run, methods=["POST"]),
+    Route("/workflow-runs", list_runs, methods=["GET"]),
+    Route("/workflow-runs/{run_id}", get_run, methods=["GET"]),
+    Route("/workflow-runs/{run_id}/plan", get_plan, methods=["GET"]),
+    Route("/workflow-runs/{run_id}/tick", tick_run, methods=["POST"]),
+]

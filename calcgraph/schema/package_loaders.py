@@ -1,0 +1,85 @@
+"""Per-request DataLoaders of package and function versions (the graph package -> versions
+-> functions -> versions). Each batch opens its own short-lived read session and goes through
+the services, so hidden packages' versions never load."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
+from strawberry.dataloader import DataLoader
+
+from calcgraph.db.engine import Database
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.functions.service import function_version_service
+from calcgraph.domain.functions.views import FunctionVersionView
+from calcgraph.domain.packages.publishing.service import publishing_service
+from calcgraph.domain.packages.views import PackageVersionView
+
+V = TypeVar("V")
+L = TypeVar("L", bound=DataLoader[Any, Any])
+
+
+def _loader(
+    kind: type[L],
+    database: Database,
+    fetch: Callable[[AsyncSession, Sequence[str]], Awaitable[dict[str, V]]],
+    default: Callable[[], V],
+) -> L:
+    async def batch(keys: list[str]) -> list[V]:
+        async with database.read_session() as session:
+            found = await fetch(session, keys)
+        return [found.get(key, default()) for key in keys]
+
+    return kind(load_fn=batch)
+
+
+class PackageVersionsByPackageIdLoader(DataLoader[str, list[PackageVersionView]]):
+    """Deployments of a package, oldest first (with the functions each carried)."""
+
+
+class FunctionVersionByIdLoader(DataLoader[str, FunctionVersionView | None]):
+    """One immutable function version; None when its package is hidden."""
+
+
+class FunctionVersionsByFunctionIdLoader(DataLoader[str, list[FunctionVersionView]]):
+    """Every version of a function, oldest first."""
+
+
+@dataclass
+class PackageLoaders:
+    package_versions_by_package_id: PackageVersionsByPackageIdLoader
+    function_version_by_id: FunctionVersionByIdLoader
+    function_versions_by_function_id: FunctionVersionsByFunctionIdLoader
+
+    @classmethod
+    def build(cls, database: Database, principal: Principal) -> PackageLoaders:
+        def none() -> None:
+            return None
+
+        def versions(
+            s: AsyncSession, ids: Sequence[str]
+        ) -> Awaitable[dict[str, list[PackageVersionView]]]:
+            return publishing_service.visible_versions_by_package(s, principal, ids)
+
+        async def by_id(
+            s: AsyncSession, ids: Sequence[str]
+        ) -> dict[str, FunctionVersionView | None]:
+            return dict(await function_version_service.visible_versions_by_id(s, principal, ids))
+
+        def by_function(
+            s: AsyncSession, ids: Sequence[str]
+        ) -> Awaitable[dict[str, list[FunctionVersionView]]]:
+            return function_version_service.visible_versions_by_function(s, principal, ids)
+
+        return cls(
+            package_versions_by_package_id=_loader(
+                PackageVersionsByPackageIdLoader, database, versions, list
+            ),
+            function_version_by_id=_loader(FunctionVersionByIdLoader, database, by_id, none),
+            function_versions_by_function_id=_loader(
+                FunctionVersionsByFunctionIdLoader, database, by_function, list
+            ),
+        )

@@ -1,0 +1,292 @@
+"""GraphQL types of publishing and versions: the graph package -> versions -> functions ->
+versions, and the deployment report. Relations go through the per-request loaders."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import cast
+
+import strawberry
+from strawberry.scalars import JSON
+
+from calcgraph.domain.functions.views import (
+    FunctionVersionEntry,
+    FunctionVersionsView,
+    FunctionVersionView,
+)
+from calcgraph.domain.packages.views import (
+    DeployedFunctionView,
+    DeploymentReport,
+    FunctionDeployment,
+    PackageVersionsView,
+    PackageVersionView,
+)
+from calcgraph.schema.access import FunctionType, PackageType, loaders_of, principal_of
+from calcgraph.schema.context import Info
+from calcgraph.schema.package_loaders import PackageLoaders
+
+
+def package_loaders_of(info: Info) -> PackageLoaders:
+    """Built on first use in a request (the context is per request), for its principal."""
+    principal = principal_of(info)
+    if info.context.package_loaders is None:
+        info.context.package_loaders = PackageLoaders.build(info.context.database, principal)
+    return info.context.package_loaders
+
+
+@strawberry.enum(description="Who may see a package.")
+class Visibility(Enum):
+    private = "private"
+    internal = "internal"
+    public = "public"
+
+
+@strawberry.type(name="FunctionVersion", description="An immutable version of a function.")
+class FunctionVersionType:
+    id: strawberry.ID = strawberry.field(description="Immutable identifier; executes exactly it.")
+    function_id: str = strawberry.field(description="The function this is a version of.")
+    package_version_id: str = strawberry.field(
+        description="The deployment that first carried it (its code comes from there)."
+    )
+    version: str = strawberry.field(description="MAJOR.MINOR.PATCH[-PRE].")
+    handler: str = strawberry.field(description="`<module>:<callable>`.")
+    code_checksum: str = strawberry.field(description="SHA-256 of the function's code.")
+    inputs_schema: JSON | None = strawberry.field(description="Typed inputs by port name.")
+    outputs_schema: JSON | None = strawberry.field(description="Typed outputs by port name.")
+    typed: bool = strawberry.field(description="Typed I/O declared: usable as a workflow node.")
+    changelog: str | None = strawberry.field(description="Changes of this version.")
+    is_breaking_change: bool = strawberry.field(description="Breaks callers of the previous.")
+    deprecated: bool = strawberry.field(description="Deprecated by its author.")
+    deprecated_message: str | None = strawberry.field(description="What to use instead.")
+    removal_version: str | None = strawberry.field(description="Version that removes it.")
+    created_at: datetime = strawberry.field(description="Creation time.")
+    deployed_at: datetime = strawberry.field(description="First deployment time.")
+
+    @strawberry.field(description="The function this is a version of.")
+    async def function(self, info: Info) -> FunctionType | None:
+        function = await loaders_of(info).function_by_id.load(self.function_id)
+        return FunctionType.from_view(function) if function is not None else None
+
+    @strawberry.field(description="Every version of the same function, oldest first.")
+    async def versions(self, info: Info) -> list[FunctionVersionType]:
+        rows = await package_loaders_of(info).function_versions_by_function_id.load(
+            self.function_id
+        )
+        return [FunctionVersionType.from_view(v) for v in rows]
+
+    @classmethod
+    def from_view(cls, v: FunctionVersionView) -> FunctionVersionType:
+        return cls(
+            id=strawberry.ID(v.id),
+            function_id=v.function_id,
+            package_version_id=v.package_version_id,
+            version=v.version,
+            handler=v.handler,
+            code_checksum=v.code_checksum,
+            inputs_schema=cast(JSON | None, v.inputs_schema),
+            outputs_schema=cast(JSON | None, v.outputs_schema),
+            typed=v.typed,
+            changelog=v.changelog,
+            is_breaking_change=v.is_breaking_change,
+            deprecated=v.deprecated,
+            deprecated_message=v.deprecated_message,
+            removal_version=v.removal_version,
+            created_at=v.created_at,
+            deployed_at=v.deployed_at,
+        )
+
+
+@strawberry.type(name="DeployedFunction", description="A function as one deployment carried it.")
+class DeployedFunctionType:
+    name: str = strawberry.field(description="Function name.")
+    function_id: str = strawberry.field(description="Immutable function identifier.")
+    version: str = strawberry.field(description="The function version carried.")
+    version_id: str = strawberry.field(description="Identifier of that function version.")
+    status: str = strawberry.field(description="`new`, `updated` or `unchanged`.")
+    deployed_at: datetime = strawberry.field(description="Time of the deployment.")
+
+    @strawberry.field(description="The immutable function version carried.")
+    async def function_version(self, info: Info) -> FunctionVersionType | None:
+        row = await package_loaders_of(info).function_version_by_id.load(self.version_id)
+        return FunctionVersionType.from_view(row) if row is not None else None
+
+    @classmethod
+    def from_view(cls, d: DeployedFunctionView) -> DeployedFunctionType:
+        return cls(
+            name=d.name,
+            function_id=d.function_id,
+            version=d.version,
+            version_id=d.version_id,
+            status=d.status,
+            deployed_at=d.deployed_at,
+        )
+
+
+@strawberry.type(name="PackageVersion", description="One deployment of a package.")
+class PackageVersionType:
+    id: strawberry.ID = strawberry.field(description="Identifier.")
+    package_id: str = strawberry.field(description="The package.")
+    version: str = strawberry.field(description="Package version.")
+    git_ref: str | None = strawberry.field(description="Tag, branch or SHA deployed from git.")
+    git_commit: str | None = strawberry.field(description="Full SHA of the deployed commit.")
+    is_latest: bool = strawberry.field(description="What unpinned calls run.")
+    is_stable: bool = strawberry.field(description="False for a pre-release.")
+    changelog: JSON | None = strawberry.field(description="Changelog entry of this version.")
+    created_at: datetime = strawberry.field(description="Deployment time.")
+    functions: list[DeployedFunctionType] = strawberry.field(
+        description="The functions this deployment carried."
+    )
+
+    @classmethod
+    def from_view(cls, v: PackageVersionView) -> PackageVersionType:
+        return cls(
+            id=strawberry.ID(v.id),
+            package_id=v.package_id,
+            version=v.version,
+            git_ref=v.git_ref,
+            git_commit=v.git_commit,
+            is_latest=v.is_latest,
+            is_stable=v.is_stable,
+            changelog=cast(JSON | None, v.changelog),
+            created_at=v.created_at,
+            functions=[DeployedFunctionType.from_view(f) for f in v.functions],
+        )
+
+
+@strawberry.type(name="PackageVersionHistory", description="Every deployment of a package.")
+class PackageVersionHistoryType:
+    package: PackageType = strawberry.field(description="The package.")
+    current_version: str | None = strawberry.field(description="The latest version.")
+    versions: list[PackageVersionType] = strawberry.field(description="Oldest first.")
+
+    @classmethod
+    def from_view(cls, listing: PackageVersionsView) -> PackageVersionHistoryType:
+        return cls(
+            package=PackageType.from_view(listing.package),
+            current_version=listing.package.current_version,
+            versions=[PackageVersionType.from_view(v) for v in listing.versions],
+        )
+
+
+@strawberry.type(
+    name="FunctionVersionEntry", description="A function version as one deployment carried it."
+)
+class FunctionVersionEntryType:
+    version: str = strawberry.field(description="Function version.")
+    version_id: str = strawberry.field(description="Identifier of the function version.")
+    deployed_at: datetime = strawberry.field(description="Time of the deployment.")
+    package_version: str = strawberry.field(description="Package version of the deployment.")
+    status: str = strawberry.field(description="`new`, `updated` or `unchanged`.")
+    changelog: str | None = strawberry.field(description="Changes of the function version.")
+    deprecated: bool = strawberry.field(description="Deprecated by its author.")
+    is_breaking_change: bool = strawberry.field(description="Breaks callers of the previous.")
+
+    @classmethod
+    def from_view(cls, e: FunctionVersionEntry) -> FunctionVersionEntryType:
+        return cls(
+            version=e.version,
+            version_id=e.version_id,
+            deployed_at=e.deployed_at,
+            package_version=e.package_version,
+            status=e.status,
+            changelog=e.changelog,
+            deprecated=e.deprecated,
+            is_breaking_change=e.is_breaking_change,
+        )
+
+
+@strawberry.type(
+    name="FunctionVersionHistory",
+    description="A function's versions, one entry per deployment that carried one.",
+)
+class FunctionVersionHistoryType:
+    function: FunctionType = strawberry.field(description="The function.")
+    package: str = strawberry.field(description="Name of its package.")
+    current_version: str | None = strawberry.field(description="What unpinned calls run.")
+    versions: list[FunctionVersionEntryType] = strawberry.field(description="Oldest first.")
+
+    @classmethod
+    def from_view(cls, listing: FunctionVersionsView) -> FunctionVersionHistoryType:
+        return cls(
+            function=FunctionType.from_view(listing.function),
+            package=listing.function.package,
+            current_version=listing.function.current_version,
+            versions=[FunctionVersionEntryType.from_view(e) for e in listing.versions],
+        )
+
+
+@strawberry.type(name="FunctionDeployment", description="One function of a deployment report.")
+class FunctionDeploymentType:
+    id: str = strawberry.field(description="Immutable function identifier.")
+    name: str = strawberry.field(description="Function name.")
+    version: str = strawberry.field(description="Function version after the deployment.")
+    version_id: str = strawberry.field(description="Identifier of that function version.")
+    checksum: str = strawberry.field(description="SHA-256 of the function's code.")
+    status: str = strawberry.field(description="`new`, `updated` or `unchanged`.")
+    changelog: str | None = strawberry.field(description="Changes of the function version.")
+    endpoint: str = strawberry.field(description="Path that executes exactly this version.")
+    is_breaking_change: bool = strawberry.field(description="Breaks callers of the previous.")
+    breaking_reasons: list[str] = strawberry.field(description="Why it is breaking.")
+    deprecated: bool = strawberry.field(description="Deprecated by its author.")
+
+    @classmethod
+    def from_view(cls, f: FunctionDeployment) -> FunctionDeploymentType:
+        return cls(
+            id=f.function_id,
+            name=f.name,
+            version=f.version,
+            version_id=f.version_id,
+            checksum=f.checksum,
+            status=f.status,
+            changelog=f.changelog,
+            endpoint=f.endpoint,
+            is_breaking_change=f.is_breaking_change,
+            breaking_reasons=list(f.breaking_reasons),
+            deprecated=f.deprecated,
+        )
+
+
+@strawberry.type(name="DeploymentReport", description="What a deployment did (Versioning 8).")
+class DeploymentReportType:
+    package_id: str = strawberry.field(description="The package.")
+    package: str = strawberry.field(description="Package name.")
+    package_version: str = strawberry.field(description="The deployed package version.")
+    package_version_id: str = strawberry.field(description="Identifier of that deployment.")
+    is_latest: bool = strawberry.field(description="Became the latest version.")
+    is_stable: bool = strawberry.field(description="False for a pre-release.")
+    git_ref: str | None = strawberry.field(description="Ref deployed from git.")
+    git_commit: str | None = strawberry.field(description="Full SHA deployed from git.")
+    functions: list[FunctionDeploymentType] = strawberry.field(description="Per function.")
+    removed_functions: list[str] = strawberry.field(
+        description="Functions of earlier versions that this one no longer declares."
+    )
+    warnings: list[str] = strawberry.field(description="Things the author should know.")
+
+    @classmethod
+    def from_view(cls, r: DeploymentReport) -> DeploymentReportType:
+        return cls(
+            package_id=r.package_id,
+            package=r.package,
+            package_version=r.package_version,
+            package_version_id=r.package_version_id,
+            is_latest=r.is_latest,
+            is_stable=r.is_stable,
+            git_ref=r.git_ref,
+            git_commit=r.git_commit,
+            functions=[FunctionDeploymentType.from_view(f) for f in r.functions],
+            removed_functions=list(r.removed_functions),
+            warnings=list(r.warnings),
+        )
+
+
+async def versions_of_package(info: Info, package_id: str) -> list[PackageVersionType]:
+    """`Package.versions`, resolved here for the type in `schema.access`."""
+    rows = await package_loaders_of(info).package_versions_by_package_id.load(package_id)
+    return [PackageVersionType.from_view(v) for v in rows]
+
+
+async def versions_of_function(info: Info, function_id: str) -> list[FunctionVersionType]:
+    """`Function.versions`, resolved here for the type in `schema.access`."""
+    rows = await package_loaders_of(info).function_versions_by_function_id.load(function_id)
+    return [FunctionVersionType.from_view(v) for v in rows]

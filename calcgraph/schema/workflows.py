@@ -1,0 +1,244 @@
+"""GraphQL types of workflows, versions, runs and node states. Relations (a run's version, a
+node's job and function version, a workflow's latest version) go through per-request loaders,
+so a run query costs the same number of statements whatever the number of nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import cast
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types.nodes import SelectedField, Selection
+
+from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowVersionView, WorkflowView
+from calcgraph.schema.access import JobType, principal_of
+from calcgraph.schema.context import Info
+from calcgraph.schema.packages import FunctionVersionType, package_loaders_of
+from calcgraph.schema.workflow_loaders import WorkflowLoaders
+
+
+def _asks(selections: Sequence[Selection], name: str) -> bool:
+    for selection in selections:
+        if isinstance(selection, SelectedField):
+            if selection.name == name:
+                return True
+        elif _asks(selection.selections, name):  # a fragment: its fields are ours
+            return True
+    return False
+
+
+def _selects(info: Info, name: str) -> bool:
+    """Whether the query asks for field `name` of the items of the current list field."""
+    return any(_asks(field.selections, name) for field in info.selected_fields)
+
+
+def workflow_loaders_of(info: Info) -> WorkflowLoaders:
+    """Built on first use in a request (the context is per request)."""
+    principal_of(info)
+    if info.context.workflow_loaders is None:
+        info.context.workflow_loaders = WorkflowLoaders.build(info.context.database)
+    return info.context.workflow_loaders
+
+
+@strawberry.type(name="WorkflowVersion", description="An immutable saved graph of a workflow.")
+class WorkflowVersionType:
+    id: strawberry.ID = strawberry.field(description="Identifier; runs name the version by it.")
+    workflow_id: str = strawberry.field(description="The workflow this is a version of.")
+    version: int = strawberry.field(description="1, 2, ...: the order of saving.")
+    graph: JSON = strawberry.field(description='The graph document `{"nodes": [...]}`.')
+    resolved_functions: JSON = strawberry.field(
+        description="Function node key to the function version id it runs, frozen at save."
+    )
+    input_nodes: JSON = strawberry.field(
+        description="Input nodes: `node_key` and `type_expr` of each, what a run needs."
+    )
+    created_at: datetime = strawberry.field(description="Time of saving.")
+
+    @classmethod
+    def from_view(cls, v: WorkflowVersionView) -> WorkflowVersionType:
+        return cls(
+            id=strawberry.ID(v.id),
+            workflow_id=v.workflow_id,
+            version=v.version,
+            graph=cast(JSON, v.graph),
+            resolved_functions=cast(JSON, v.resolved_functions),
+            input_nodes=cast(JSON, v.input_nodes()),
+            created_at=v.created_at,
+        )
+
+
+@strawberry.type(name="Workflow", description="A workflow: a typed DAG of functions.")
+class WorkflowType:
+    id: strawberry.ID = strawberry.field(description="Identifier.")
+    slug: str = strawberry.field(description="Address of the workflow.")
+    name: str = strawberry.field(description="Display name.")
+    visibility: str = strawberry.field(description="`private`, `internal` or `public`.")
+    owner: str = strawberry.field(description="Username of the owner.")
+    organization_slug: str | None = strawberry.field(description="Owning organization's slug.")
+    latest_version: int = strawberry.field(description="Number of the latest version.")
+    created_at: datetime = strawberry.field(description="Creation time.")
+    updated_at: datetime = strawberry.field(description="Time of the latest version.")
+    known_latest: strawberry.Private[WorkflowVersionView | None]
+
+    @strawberry.field(description="The latest version, with its graph and input nodes.")
+    async def latest(self, info: Info) -> WorkflowVersionType | None:
+        found = self.known_latest
+        if found is None:
+            found = await workflow_loaders_of(info).workflow_version_by_workflow_id.load(
+                str(self.id)
+            )
+        return WorkflowVersionType.from_view(found) if found is not None else None
+
+    @classmethod
+    def from_view(cls, w: WorkflowView, latest: WorkflowVersionView | None = None) -> WorkflowType:
+        return cls(
+            id=strawberry.ID(w.id),
+            slug=w.slug,
+            name=w.name,
+            visibility=w.visibility,
+            owner=w.owner,
+            organization_slug=w.organization,
+            latest_version=w.latest_version,
+            created_at=w.created_at,
+            updated_at=w.updated_at,
+            known_latest=latest,
+        )
+
+    @classmethod
+    def from_detail(cls, detail: WorkflowDetailView) -> WorkflowType:
+        return cls.from_view(detail.workflow, detail.version)
+
+
+@strawberry.type(name="NodeState", description="The state of one function or extract node.")
+class NodeStateType:
+    node_key: str = strawberry.field(description="The node's key in the graph.")
+    status: str = strawberry.field(
+        description="`pending`, `running`, `success`, `failed` or `cancelled`."
+    )
+    job_id: str | None = strawberry.field(description="The node's worker job, once submitted.")
+    outputs: JSON | None = strawberry.field(description="Output port to value, on success.")
+    error: JSON | None = strawberry.field(description="`kind` and `message` on failure.")
+    attempt: int = strawberry.field(description="Submissions so far (0 before the first).")
+    started_at: datetime | None = strawberry.field(description="When it was submitted.")
+    finished_at: datetime | None = strawberry.field(description="When it ended.")
+    function_version_id: str | None = strawberry.field(
+        description="The function version a function node runs (none for extract nodes)."
+    )
+
+    # Filled by `WorkflowRun.nodeStates` from one loader batch per relation for the whole
+    # list; plain fields, so 1,000 nodes cost no resolver call each.
+    job: JobType | None = strawberry.field(
+        default=None, description="The worker job: status, logs and timings."
+    )
+    function_version: FunctionVersionType | None = strawberry.field(
+        default=None, description="The function version the node ran."
+    )
+
+    @classmethod
+    def from_state(cls, key: str, state: NodeState, version_id: str | None) -> NodeStateType:
+        return cls(
+            node_key=key,
+            status=state.status,
+            job_id=state.job_id,
+            outputs=cast(JSON | None, None if state.outputs is None else dict(state.outputs)),
+            error=cast(JSON | None, None if state.error is None else dict(state.error)),
+            attempt=state.attempt,
+            started_at=state.started_at,
+            finished_at=state.finished_at,
+            function_version_id=version_id,
+        )
+
+
+@strawberry.type(name="WorkflowRun", description="A run of a workflow version, advanced by ticks.")
+class WorkflowRunType:
+    id: strawberry.ID = strawberry.field(description="Run identifier.")
+    workflow_id: str = strawberry.field(description="The workflow run.")
+    workflow_version_id: str = strawberry.field(description="The version frozen for the run.")
+    status: str = strawberry.field(
+        description="`pending`, `running`, `completed`, `failed` or `cancelled`."
+    )
+    started_at: datetime = strawberry.field(description="Creation time.")
+    completed_at: datetime | None = strawberry.field(description="When the run ended.")
+    inputs: JSON = strawberry.field(description="Inputs as submitted, verbatim.")
+    terminal_outputs: JSON | None = strawberry.field(
+        description="Outputs of the terminal function nodes, by node key, once completed."
+    )
+    error_message: str | None = strawberry.field(description="Why the run failed.")
+    first_failed_node_key: str | None = strawberry.field(description="The first failed node.")
+    plan_snapshot: JSON = strawberry.field(description="The frozen plan: `chains`, `waves`.")
+    revision: int = strawberry.field(description="Bumped by every tick that changed something.")
+    states: strawberry.Private[Mapping[str, NodeState] | None]
+    versions: strawberry.Private[dict[str, str]]
+
+    @strawberry.field(description="Every function and extract node's state, by node key order.")
+    async def node_states(self, info: Info) -> list[NodeStateType]:
+        if self.states is not None:
+            items = sorted(self.states.items())
+        else:
+            rows = await workflow_loaders_of(info).node_states_by_run_id.load(str(self.id))
+            items = [(row.node_key, row.state) for row in rows]
+        nodes = [NodeStateType.from_state(k, s, self.versions.get(k)) for k, s in items]
+        if _selects(info, "job"):
+            # One batch per relation for the whole list, not one awaited field per node.
+            job_ids = [n.job_id for n in nodes if n.job_id is not None]
+            jobs = await workflow_loaders_of(info).job_by_id.load_many(job_ids)
+            by_id = {j.id: JobType.from_view(j) for j in jobs if j is not None}
+            for node in nodes:
+                node.job = by_id.get(node.job_id) if node.job_id else None
+        if _selects(info, "functionVersion"):
+            wanted = sorted({n.function_version_id for n in nodes if n.function_version_id})
+            loader = package_loaders_of(info).function_version_by_id
+            found = await loader.load_many(wanted)
+            versions = {v.id: FunctionVersionType.from_view(v) for v in found if v is not None}
+            for node in nodes:
+                version_id = node.function_version_id
+                node.function_version = versions.get(version_id) if version_id else None
+        return nodes
+
+    @strawberry.field(description="The workflow version frozen for the run.")
+    async def workflow_version(self, info: Info) -> WorkflowVersionType | None:
+        found = await workflow_loaders_of(info).workflow_version_by_id.load(
+            self.workflow_version_id
+        )
+        return WorkflowVersionType.from_view(found) if found is not None else None
+
+    @classmethod
+    def from_view(cls, run: RunView) -> WorkflowRunType:
+        return cls(
+            id=strawberry.ID(run.id),
+            workflow_id=run.workflow_id,
+            workflow_version_id=run.workflow_version_id,
+            status=run.status,
+            started_at=run.started_at,
+            completed_at=run.completed_at,
+            inputs=cast(JSON, run.inputs),
+            terminal_outputs=cast(JSON | None, run.terminal_outputs),
+            error_message=run.error_message,
+            first_failed_node_key=run.first_failed_node_key,
+            plan_snapshot=cast(JSON, run.plan_snapshot),
+            revision=run.revision,
+            states=run.node_states,
+            versions=run.function_versions(),
+        )
+
+
+@strawberry.type(description="A page of workflows.")
+class WorkflowPage:
+    items: list[WorkflowType] = strawberry.field(description="Workflows of this page.")
+    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
+
+
+@strawberry.type(description="A page of workflow runs.")
+class WorkflowRunPage:
+    items: list[WorkflowRunType] = strawberry.field(description="Runs of this page, newest first.")
+    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
+
+
+@strawberry.type(description="The validation report of a graph.")
+class WorkflowValidationType:
+    valid: bool = strawberry.field(description="True when the report is empty.")
+    report: JSON = strawberry.field(description="Every category of the report, with entries.")

@@ -1,0 +1,108 @@
+"""Execution as the API process sees it: the broker it sends to, the result cache it reads,
+the notifier it waits on; and, with no Redis configured, the in-process workers themselves
+(started by `serve`'s lifespan, so one command gives a working platform)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+import dramatiq
+
+from calcgraph.builds.retention_actor import RetentionTimer
+from calcgraph.db.engine import Database
+from calcgraph.domain.jobs.enqueue import Message
+from calcgraph.domain.jobs.views import JobView
+from calcgraph.settings import Settings
+from calcgraph.workers.broker import build_broker, declare_actors, send
+from calcgraph.workers.flush import attach
+from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier, wait_for_job
+from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
+from calcgraph.workers.runtime import Sweeper, WorkerRuntime
+from calcgraph.workers.sandbox import SandboxBackend
+
+log = logging.getLogger("calcgraph.workers")
+# The in-process broker hands messages over a queue.Queue: its worker threads wake at once, so
+# this only bounds how long a stop waits for them.
+_INPROCESS_POLL_MS = 100
+
+
+def build_cache_and_notifier(settings: Settings) -> tuple[ResultCache, Notifier]:
+    if settings.redis_url is not None:
+        url = settings.redis_url.get_secret_value()
+        prefix = settings.redis_key_prefix
+        return (
+            RedisResultCache(url, settings.result_cache_ttl_seconds, prefix),
+            RedisNotifier(url, prefix),
+        )
+    return InProcessResultCache(settings.result_cache_ttl_seconds), LocalNotifier()
+
+
+class Execution:
+    def __init__(self, settings: Settings, database: Database) -> None:
+        self.settings = settings
+        self.database = database
+        self.broker = build_broker(settings)
+        self.cache, self.notifier = build_cache_and_notifier(settings)
+        attach(database, self.send)
+        self.runtime: WorkerRuntime | None = None
+        self.worker: dramatiq.Worker | None = None
+        self.sweeper: Sweeper | None = None
+        self.retention: RetentionTimer | None = None
+
+    @property
+    def in_process(self) -> bool:
+        return self.settings.redis_url is None
+
+    def send(self, message: Message) -> None:
+        send(self.broker, message)
+
+    def start_workers(self, backend: SandboxBackend | None = None) -> WorkerRuntime:
+        """Run the workers in this process (the embedded setup, and tests)."""
+        runtime = WorkerRuntime(
+            self.settings,
+            broker=self.broker,
+            cache=self.cache,
+            notifier=self.notifier,
+            backend=backend,
+        )
+        declare_actors(self.broker, runtime)
+        worker = dramatiq.Worker(
+            self.broker,
+            worker_threads=self.settings.inprocess_worker_threads,
+            worker_timeout=_INPROCESS_POLL_MS if self.in_process else self.settings.worker_poll_ms,
+        )
+        worker.start()
+        self.runtime, self.worker = runtime, worker
+        self.sweeper = Sweeper(runtime).start()
+        self.retention = RetentionTimer(self.broker, self.settings).start()
+        log.info(
+            "in-process workers: %d threads, %s sandbox",
+            self.settings.inprocess_worker_threads,
+            runtime.backend.name,
+        )
+        return runtime
+
+    async def wait(
+        self, job_id: str, seconds: float, read: Callable[[], Awaitable[JobView]]
+    ) -> JobView:
+        return await wait_for_job(self.notifier, job_id, seconds, read)
+
+    def stop_workers(self) -> None:
+        if self.retention is not None:
+            self.retention.stop()
+            self.retention = None
+        if self.sweeper is not None:
+            self.sweeper.stop()
+        if self.worker is not None:
+            self.worker.stop(timeout=10_000)
+        if self.runtime is not None:
+            self.runtime.close()
+        self.sweeper = self.worker = self.runtime = None
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.stop_workers)
+        await self.cache.close()
+        await self.notifier.close()
+        self.broker.close()

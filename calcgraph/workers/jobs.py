@@ -1,0 +1,131 @@
+"""The `jobs.run` actor: run one job by id, record its result in the job store, idempotently.
+
+1. Claim `queued -> running` with a guarded UPDATE; 0 rows means another delivery claimed or
+   finished it: ack and return (a redelivered message never runs a job twice).
+2. Stage the code and run it on the process's warm pool, in this worker thread.
+3. Record `success`/`failed` with a guarded UPDATE (`running -> ...`), cache a success, notify.
+
+User-code failures (user_error, timeout, out_of_memory, sandbox_error) are results, never
+retried. An infrastructure failure puts the job back to `queued` and raises, so Dramatiq retries
+it with backoff, at most `job_max_retries` times; the last attempt records the failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from dramatiq.middleware import CurrentMessage
+
+from calcgraph.db.dialect import is_retryable
+from calcgraph.domain.jobs.cache_key import CachedResult, result_key
+from calcgraph.domain.jobs.execution.repository import ClaimedRow
+from calcgraph.domain.jobs.execution.service import RUN_ACTOR
+from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.settings import Settings
+from calcgraph.workers.broker import ActorSpec
+from calcgraph.workers.runtime import WorkerRuntime
+from calcgraph.workers.sandbox import RunRequest, RunResult
+
+log = logging.getLogger("calcgraph.workers.jobs")
+_RECORD_ATTEMPTS = 4
+_DB_RETRIES = 10
+
+
+class InfrastructureFailure(Exception):
+    """The platform, not the job, failed: Dramatiq retries the message (bounded)."""
+
+
+def run_job(runtime: WorkerRuntime, job_id: str) -> None:
+    claimed = runtime.call(_claim(runtime, job_id))
+    if claimed is None:
+        return
+    result = _run(runtime, claimed)
+    if (
+        result.error is not None
+        and result.error.kind == "infrastructure_error"
+        and _retries_left(runtime.settings)
+    ):
+        runtime.call(_release(runtime, job_id))
+        raise InfrastructureFailure(result.error.message)
+    if _record(runtime, job_id, result) and result.status == "success":
+        key = result_key(claimed.function_version_id, claimed.resolved_inputs)
+        try:
+            runtime.cache.put(key, CachedResult(result.outputs or {}, result.logs))
+        except Exception:  # a cache that is down costs a re-run later, not this result
+            log.exception("could not store the result of job %s in the cache", job_id)
+    runtime.notifier.publish(job_id)
+
+
+def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
+    try:
+        target = runtime.target(claimed.function_version_id)
+        request = RunRequest(
+            target.code_dir,
+            target.handler,
+            claimed.resolved_inputs,
+            target.output_ports,
+            runtime.limits,
+            image=target.image,
+            deps_dir=target.deps_dir,
+        )
+        runtime.count_run()
+        return runtime.pool.run(claimed.function_version_id, request)
+    except Exception as exc:
+        log.exception("job %s could not be run", claimed.job_id)
+        return RunResult.failed("infrastructure_error", f"the worker could not run the job: {exc}")
+
+
+def _retries_left(settings: Settings) -> bool:
+    message = CurrentMessage.get_current_message()
+    if message is None:  # called directly, not through a broker: nothing would retry it
+        return False
+    return int(message.options.get("retries", 0)) < settings.job_max_retries
+
+
+def _record(runtime: WorkerRuntime, job_id: str, result: RunResult) -> bool:
+    # The sandbox already ran: retry a busy database here rather than re-running the job.
+    for attempt in range(_RECORD_ATTEMPTS):
+        try:
+            return runtime.call(_finish(runtime, job_id, result))
+        except Exception as exc:
+            if not is_retryable(exc) or attempt == _RECORD_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
+    return False
+
+
+async def _claim(runtime: WorkerRuntime, job_id: str) -> ClaimedRow | None:
+    async with runtime.database.write_session() as session:
+        return await service.claim(session, job_id)
+
+
+async def _release(runtime: WorkerRuntime, job_id: str) -> bool:
+    async with runtime.database.write_session() as session:
+        return await service.release(session, job_id)
+
+
+async def _finish(runtime: WorkerRuntime, job_id: str, result: RunResult) -> bool:
+    async with runtime.database.write_session() as session:
+        return await service.finish(
+            session,
+            job_id,
+            result.status,
+            result.outputs if result.status == "success" else None,
+            result.error.as_dict() if result.error is not None else None,
+            result.logs,
+        )
+
+
+def _retry_when(retries: int, exc: BaseException) -> bool:
+    # InfrastructureFailure is only raised while retries are left (`_retries_left`); a busy
+    # database before the claim is bounded here.
+    return isinstance(exc, InfrastructureFailure) or (is_retryable(exc) and retries < _DB_RETRIES)
+
+
+def _options() -> dict[str, Any]:
+    return {"retry_when": _retry_when}
+
+
+ACTORS = [ActorSpec(RUN_ACTOR, run_job, _options())]

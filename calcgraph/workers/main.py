@@ -1,0 +1,108 @@
+"""`calcgraph worker`: Dramatiq workers against the Redis broker, in N processes of M threads.
+
+Each process builds its own broker connection, runtime (event loop, database engine, warm pool)
+and sweeper; processes are started with `spawn` so none inherits another's threads or sockets.
+The Redis consumer's idle poll is `worker_poll_ms` (Dramatiq's default backs off to 1 s, which
+would be the enqueue-to-start latency after an idle spell).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+
+import dramatiq
+
+from calcgraph.builds.retention_actor import RetentionTimer
+from calcgraph.settings import Settings
+from calcgraph.workers.broker import build_broker, declare_actors
+from calcgraph.workers.inprocess import build_cache_and_notifier
+from calcgraph.workers.runtime import Sweeper, WorkerRuntime
+
+log = logging.getLogger("calcgraph.workers")
+
+
+def serve_worker(settings: Settings, threads: int, stop: threading.Event | None = None) -> None:
+    """One worker process (or thread, in tests): runs until SIGTERM/SIGINT or `stop`."""
+    if settings.redis_url is None:
+        raise ValueError(
+            "`calcgraph worker` needs CALCGRAPH_REDIS_URL (without it, `calcgraph serve` runs "
+            "the workers in-process)"
+        )
+    if stop is None:
+        stop = threading.Event()
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, lambda *_: stop.set())
+    broker = build_broker(settings)
+    cache, notifier = build_cache_and_notifier(settings)
+    runtime = WorkerRuntime(settings, broker=broker, cache=cache, notifier=notifier)
+    declare_actors(broker, runtime)
+    broker.emit_after("process_boot")
+    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=settings.worker_poll_ms)
+    worker.start()
+    sweeper = Sweeper(runtime).start()
+    # Retention cleanup is idempotent, so a timer in every worker process costs only queries.
+    retention = RetentionTimer(broker, settings).start()
+    log.info("worker ready: %d threads, %s sandbox", threads, runtime.backend.name)
+    try:
+        stop.wait()
+    finally:
+        retention.stop()
+        sweeper.stop()
+        worker.stop(timeout=30_000)
+        runtime.close()
+        broker.emit_before("process_stop")
+        broker.close()
+
+
+def _child(threads: int) -> None:
+    from calcgraph.settings import get_settings
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    threading.Thread(target=_watch_parent, args=(os.getppid(), stop), daemon=True).start()
+    # A spawned child reads the same environment as its parent, hence the same settings.
+    serve_worker(get_settings(), threads, stop)
+
+
+def _watch_parent(parent: int, stop: threading.Event) -> None:
+    # A supervisor killed outright (SIGKILL) cannot stop its children: they stop themselves,
+    # closing their sandboxes, instead of running on as orphans.
+    while not stop.wait(1.0):
+        if os.getppid() != parent:
+            log.warning("the supervising process is gone; stopping")
+            stop.set()
+
+
+def run_workers(settings: Settings, processes: int, threads: int) -> int:
+    if processes <= 1:
+        serve_worker(settings, threads)
+        return 0
+    context = multiprocessing.get_context("spawn")
+    children = [
+        context.Process(target=_child, args=(threads,), name=f"calcgraph-worker-{i}")
+        for i in range(processes)
+    ]
+    for child in children:
+        child.start()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        if not any(child.is_alive() for child in children):
+            break
+    for child in children:
+        if child.is_alive() and child.pid is not None:
+            child.terminate()
+    for child in children:
+        child.join(timeout=40)
+        if child.is_alive():
+            child.kill()
+            child.join(timeout=5)
+    return max((child.exitcode or 0) for child in children)

@@ -1,0 +1,167 @@
+"""Job completion notifications, so an execute call waits for its job without polling the
+database every millisecond and without holding a transaction.
+
+Workers `publish(job_id)` after the commit that recorded the result. The API side `listen`s:
+in-process through thread-safe callbacks into the waiting event loop, with Redis through one
+pub/sub subscription per API process. A waiter re-reads the job after each wake-up and, as a
+safety net for a lost notification, at a backoff of at most one second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from calcgraph.domain.jobs.execution.service import TERMINAL
+from calcgraph.domain.jobs.views import JobView
+
+log = logging.getLogger("calcgraph.workers.notify")
+_RECENT = 10_000
+
+
+class _Waiters:
+    """Events of the waiting coroutines, by job id; `wake` may be called from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        # Jobs finished lately: a waiter that registers just after the notification still wakes.
+        self._recent: OrderedDict[str, None] = OrderedDict()
+
+    def wake(self, job_id: str) -> None:
+        with self._lock:
+            self._recent[job_id] = None
+            while len(self._recent) > _RECENT:
+                self._recent.popitem(last=False)
+            waiting = self._waiting.pop(job_id, [])
+        for loop, event in waiting:
+            with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits
+                loop.call_soon_threadsafe(event.set)
+
+    @contextlib.contextmanager
+    def register(self, job_id: str) -> Any:
+        event = asyncio.Event()
+        entry = (asyncio.get_running_loop(), event)
+        with self._lock:
+            if job_id in self._recent:
+                event.set()
+            self._waiting.setdefault(job_id, []).append(entry)
+        try:
+            yield event
+        finally:
+            with self._lock:
+                entries = self._waiting.get(job_id)
+                if entries is not None and entry in entries:
+                    entries.remove(entry)
+                    if not entries:
+                        del self._waiting[job_id]
+
+
+class LocalNotifier:
+    """The API and the workers share one process (no Redis)."""
+
+    def __init__(self) -> None:
+        self._waiters = _Waiters()
+
+    def publish(self, job_id: str) -> None:
+        self._waiters.wake(job_id)
+
+    @contextlib.asynccontextmanager
+    async def listen(self, job_id: str) -> AsyncIterator[asyncio.Event]:
+        with self._waiters.register(job_id) as event:
+            yield event
+
+    async def close(self) -> None:
+        pass
+
+
+class RedisNotifier:
+    """One channel per Redis database; each API process subscribes once, on its first wait."""
+
+    def __init__(self, url: str, prefix: str = "") -> None:
+        import redis
+
+        self.url = url
+        self.channel = f"{prefix}calcgraph:jobs:finished"
+        self._publisher = redis.Redis.from_url(url)
+        self._waiters = _Waiters()
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+
+    def publish(self, job_id: str) -> None:
+        self._publisher.publish(self.channel, job_id)
+
+    async def _subscribe(self, ready: asyncio.Event) -> None:
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(self.url)
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe(self.channel)
+            ready.set()
+            while True:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                if message is not None and message.get("type") == "message":
+                    data = message["data"]
+                    self._waiters.wake(data.decode() if isinstance(data, bytes) else str(data))
+        finally:
+            ready.set()
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await client.aclose()
+
+    async def _ensure_subscribed(self) -> None:
+        if self._task is None or self._task.done():
+            self._ready = asyncio.Event()
+            self._task = asyncio.create_task(self._subscribe(self._ready))
+        assert self._ready is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), 2.0)
+
+    @contextlib.asynccontextmanager
+    async def listen(self, job_id: str) -> AsyncIterator[asyncio.Event]:
+        await self._ensure_subscribed()
+        with self._waiters.register(job_id) as event:
+            yield event
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        self._publisher.close()
+
+
+Notifier = LocalNotifier | RedisNotifier
+
+
+async def wait_for_job(
+    notifier: Notifier,
+    job_id: str,
+    seconds: float,
+    read: Callable[[], Awaitable[JobView]],
+) -> JobView:
+    """The job once it is finished, or as it is when `seconds` have passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    async with notifier.listen(job_id) as event:
+        view = await read()
+        backoff = 0.05
+        while view.status not in TERMINAL:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(event.wait(), min(remaining, backoff))
+            except TimeoutError:
+                backoff = min(backoff * 2, 1.0)
+            else:
+                event.clear()  # a wake-up that finds the job unfinished must not spin
+            view = await read()
+        return view

@@ -1,0 +1,96 @@
+"""The result cache: a function version's successful outputs for given SI inputs, kept one hour.
+
+In-process (a dict shared by the API and the in-process workers) without Redis; in Redis (shared
+by every API and worker host) with it. Only successes are stored; failures always run again.
+The API reads asynchronously, workers write from their threads synchronously.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from calcgraph.domain.jobs.cache_key import RESULT_TTL_SECONDS, CachedResult
+
+
+class InProcessResultCache:
+    def __init__(self, ttl_seconds: float = RESULT_TTL_SECONDS, max_entries: int = 10_000) -> None:
+        self.ttl = ttl_seconds
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[float, CachedResult]] = OrderedDict()
+
+    def lookup(self, key: str) -> CachedResult | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            if found[0] < time.monotonic():
+                del self._entries[key]
+                return None
+            return found[1]
+
+    async def get(self, key: str) -> CachedResult | None:
+        return self.lookup(key)
+
+    def put(self, key: str, result: CachedResult) -> None:
+        with self._lock:
+            self._entries[key] = (time.monotonic() + self.ttl, result)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    async def close(self) -> None:
+        pass
+
+
+class RedisResultCache:
+    """Keys `<prefix>result:<sha256>` holding JSON, with Redis' own expiry."""
+
+    def __init__(self, url: str, ttl_seconds: float = RESULT_TTL_SECONDS, prefix: str = "") -> None:
+        import redis
+        import redis.asyncio
+
+        self.ttl_ms = int(ttl_seconds * 1000)
+        self.prefix = f"{prefix}calcgraph:result:"
+        self._sync = redis.Redis.from_url(url)
+        self._url = url
+        self._async: Any = None
+
+    def _client(self) -> Any:
+        # The asyncio client belongs to the event loop that first uses it: the API's loop.
+        if self._async is None:
+            import redis.asyncio
+
+            self._async = redis.asyncio.Redis.from_url(self._url)
+        return self._async
+
+    async def get(self, key: str) -> CachedResult | None:
+        raw = await self._client().get(self.prefix + key)
+        return _decode(raw)
+
+    def lookup(self, key: str) -> CachedResult | None:
+        return _decode(self._sync.get(self.prefix + key))
+
+    def put(self, key: str, result: CachedResult) -> None:
+        body = json.dumps({"outputs": result.outputs, "logs": result.logs})
+        self._sync.set(self.prefix + key, body, px=self.ttl_ms)
+
+    async def close(self) -> None:
+        if self._async is not None:
+            await self._async.aclose()
+            self._async = None
+        self._sync.close()
+
+
+def _decode(raw: Any) -> CachedResult | None:
+    if raw is None:
+        return None
+    data = json.loads(raw)
+    return CachedResult(outputs=data["outputs"], logs=data.get("logs", ""))
+
+
+ResultCache = InProcessResultCache | RedisResultCache

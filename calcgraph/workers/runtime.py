@@ -1,0 +1,189 @@
+"""What one worker process holds: its own event loop (for the async database), its database
+engine with the outbox, its warm pool, the code cache, the result cache and the notifier.
+
+Dramatiq runs actors in worker threads; an actor hands each unit of work to the runtime's loop
+(`call`) and runs the sandbox in its own thread, so a slow job never blocks the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import dramatiq
+
+from calcgraph.builds.artifact import runnable
+from calcgraph.db.engine import Database
+from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.domain.jobs.inputs import output_ports
+from calcgraph.settings import Settings
+from calcgraph.workers.broker import send
+from calcgraph.workers.code_cache import CodeCache, CodeError
+from calcgraph.workers.flush import attach
+from calcgraph.workers.notify import Notifier
+from calcgraph.workers.result_cache import ResultCache
+from calcgraph.workers.sandbox import SandboxBackend, WarmPool, create_backend, limits_from
+
+log = logging.getLogger("calcgraph.workers")
+T = TypeVar("T")
+_MAX_TARGETS = 10_000
+
+
+@dataclass(frozen=True)
+class Target:
+    """A function version ready to run: its staged code, handler and output ports."""
+
+    code_dir: Path
+    handler: str
+    output_ports: tuple[str, ...]
+    image: str | None = None
+    """docker: the function version's built image (its dependencies are inside)."""
+    deps_dir: Path | None = None
+    """bwrap/process: the built artifact's installed dependencies, mounted read-only."""
+
+
+class WorkerRuntime:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        broker: dramatiq.Broker,
+        cache: ResultCache,
+        notifier: Notifier,
+        backend: SandboxBackend | None = None,
+    ) -> None:
+        self.settings = settings
+        self.broker = broker
+        self.cache = cache
+        self.notifier = notifier
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._run_loop, name="calcgraph-worker-loop", daemon=True
+        )
+        self._thread.start()
+        self.database = Database(
+            settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
+        )
+        attach(self.database, lambda message: send(broker, message))
+        self._owns_backend = backend is None
+        self.backend = backend or create_backend(settings)
+        self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
+        self.code_cache = CodeCache(settings.code_cache_dir)
+        self.limits = limits_from(settings)
+        self._targets: dict[str, Target] = {}
+        self._lock = threading.Lock()
+        self.runs = 0
+        """Jobs this runtime ran in a sandbox (what the idempotency tests count)."""
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the runtime's loop and wait for it, from a worker thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def count_run(self) -> None:
+        with self._lock:
+            self.runs += 1
+
+    def target(self, function_version_id: str) -> Target:
+        """The staged code of a function version; rows are immutable, so it is kept."""
+        found = self._targets.get(function_version_id)
+        if found is not None and found.code_dir.is_dir():
+            return found
+        code = self.call(self._code(function_version_id))
+        if code is None:
+            raise CodeError(f"function version {function_version_id!r} has no code")
+        code_dir = self.code_cache.stage(
+            code.files, lambda digests: self.call(self._blobs(digests))
+        )
+        found = Target(code_dir, code.handler, output_ports(code.outputs_schema))
+        if code.build_reference is not None:
+            build = runnable(self.settings.build_dir, code.build_reference)
+            found = replace(found, image=build.image, deps_dir=build.deps_dir)
+            if build.image is not None and code.build_id is not None:
+                self.call(self._mark_pulled(code.build_id))
+        with self._lock:
+            if len(self._targets) >= _MAX_TARGETS:
+                self._targets.clear()
+            self._targets[function_version_id] = found
+        return found
+
+    async def _code(self, function_version_id: str) -> Any:
+        async with self.database.read_session() as session:
+            return await service.code(session, function_version_id)
+
+    async def _mark_pulled(self, build_id: str) -> None:
+        async with self.database.write_session() as session:
+            await service.mark_pulled(session, build_id)
+
+    async def _blobs(self, digests: list[str]) -> dict[str, bytes]:
+        async with self.database.read_session() as session:
+            return await service.blobs(session, digests)
+
+    def close(self) -> None:
+        self.pool.close()
+        if self._owns_backend:
+            self.backend.close()
+        try:
+            self.call(self.database.dispose())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+            self.loop.close()
+
+
+class Sweeper:
+    """Re-sends queued jobs whose message was lost, every `sweeper_interval_seconds`."""
+
+    def __init__(self, runtime: WorkerRuntime) -> None:
+        self.runtime = runtime
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="calcgraph-sweeper", daemon=True)
+
+    def start(self) -> Sweeper:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        interval = self.runtime.settings.sweeper_interval_seconds
+        while not self._stop.wait(interval):
+            try:
+                self.sweep_once()
+            except Exception:
+                log.exception("the sweeper failed; it tries again in %s s", interval)
+
+    def sweep_once(self) -> Any:
+        return self.runtime.call(self._sweep())
+
+    async def _sweep(self) -> Any:
+        settings = self.runtime.settings
+        async with self.runtime.database.write_session() as session:
+            report = await service.sweep(
+                session,
+                stale_after=settings.sweeper_stale_seconds,
+                max_deliveries=settings.sweeper_max_deliveries,
+                # A running job older than the execution timeout plus a grace lost its worker.
+                stuck_after=settings.sandbox_timeout_seconds + 120,
+            )
+        if report.resent or report.given_up or report.stuck:
+            log.warning(
+                "sweeper: re-sent %d, gave up %d, failed %d stuck",
+                len(report.resent),
+                len(report.given_up),
+                len(report.stuck),
+            )
+        for job_id in [*report.given_up, *report.stuck]:
+            self.runtime.notifier.publish(job_id)
+        return report
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)

@@ -1,0 +1,158 @@
+"""Discovery, the JWKS cache, key rotation and the refetch throttle, against a real provider
+on loopback. The clock is injected so 30 s pass without waiting for them."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from calcgraph.auth.provider import OidcProvider
+from calcgraph.auth.setup import require_https
+from calcgraph.auth.verify import TokenVerifier
+from calcgraph.domain.errors import Unauthenticated, Unavailable
+from tests.auth.idp import AUDIENCE, LocalIdentityProvider, new_key
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def idp() -> Iterator[LocalIdentityProvider]:
+    provider = LocalIdentityProvider().start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def verifier(idp: LocalIdentityProvider, clock: Clock) -> TokenVerifier:
+    return TokenVerifier(OidcProvider(idp.issuer, clock=clock), AUDIENCE, leeway=30)
+
+
+STRANGER_KEY = new_key()
+
+
+def unknown_kid_token(idp: LocalIdentityProvider) -> str:
+    return idp.sign(idp.claims(), kid=uuid.uuid4().hex, key=STRANGER_KEY)
+
+
+class TestCache:
+    async def test_keys_are_fetched_once_and_cached(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier
+    ) -> None:
+        for _ in range(5):
+            claims = await verifier.verify(idp.token("alice"))
+            assert claims["preferred_username"] == "alice"
+        assert idp.discovery_hits == 1
+        assert idp.jwks_hits == 1
+
+    async def test_discovery_must_name_the_configured_issuer(
+        self, idp: LocalIdentityProvider
+    ) -> None:
+        provider = OidcProvider(idp.issuer + "/realms/other")
+        with pytest.raises(Unavailable):
+            await provider.metadata()
+
+    async def test_unreachable_provider_is_unavailable_not_unauthenticated(
+        self, idp: LocalIdentityProvider
+    ) -> None:
+        verifier = TokenVerifier(OidcProvider("http://127.0.0.1:9"), AUDIENCE)
+        with pytest.raises(Unavailable):
+            await verifier.verify(idp.token())
+
+
+class TestRefetchThrottle:
+    async def test_a_flood_of_unknown_kids_costs_one_fetch(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier, clock: Clock
+    ) -> None:
+        await verifier.verify(idp.token())
+        assert idp.jwks_hits == 1
+        clock.now += 31
+        results = await asyncio.gather(
+            *(verifier.verify(unknown_kid_token(idp)) for _ in range(40)), return_exceptions=True
+        )
+        assert all(isinstance(r, Unauthenticated) for r in results)
+        assert idp.jwks_hits == 2, "concurrent unknown kids share one refetch"
+        for _ in range(10):
+            with pytest.raises(Unauthenticated):
+                await verifier.verify(unknown_kid_token(idp))
+        assert idp.jwks_hits == 2, "no second refetch within 30 s"
+
+    async def test_next_refetch_after_the_interval(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier, clock: Clock
+    ) -> None:
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(unknown_kid_token(idp))
+        assert idp.jwks_hits == 1
+        clock.now += 29
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(unknown_kid_token(idp))
+        assert idp.jwks_hits == 1
+        clock.now += 2
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(unknown_kid_token(idp))
+        assert idp.jwks_hits == 2
+
+
+class TestRotation:
+    async def test_a_new_kid_verifies_after_one_refetch(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier, clock: Clock
+    ) -> None:
+        await verifier.verify(idp.token())
+        clock.now += 31
+        idp.rotate()
+        claims = await verifier.verify(idp.token("bob"))
+        assert claims["preferred_username"] == "bob"
+        assert idp.jwks_hits == 2
+        await verifier.verify(idp.token("bob"))
+        assert idp.jwks_hits == 2
+
+    async def test_a_retired_key_stops_verifying_once_the_set_is_refetched(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier, clock: Clock
+    ) -> None:
+        old = idp.token()
+        await verifier.verify(old)
+        clock.now += 31
+        idp.rotate()
+        await verifier.verify(idp.token())
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(old)
+
+    async def test_rotation_within_the_throttle_waits_for_the_interval(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier, clock: Clock
+    ) -> None:
+        await verifier.verify(idp.token())
+        idp.rotate()
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(idp.token())
+        clock.now += 30.5
+        await verifier.verify(idp.token())
+        assert idp.jwks_hits == 2
+
+
+class TestHttps:
+    @pytest.mark.parametrize(
+        "issuer",
+        ["https://id.example/realms/calcgraph", "http://127.0.0.1:8400", "http://localhost:1"],
+    )
+    def test_accepted(self, issuer: str) -> None:
+        require_https(issuer)
+
+    @pytest.mark.parametrize(
+        "issuer", ["http://id.example/realms/calcgraph", "ftp://127.0.0.1", "id.example"]
+    )
+    def test_refused(self, issuer: str) -> None:
+        with pytest.raises(ValueError, match="https"):
+            require_https(issuer)

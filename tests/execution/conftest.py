@@ -1,0 +1,140 @@
+"""Execution fixtures: a whole platform (API, outbox, broker, workers, real sandboxes) over a
+real database.
+
+The workers read rows in their own sessions, so the per-test savepoint of `tests/conftest.py`
+cannot serve here: each test module gets a real temporary database (a SQLite file, or the
+PostgreSQL database `<CALCGRAPH_TEST_POSTGRES_URL>_exec`), migrated once, whose rows are
+committed. Rows never collide: every package has a fresh name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from calcgraph.app import create_app
+from calcgraph.db.engine import Database
+from calcgraph.db.migrate import upgrade
+from calcgraph.domain.access.principal import Principal
+from calcgraph.settings import Settings
+from calcgraph.workers.inprocess import Execution
+from calcgraph.workers.runtime import WorkerRuntime
+from tests.access.factories import create_user
+from tests.auth.idp import LocalIdentityProvider
+from tests.conftest import POSTGRES_URL, _reset_postgres
+from tests.sandbox.conftest import SELECTED, _make_backend
+
+# Long enough for a cold docker start on a busy 2-core machine.
+TEST_TIMEOUT = 20.0
+
+
+def available_sandboxes() -> list[str]:
+    return [name for name in SELECTED if not isinstance(_make_backend(name), str)]
+
+
+def default_sandbox() -> str:
+    found = [name for name in ("bwrap", "process") if name in available_sandboxes()]
+    if not found:
+        pytest.skip("no local sandbox (bwrap or process) is available")
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+async def exec_url(backend: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    if backend == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('exec') / 'exec.db'}"
+    else:
+        url = f"{POSTGRES_URL}_exec"
+        await _reset_postgres(url)
+    migrator = Database(url)
+    try:
+        await upgrade(migrator)
+    finally:
+        await migrator.dispose()
+    return url
+
+
+@dataclass
+class Platform:
+    app: Starlette
+    client: httpx.AsyncClient
+    database: Database
+    settings: Settings
+    headers: Callable[..., dict[str, str]]
+    idp: LocalIdentityProvider
+
+    @property
+    def execution(self) -> Execution:
+        execution: Execution = self.app.state.execution
+        return execution
+
+    @property
+    def runtime(self) -> WorkerRuntime:
+        runtime = self.execution.runtime
+        assert runtime is not None
+        return runtime
+
+    async def user(self, username: str = "alice") -> Principal:
+        return await create_user(self.database, self.idp, username)
+
+    async def execute(self, path: str, inputs: Any, wait: float | None = None, **kw: Any) -> Any:
+        params = {} if wait is None else {"wait": wait}
+        headers = kw.pop("headers", None) or self.headers("alice")
+        return await self.client.post(
+            path, json={"inputs": inputs}, params=params, headers=headers, **kw
+        )
+
+
+@contextlib.asynccontextmanager
+async def running_platform(
+    url: str, idp: LocalIdentityProvider, tmp_path: Path, sandbox: str, **overrides: Any
+) -> AsyncIterator[Platform]:
+    options: dict[str, Any] = {
+        "database_url": url,
+        "oidc_issuer": idp.issuer,
+        "sandbox": sandbox,
+        "sandbox_timeout_seconds": TEST_TIMEOUT,
+        "code_cache_dir": tmp_path / "code-cache",
+        "sweeper_interval_seconds": 3600,
+        "inprocess_worker_threads": 2,
+    }
+    options.update(overrides)
+    settings = Settings(_env_file=None, **options)  # type: ignore[call-arg]
+    database = Database(url)
+    app = create_app(settings, database)
+    try:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://cg.test") as client:
+                yield Platform(app, client, database, settings, idp.headers, idp)
+    finally:
+        await database.dispose()
+
+
+@pytest.fixture
+async def platform(
+    exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+) -> AsyncIterator[Platform]:
+    async with running_platform(exec_url, identity_provider, tmp_path, default_sandbox()) as p:
+        yield p
+
+
+@pytest.fixture(params=SELECTED)
+async def any_sandbox_platform(
+    request: pytest.FixtureRequest,
+    exec_url: str,
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+) -> AsyncIterator[Platform]:
+    found = _make_backend(str(request.param))
+    if isinstance(found, str):
+        pytest.skip(found)
+    async with running_platform(exec_url, identity_provider, tmp_path, str(request.param)) as p:
+        yield p

@@ -1,0 +1,73 @@
+"""A tick costs a fixed number of SQL statements, whatever the size of the run: node rows are
+read in one statement and written in one executemany, jobs inserted in one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import event
+
+from calcgraph.db.engine import Database
+from tests.packages.publishing import Bearer, publish, small_body
+from tests.workflows.graphs import fn, inp
+
+pytestmark = pytest.mark.db
+
+
+async def _run(client: httpx.AsyncClient, bearer: Bearer, width: int) -> str:
+    """`width` independent nodes: the first tick submits all of them."""
+    nodes = [inp("x"), *(fn(f"n{i}", "wide/run", x="x") for i in range(width))]
+    slug = f"wide-{width}"
+    body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}}
+    response = await client.post("/workflows", json=body, headers=bearer("alice"))
+    assert response.status_code == 201, response.text
+    created = await client.post(
+        f"/workflows/{slug}/runs", json={"inputs": {"x": 1}}, headers=bearer("alice")
+    )
+    run_id: str = created.json()["id"]
+    return run_id
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+
+    def __call__(self, *args: Any) -> None:
+        statement = str(args[2]).upper()
+        if not statement.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK TO")):
+            self.statements.append(statement)
+
+
+@pytest.fixture
+async def counted(database: Database) -> AsyncIterator[_Counter]:
+    counter = _Counter()
+    event.listen(database.engine.sync_engine, "before_cursor_execute", counter)
+    yield counter
+    event.remove(database.engine.sync_engine, "before_cursor_execute", counter)
+
+
+async def test_statements_do_not_grow_with_the_run(
+    client: httpx.AsyncClient, bearer: Bearer, counted: _Counter
+) -> None:
+    await publish(client, bearer("alice"), small_body("wide", "1.0.0"))
+    counts: dict[int, tuple[int, int]] = {}
+    # Width 1 first: it also warms what a process remembers (function owners, plans).
+    for width in (1, 2, 40):
+        run_id = await _run(client, bearer, width)
+        counted.statements.clear()
+        submit = await client.post(f"/workflow-runs/{run_id}/tick", headers=bearer("alice"))
+        assert submit.status_code == 200
+        assert {s["status"] for s in submit.json()["node_states"].values()} == {"running"}
+        submitting = len(counted.statements)
+        counted.statements.clear()
+        idle = await client.post(f"/workflow-runs/{run_id}/tick", headers=bearer("alice"))
+        assert idle.json() == submit.json()
+        counts[width] = (submitting, len(counted.statements))
+    assert counts[2][0] == counts[40][0] <= counts[1][0], counts
+    assert counts[1][1] == counts[2][1] == counts[40][1], counts
+    submitting, idle_count = counts[40]
+    assert submitting <= 12, counted.statements
+    assert idle_count <= 6, counted.statements
