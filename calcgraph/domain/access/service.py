@@ -181,6 +181,22 @@ class AccessService:
         if old == "owner" and new != "owner" and await orgs.count_owners(org.id) <= 1:
             raise Conflict(f"{org.slug!r} must keep at least one owner")
 
+    async def organization_to_place_in(
+        self, session: AsyncSession, principal: Principal, slug: str | None, what: str
+    ) -> Organization | None:
+        """The organization a caller puts a package or workflow into: members only (admins
+        anywhere); None when no organization is named. `what` completes the refusal."""
+        if slug is None:
+            return None
+        organizations = OrganizationRepository.from_session(session)
+        organization = await organizations.get_by_slug(slug)
+        if organization is None:
+            raise NotFound(f"no organization {slug!r}")
+        role = await organizations.role_of(organization.id, principal.user_id)
+        if not policy.can_publish_into_organization(principal, role):
+            raise PermissionDenied(policy.denial(f"organization {slug!r}: only its members {what}"))
+        return organization
+
     async def readable_organizations(
         self, session: AsyncSession, principal: Principal, ids: Sequence[str]
     ) -> dict[str, OrganizationView]:

@@ -26,10 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import utcnow
 from calcgraph.domain.access import policy
-from calcgraph.domain.access.models import Organization
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
     Conflict,
     DomainError,
@@ -145,7 +145,9 @@ class WorkflowService:
         repository = WorkflowRepository.from_session(session)
         if await repository.by_slug(slug) is not None:
             raise Conflict(f"workflow slug {slug!r} is taken")
-        organization = await self._organization(session, principal, organization_slug)
+        organization = await access_service.organization_to_place_in(
+            session, principal, organization_slug, "place workflows in it"
+        )
         visibility = visibility or "private"
         if visibility == "internal" and organization is None:
             raise ValidationError(
@@ -274,22 +276,6 @@ class WorkflowService:
         return await OrganizationRepository.from_session(session).role_of(
             organization_id, principal.user_id
         )
-
-    async def _organization(
-        self, session: AsyncSession, principal: Principal, slug: str | None
-    ) -> Organization | None:
-        if slug is None:
-            return None
-        organizations = OrganizationRepository.from_session(session)
-        organization = await organizations.get_by_slug(slug)
-        if organization is None:
-            raise NotFound(f"no organization {slug!r}")
-        role = await organizations.role_of(organization.id, principal.user_id)
-        if not policy.can_publish_into_organization(principal, role):
-            raise PermissionDenied(
-                policy.denial(f"organization {slug!r}: only its members place workflows in it")
-            )
-        return organization
 
 
 workflow_service = WorkflowService()

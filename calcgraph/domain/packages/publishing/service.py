@@ -18,9 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access import policy
-from calcgraph.domain.access.models import Organization
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
     Conflict,
     FieldError,
@@ -121,7 +121,9 @@ class PublishingService:
                 "visibility is invalid",
                 [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
             )
-        organization = await self._organization(session, principal, organization_slug)
+        organization = await access_service.organization_to_place_in(
+            session, principal, organization_slug, "publish into it"
+        )
         packages = PackageVersionRepository.from_session(session)
         functions = FunctionVersionRepository.from_session(session)
         try:
@@ -376,22 +378,6 @@ class PublishingService:
         for row in rows:
             grouped[row.package_id].append(row)
         return grouped
-
-    async def _organization(
-        self, session: AsyncSession, principal: Principal, slug: str | None
-    ) -> Organization | None:
-        if slug is None:
-            return None
-        organizations = OrganizationRepository.from_session(session)
-        organization = await organizations.get_by_slug(slug)
-        if organization is None:
-            raise NotFound(f"no organization {slug!r}")
-        role = await organizations.role_of(organization.id, principal.user_id)
-        if not policy.can_publish_into_organization(principal, role):
-            raise PermissionDenied(
-                policy.denial(f"organization {slug!r}: only its members publish into it")
-            )
-        return organization
 
     async def _ensure_manager(
         self, session: AsyncSession, principal: Principal, package: Package
