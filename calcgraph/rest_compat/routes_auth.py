@@ -11,11 +11,11 @@ from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
 from calcgraph.auth.setup import IdentityAdapters
-from calcgraph.db.engine import Database
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import UserView
 from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.schemas import LoginCallbackBody
+from calcgraph.rest_compat.state import database_of
 
 
 def user_json(user: UserView) -> dict[str, Any]:
@@ -67,7 +67,7 @@ async def callback(request: Request) -> JSONResponse:
 
 async def me(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    database: Database = request.app.state.database
+    database = database_of(request)
     async with database.read_session() as session:
         user = await access_service.me(session, principal)
     return JSONResponse(user_json(user))

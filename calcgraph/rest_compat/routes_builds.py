@@ -8,10 +8,10 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain.builds.service import FunctionSubmission, build_service
 from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.schemas import SubmitFunctionBody
+from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
 
 
@@ -19,7 +19,7 @@ async def submit_function(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, SubmitFunctionBody)
     settings: Settings = request.app.state.settings
-    database: Database = request.app.state.database
+    database = database_of(request)
     async with database.write_session() as session:
         outcome = await build_service.submit(
             session,
@@ -45,7 +45,7 @@ async def submit_function(request: Request) -> JSONResponse:
 async def build_log(request: Request) -> PlainTextResponse:
     principal = require_principal(request)
     settings: Settings = request.app.state.settings
-    database: Database = request.app.state.database
+    database = database_of(request)
     async with database.read_session() as session:
         text = await build_service.read_log(
             session,

@@ -16,11 +16,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.rest_compat.state import database_of
 from calcgraph.workers.inprocess import Execution
 
 DEFAULT_WAIT_SECONDS = 30.0
@@ -68,7 +68,7 @@ def execute_json(job: JobView) -> tuple[dict[str, Any], int]:
 
 async def _execute(request: Request, address: ExecuteAddress) -> JSONResponse:
     principal = require_principal(request)
-    database: Database = request.app.state.database
+    database = database_of(request)
     execution: Execution = request.app.state.execution
     wait = parse_wait(request.query_params.get("wait"), execution.settings.execute_max_wait_seconds)
     inputs = await _inputs(request)

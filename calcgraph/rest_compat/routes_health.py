@@ -7,11 +7,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph import __version__
-from calcgraph.db.engine import Database
+from calcgraph.rest_compat.state import database_of
 
 
 async def health(request: Request) -> JSONResponse:
-    database: Database = request.app.state.database
+    database = database_of(request)
     try:
         await database.ping()
     except Exception:  # readiness reports the failure instead of raising it

@@ -9,10 +9,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.rest_compat.routes_packages import page_request
+from calcgraph.rest_compat.state import database_of
 
 
 def _iso(value: Any) -> str | None:
@@ -39,15 +39,10 @@ def job_json(job: JobView) -> dict[str, Any]:
     }
 
 
-def _database(request: Request) -> Database:
-    database: Database = request.app.state.database
-    return database
-
-
 async def list_jobs(request: Request) -> JSONResponse:
     principal = require_principal(request)
     page = page_request(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         result = await job_read_service.list_jobs(session, principal, page)
     return JSONResponse(
         {"items": [job_json(j) for j in result.items], "next_cursor": result.next_cursor}
@@ -56,7 +51,7 @@ async def list_jobs(request: Request) -> JSONResponse:
 
 async def get_job(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         job = await job_read_service.get_job(session, principal, request.path_params["job_id"])
     return JSONResponse(job_json(job))
 

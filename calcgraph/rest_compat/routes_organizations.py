@@ -9,11 +9,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import MemberView, OrganizationView
 from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.schemas import AddMemberBody, CreateOrganizationBody
+from calcgraph.rest_compat.state import database_of
 
 
 def member_json(member: MemberView) -> dict[str, Any]:
@@ -30,22 +30,17 @@ def organization_json(org: OrganizationView) -> dict[str, Any]:
     }
 
 
-def _database(request: Request) -> Database:
-    database: Database = request.app.state.database
-    return database
-
-
 async def create_organization(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, CreateOrganizationBody)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         org = await access_service.create_organization(session, principal, body.slug, body.name)
     return JSONResponse(organization_json(org), status_code=201)
 
 
 async def get_organization(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         org = await access_service.get_organization(session, principal, request.path_params["slug"])
     return JSONResponse(organization_json(org))
 
@@ -53,7 +48,7 @@ async def get_organization(request: Request) -> JSONResponse:
 async def add_member(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, AddMemberBody)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         member = await access_service.add_member(
             session, principal, request.path_params["slug"], body.username, body.role
         )
@@ -62,7 +57,7 @@ async def add_member(request: Request) -> JSONResponse:
 
 async def remove_member(request: Request) -> Response:
     principal = require_principal(request)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         await access_service.remove_member(
             session, principal, request.path_params["slug"], request.path_params["username"]
         )

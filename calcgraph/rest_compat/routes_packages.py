@@ -10,12 +10,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain.access.paging import PageRequest
 from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.functions.views import FunctionView
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
+from calcgraph.rest_compat.state import database_of
 
 
 def page_request(request: Request) -> PageRequest:
@@ -48,15 +48,10 @@ def function_json(function: FunctionView) -> dict[str, Any]:
     }
 
 
-def _database(request: Request) -> Database:
-    database: Database = request.app.state.database
-    return database
-
-
 async def list_packages(request: Request) -> JSONResponse:
     principal = require_principal(request)
     page = page_request(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         result = await package_read_service.list_packages(session, principal, page)
     return JSONResponse(
         {"items": [package_json(p) for p in result.items], "next_cursor": result.next_cursor}
@@ -65,7 +60,7 @@ async def list_packages(request: Request) -> JSONResponse:
 
 async def get_package(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         package = await package_read_service.get_package(
             session, principal, request.path_params["package_id"]
         )
@@ -75,7 +70,7 @@ async def get_package(request: Request) -> JSONResponse:
 async def list_functions(request: Request) -> JSONResponse:
     principal = require_principal(request)
     page = page_request(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         result = await function_read_service.list_functions(session, principal, page)
     return JSONResponse(
         {"items": [function_json(f) for f in result.items], "next_cursor": result.next_cursor}

@@ -10,7 +10,6 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import (
     FunctionDetailView,
@@ -26,12 +25,8 @@ from calcgraph.rest_compat.schemas import (
     PublishFromGitBody,
     PublishPackageBody,
 )
+from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
-
-
-def _database(request: Request) -> Database:
-    database: Database = request.app.state.database
-    return database
 
 
 def package_version_json(version: PackageVersionView) -> dict[str, Any]:
@@ -129,7 +124,7 @@ def function_detail_json(detail: FunctionDetailView) -> dict[str, Any]:
 async def publish_package(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, PublishPackageBody)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         report = await publishing_service.publish(
             session, principal, body.manifest, body.files, body.visibility, body.organization
         )
@@ -140,7 +135,7 @@ async def publish_from_git(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, PublishFromGitBody)
     settings: Settings = request.app.state.settings
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         report = await publishing_service.publish_from_git(
             session,
             principal,
@@ -156,7 +151,7 @@ async def publish_from_git(request: Request) -> JSONResponse:
 async def patch_package(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, PatchPackageBody)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         package = await publishing_service.set_visibility(
             session, principal, request.path_params["package_id"], body.visibility
         )
@@ -165,7 +160,7 @@ async def patch_package(request: Request) -> JSONResponse:
 
 async def package_versions(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         listing = await publishing_service.package_versions(
             session, principal, request.path_params["package_name"]
         )
@@ -174,7 +169,7 @@ async def package_versions(request: Request) -> JSONResponse:
 
 async def function_versions(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         listing = await function_version_service.function_versions(
             session,
             principal,
@@ -186,7 +181,7 @@ async def function_versions(request: Request) -> JSONResponse:
 
 async def get_function(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         detail = await function_version_service.function_detail(
             session, principal, request.path_params["function_id"]
         )

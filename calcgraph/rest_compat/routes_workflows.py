@@ -12,7 +12,6 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
@@ -21,6 +20,7 @@ from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowView
 from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.routes_packages import page_request
 from calcgraph.rest_compat.schemas import CreateRunBody, CreateWorkflowBody, WorkflowGraphBody
+from calcgraph.rest_compat.state import database_of
 from calcgraph.workers.inprocess import Execution
 from calcgraph.workers.run_wait import wait_for_run
 
@@ -29,11 +29,6 @@ MAX_TICK_WAIT_SECONDS = 30.0
 
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat().replace("+00:00", "Z")
-
-
-def _database(request: Request) -> Database:
-    database: Database = request.app.state.database
-    return database
 
 
 def workflow_json(workflow: WorkflowView) -> dict[str, Any]:
@@ -121,7 +116,7 @@ def parse_tick_wait(raw: str | None) -> float:
 async def list_workflows(request: Request) -> JSONResponse:
     principal = require_principal(request)
     page = page_request(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         result = await workflow_service.list_workflows(session, principal, page)
     return JSONResponse(
         {"items": [workflow_json(w) for w in result.items], "next_cursor": result.next_cursor}
@@ -131,7 +126,7 @@ async def list_workflows(request: Request) -> JSONResponse:
 async def create_workflow(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, CreateWorkflowBody)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         detail = await workflow_service.create(
             session,
             principal,
@@ -147,14 +142,14 @@ async def create_workflow(request: Request) -> JSONResponse:
 async def validate_workflow(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, WorkflowGraphBody)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         report = await workflow_service.validate_graph(session, principal, body.graph)
     return JSONResponse({"valid": report.valid, "report": report.as_dict()})
 
 
 async def get_workflow(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         detail = await workflow_service.get(session, principal, request.path_params["slug"])
     return JSONResponse(workflow_detail_json(detail))
 
@@ -162,7 +157,7 @@ async def get_workflow(request: Request) -> JSONResponse:
 async def update_workflow(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, WorkflowGraphBody)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         detail = await workflow_service.update(
             session, principal, request.path_params["slug"], body.graph
         )
@@ -172,7 +167,7 @@ async def update_workflow(request: Request) -> JSONResponse:
 async def create_run(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, CreateRunBody)
-    async with _database(request).write_session() as session:
+    async with database_of(request).write_session() as session:
         run = await run_service.create(session, principal, request.path_params["slug"], body.inputs)
     return JSONResponse(run_json(run), status_code=201)
 
@@ -181,7 +176,7 @@ async def list_runs(request: Request) -> JSONResponse:
     principal = require_principal(request)
     page = page_request(request)
     statuses = request.query_params.getlist("status")
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         result = await run_service.list_runs(
             session, principal, page, statuses, request.query_params.get("workflow")
         )
@@ -192,14 +187,14 @@ async def list_runs(request: Request) -> JSONResponse:
 
 async def get_run(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         run = await run_service.get(session, principal, request.path_params["run_id"])
     return JSONResponse(run_json(run))
 
 
 async def get_plan(request: Request) -> JSONResponse:
     principal = require_principal(request)
-    async with _database(request).read_session() as session:
+    async with database_of(request).read_session() as session:
         run = await run_service.get(session, principal, request.path_params["run_id"])
     return JSONResponse(plan_json(run))
 
@@ -210,7 +205,7 @@ async def tick_run(request: Request) -> JSONResponse:
     principal = require_principal(request)
     run_id = request.path_params["run_id"]
     wait = parse_tick_wait(request.query_params.get("wait"))
-    database = _database(request)
+    database = database_of(request)
     execution: Execution = request.app.state.execution
     if wait > 0:
         await wait_for_run(database, execution.notifier, principal, run_id, wait)

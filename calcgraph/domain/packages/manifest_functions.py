@@ -168,18 +168,7 @@ def _ports(p: Problems, value: object, loc: Loc, *, inputs: bool) -> tuple[Port,
 
 
 def _function_changelog(p: Problems, value: object, loc: Loc) -> str | Mapping[str, str] | None:
-    if isinstance(value, str):
-        return p.string(value, loc, max_length=4000)
-    if not isinstance(value, Mapping):
-        p.add(loc, f"must be a text or a mapping of version to text, not {describe(value)}")
-        return None
-    texts: dict[str, str] = {}
-    for key, text in p.entries(value, loc, what="versions"):
-        version = p.version(key, (*loc, key))
-        clean = p.string(text, (*loc, key), max_length=4000)
-        if version is not None and clean is not None:
-            texts[version] = clean
-    return texts
+    return p.versioned_text(value, loc, max_length=4000)
 
 
 def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionSpec | None:

@@ -171,18 +171,7 @@ def _changelog(
 
 
 def _migration_guide(p: Problems, value: object, loc: Loc) -> str | Mapping[str, str] | None:
-    if isinstance(value, str):
-        return p.string(value, loc, max_length=20000)
-    if not isinstance(value, Mapping):
-        p.add(loc, f"must be a text or a mapping of version to text, not {describe(value)}")
-        return None
-    guides: dict[str, str] = {}
-    for key, text in p.entries(value, loc, what="versions"):
-        version = p.version(key, (*loc, key))
-        clean = p.string(text, (*loc, key), max_length=20000)
-        if version is not None and clean is not None:
-            guides[version] = clean
-    return guides
+    return p.versioned_text(value, loc, max_length=20000)
 
 
 def _compatibility(p: Problems, value: object, loc: Loc) -> Compatibility | None:

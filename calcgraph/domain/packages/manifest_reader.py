@@ -200,6 +200,23 @@ class Problems:
             return None
         return float(value)
 
+    def versioned_text(
+        self, value: object, loc: Loc, *, max_length: int
+    ) -> str | Mapping[str, str] | None:
+        """A text, or a mapping of version to text (changelogs, migration guides)."""
+        if isinstance(value, str):
+            return self.string(value, loc, max_length=max_length)
+        if not isinstance(value, Mapping):
+            self.add(loc, f"must be a text or a mapping of version to text, not {describe(value)}")
+            return None
+        texts: dict[str, str] = {}
+        for key, text in self.entries(value, loc, what="versions"):
+            version = self.version(key, (*loc, key))
+            clean = self.string(text, (*loc, key), max_length=max_length)
+            if version is not None and clean is not None:
+                texts[version] = clean
+        return texts
+
     def version(self, value: object, loc: Loc) -> str | None:
         """A semantic version, kept as written (trimmed) so build metadata survives."""
         if isinstance(value, int | float) and not isinstance(value, bool):
