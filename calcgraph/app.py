@@ -16,17 +16,23 @@ from strawberry.subscriptions import (
     MULTIPART_SUBSCRIPTION_PROTOCOL,
 )
 
+from calcgraph import heap
 from calcgraph.auth.authenticate import AuthenticationMiddleware
 from calcgraph.auth.setup import build_identity
 from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
+from calcgraph.ops.http import RequestMiddleware
+from calcgraph.ops.metrics import Metrics
+from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter
 from calcgraph.rest_compat import (
     errors,
+    openapi,
     routes_auth,
     routes_builds,
     routes_execute,
     routes_health,
     routes_jobs,
+    routes_metrics,
     routes_organizations,
     routes_packages,
     routes_publish,
@@ -57,11 +63,14 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     )
     identity = build_identity(settings, db)
     # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
-    execution = Execution(settings, db)
+    metrics = Metrics()
+    execution = Execution(settings, db, metrics)
+    limiter = build_limiter(settings)
 
     routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
         *routes_health.routes,
+        *routes_metrics.routes,
         *routes_types.routes,
         *routes_auth.routes,
         *routes_organizations.routes,
@@ -71,20 +80,26 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         *routes_execute.routes,
         *routes_builds.routes,
         *routes_workflows.routes,
+        *openapi.routes,
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if execution.in_process:  # no Redis: this process runs the jobs too
             await asyncio.to_thread(execution.start_workers)
+        heap.settle()  # startup's objects leave the collector's generations
         yield
         await execution.close()
+        if limiter is not None:
+            await limiter.close()
         if owns_database:
             await db.dispose()
 
     app = Starlette(
         routes=routes,
         middleware=[
+            # Outermost: request id, metrics and access log see every answer, errors included.
+            Middleware(RequestMiddleware, routes=routes, metrics=metrics),
             Middleware(MediaTypeMiddleware),
             Middleware(errors.ErrorMiddleware),
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
@@ -92,6 +107,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             Middleware(
                 AuthenticationMiddleware, authenticator=identity.authenticator, routes=routes
             ),
+            # After authentication: the caller is its user when known, else its address.
+            Middleware(RateLimitMiddleware, limiter=limiter, metrics=metrics),
         ],
         exception_handlers={HTTPException: errors.handle, DomainError: errors.handle},
         lifespan=lifespan,
@@ -100,4 +117,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.database = db
     app.state.identity = identity
     app.state.execution = execution
+    app.state.metrics = metrics
+    app.state.limiter = limiter
     return app

@@ -52,6 +52,11 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="a queued job this old (times its deliveries) is re-sent"
     )
     sweeper_max_deliveries: int = Field(default=5, gt=0)
+    chain_execution: Literal["chain", "node"] = Field(
+        default="chain",
+        description="chain: a chain of the frozen plan runs as one worker job, node by node in "
+        "one warm sandbox; node: one worker job per node, each submitted by a tick",
+    )
     code_cache_dir: Path | None = Field(
         default=None, description="staged function code by content; unset: under the temp dir"
     )
@@ -90,6 +95,18 @@ class Settings(BaseSettings):
     graphql_introspection: bool = True
     sqlite_busy_timeout_ms: int = 5000
     log_level: str = "info"
+    log_format: Literal["json", "text"] | None = Field(
+        default=None, description="unset: json when stderr is not a terminal, else text"
+    )
+    # Per caller (user, else client address): a token bucket refilled at this rate, holding
+    # `rate_limit_burst` tokens; 0 disables. Shared through Redis when it is configured.
+    # Generous defaults: scripts and notebooks driving runs must not meet them; operators tune.
+    rate_limit_per_minute: float = Field(default=6000.0, ge=0)
+    rate_limit_burst: int = Field(default=1000, gt=0)
+    worker_metrics_port: int | None = Field(
+        default=None,
+        description="`calcgraph worker`: serve /metrics on this port (process i: port + i)",
+    )
 
     # POST /packages/from-git: limits of one clone, passed to calcgraph.sources.git.
     git_clone_timeout_seconds: float = Field(default=120.0, gt=0)
@@ -171,6 +188,13 @@ class Settings(BaseSettings):
         if self.oidc_client_id is None and self.uses_dev_identity_provider:
             return "calcgraph-dev"
         return self.oidc_client_id
+
+    @property
+    def login_client_secret(self) -> str | None:
+        # The development provider refuses a code exchange without a secret (any one will do).
+        if self.oidc_client_secret is not None:
+            return self.oidc_client_secret.get_secret_value()
+        return "development" if self.uses_dev_identity_provider else None
 
 
 @lru_cache(maxsize=1)

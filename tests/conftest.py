@@ -30,6 +30,10 @@ POSTGRES_URL = os.environ.get(
     "CALCGRAPH_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 BACKENDS = [b for b in os.environ.get("CALCGRAPH_TEST_DATABASES", "sqlite,postgresql").split(",")]
+# Suites fire hundreds of requests as one user: a limit no test reaches, so the limiter still
+# runs on every request (tests/ops sets its own small limits). Servers the tests start inherit it.
+os.environ.setdefault("CALCGRAPH_RATE_LIMIT_PER_MINUTE", "1000000")
+os.environ.setdefault("CALCGRAPH_RATE_LIMIT_BURST", "1000000")
 
 
 async def _reset_postgres(url: str) -> None:

@@ -24,7 +24,10 @@ from calcgraph.resolvers.catalog import CatalogQuery
 from calcgraph.resolvers.execute import ExecuteMutation
 from calcgraph.resolvers.packages import PackageMutation, PackageQuery
 from calcgraph.resolvers.workflows import WorkflowMutation, WorkflowQuery, WorkflowSubscription
+from calcgraph.schema.document_cache import DocumentCache
 from calcgraph.schema.errors import ContractErrors
+from calcgraph.schema.fast_execution import FastExecutionContext
+from calcgraph.schema.telemetry import OperationLabel
 
 log = logging.getLogger("calcgraph.graphql")
 
@@ -66,12 +69,15 @@ def build_schema(
     # tokens are counted by the parser before anything else runs.
     extensions: list[Callable[[], SchemaExtension]] = [
         ContractErrors,
+        OperationLabel,
         partial(QueryDepthLimiter, max_depth=max_depth),
         partial(MaxAliasesLimiter, max_alias_count=max_aliases),
         partial(MaxTokensLimiter, max_token_count=max_tokens),
     ]
     if not introspection:
         extensions.append(DisableIntrospection)
+    # Last: its rules are all above, fixed for this schema, so a text validated once stays valid.
+    extensions.append(DocumentCache().extension())
     return Schema(
         query=Query,
         mutation=Mutation,
@@ -79,4 +85,6 @@ def build_schema(
         extensions=extensions,
         # Suggestions ("did you mean ...?") would let a caller map a schema it cannot introspect.
         config=StrawberryConfig(disable_field_suggestions=True),
+        # Long lists of plain objects (a run's 1,000 node states) skip per-field machinery.
+        execution_context_class=FastExecutionContext,
     )

@@ -13,8 +13,10 @@ import multiprocessing
 import os
 import signal
 import threading
+from typing import Any
 
 import dramatiq
+from prometheus_client import start_http_server
 
 from calcgraph.builds.retention_actor import RetentionTimer
 from calcgraph.settings import Settings
@@ -25,7 +27,9 @@ from calcgraph.workers.runtime import Sweeper, WorkerRuntime
 log = logging.getLogger("calcgraph.workers")
 
 
-def serve_worker(settings: Settings, threads: int, stop: threading.Event | None = None) -> None:
+def serve_worker(
+    settings: Settings, threads: int, stop: threading.Event | None = None, index: int = 0
+) -> None:
     """One worker process (or thread, in tests): runs until SIGTERM/SIGINT or `stop`."""
     if settings.redis_url is None:
         raise ValueError(
@@ -40,6 +44,7 @@ def serve_worker(settings: Settings, threads: int, stop: threading.Event | None 
     broker = build_broker(settings)
     cache, notifier = build_cache_and_notifier(settings)
     runtime = WorkerRuntime(settings, broker=broker, cache=cache, notifier=notifier)
+    metrics_server = _serve_metrics(settings, runtime, index)
     declare_actors(broker, runtime)
     broker.emit_after("process_boot")
     worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=settings.worker_poll_ms)
@@ -57,18 +62,33 @@ def serve_worker(settings: Settings, threads: int, stop: threading.Event | None 
         runtime.close()
         broker.emit_before("process_stop")
         broker.close()
+        if metrics_server is not None:
+            metrics_server.shutdown()
+            metrics_server.server_close()
 
 
-def _child(threads: int) -> None:
+def _serve_metrics(settings: Settings, runtime: WorkerRuntime, index: int) -> Any:
+    # Worker metrics live in each process (job runs, warm pool, cache stores): process i of
+    # `--processes N` answers on port + i, for Prometheus to scrape each.
+    if settings.worker_metrics_port is None:
+        return None
+    port = settings.worker_metrics_port + index
+    server, _ = start_http_server(port, addr=settings.host, registry=runtime.metrics.registry)
+    log.info("worker metrics at http://%s:%d/metrics", settings.host, port)
+    return server
+
+
+def _child(threads: int, index: int) -> None:
+    from calcgraph.ops.logs import setup_logging
     from calcgraph.settings import get_settings
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(get_settings())
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     threading.Thread(target=_watch_parent, args=(os.getppid(), stop), daemon=True).start()
     # A spawned child reads the same environment as its parent, hence the same settings.
-    serve_worker(get_settings(), threads, stop)
+    serve_worker(get_settings(), threads, stop, index)
 
 
 def _watch_parent(parent: int, stop: threading.Event) -> None:
@@ -86,7 +106,7 @@ def run_workers(settings: Settings, processes: int, threads: int) -> int:
         return 0
     context = multiprocessing.get_context("spawn")
     children = [
-        context.Process(target=_child, args=(threads,), name=f"calcgraph-worker-{i}")
+        context.Process(target=_child, args=(threads, i), name=f"calcgraph-worker-{i}")
         for i in range(processes)
     ]
     for child in children:

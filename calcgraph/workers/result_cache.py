@@ -11,19 +11,46 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from calcgraph.domain.jobs.cache_key import RESULT_TTL_SECONDS, CachedResult
 
 
+@dataclass
+class CacheStats:
+    """What /metrics reports of this process's cache (the hit rate is the API's lookups)."""
+
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def looked_up(self, found: CachedResult | None) -> CachedResult | None:
+        with self._lock:
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return found
+
+    def stored(self) -> None:
+        with self._lock:
+            self.stores += 1
+
+
 class InProcessResultCache:
     def __init__(self, ttl_seconds: float = RESULT_TTL_SECONDS, max_entries: int = 10_000) -> None:
+        self.stats = CacheStats()
         self.ttl = ttl_seconds
         self.max_entries = max_entries
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[float, CachedResult]] = OrderedDict()
 
     def lookup(self, key: str) -> CachedResult | None:
+        return self.stats.looked_up(self._lookup(key))
+
+    def _lookup(self, key: str) -> CachedResult | None:
         with self._lock:
             found = self._entries.get(key)
             if found is None:
@@ -42,6 +69,7 @@ class InProcessResultCache:
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
+        self.stats.stored()
 
     async def close(self) -> None:
         pass
@@ -54,6 +82,7 @@ class RedisResultCache:
         import redis
         import redis.asyncio
 
+        self.stats = CacheStats()
         self.ttl_ms = int(ttl_seconds * 1000)
         self.prefix = f"{prefix}calcgraph:result:"
         self._sync = redis.Redis.from_url(url)
@@ -70,14 +99,15 @@ class RedisResultCache:
 
     async def get(self, key: str) -> CachedResult | None:
         raw = await self._client().get(self.prefix + key)
-        return _decode(raw)
+        return self.stats.looked_up(_decode(raw))
 
     def lookup(self, key: str) -> CachedResult | None:
-        return _decode(self._sync.get(self.prefix + key))
+        return self.stats.looked_up(_decode(self._sync.get(self.prefix + key)))
 
     def put(self, key: str, result: CachedResult) -> None:
         body = json.dumps({"outputs": result.outputs, "logs": result.logs})
         self._sync.set(self.prefix + key, body, px=self.ttl_ms)
+        self.stats.stored()
 
     async def close(self) -> None:
         if self._async is not None:

@@ -105,6 +105,19 @@ class WarmPool:
         """Start a sandbox for `key` ahead of its first job."""
         self._give_back(key, self._start(spec))
 
+    def acquire(self, key: str, spec: SandboxSpec) -> Sandbox:
+        """A sandbox of `key`, warm if one is idle, for the caller alone until `release`: a
+        chain runs its consecutive nodes of one function version on it. Raises SandboxError
+        when none can be started."""
+        sandbox, stale = self._take(key, spec)
+        for old in stale:
+            old.close()
+        return sandbox if sandbox is not None else self._start(spec)
+
+    def release(self, key: str, sandbox: Sandbox) -> None:
+        """Give back a sandbox from `acquire` (closed instead when it died)."""
+        self._give_back(key, sandbox)
+
     def run(self, key: str, request: RunRequest) -> RunResult:
         """Run one job of function version `key` on a warm sandbox, starting one if needed."""
         return self.run_spec(key, request.spec, request.inputs)

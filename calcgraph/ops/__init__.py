@@ -1,0 +1,1 @@
+"""Operations: metrics, structured logs with request ids, rate limits."""
