@@ -42,6 +42,7 @@ class Database:
         *,
         busy_timeout_ms: int = 5000,
         bind: AsyncConnection | None = None,
+        pre_ping: bool = True,
     ) -> None:
         self.url = url
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
@@ -56,7 +57,10 @@ class Database:
             return
         kwargs: dict[str, Any] = {}
         if self.dialect_name == "postgresql":
-            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+            # pre_ping costs a round trip per unit of work; callers that retry a failed unit
+            # anyway (the workers) switch it off and rely on SQLAlchemy invalidating the pool
+            # when a statement meets a dropped connection.
+            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=pre_ping)
         self.engine = create_async_engine(url, **kwargs)
         if self.dialect_name == "sqlite":
             configure_sqlite(self.engine, busy_timeout_ms)

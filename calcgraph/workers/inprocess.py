@@ -9,13 +9,15 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import dramatiq
+from dramatiq.brokers.stub import StubBroker
 
 from calcgraph.builds.retention_actor import RetentionTimer
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
-from calcgraph.workers.broker import build_broker, declare_actors, send
+from calcgraph.workers.broker import QUEUE, build_broker, declare_actors, send
 from calcgraph.workers.flush import attach
 from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier, wait_for_job
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
@@ -40,16 +42,25 @@ def build_cache_and_notifier(settings: Settings) -> tuple[ResultCache, Notifier]
 
 
 class Execution:
-    def __init__(self, settings: Settings, database: Database) -> None:
+    def __init__(
+        self, settings: Settings, database: Database, metrics: Metrics | None = None
+    ) -> None:
         self.settings = settings
         self.database = database
+        self.metrics = metrics if metrics is not None else Metrics()
         self.broker = build_broker(settings)
         self.cache, self.notifier = build_cache_and_notifier(settings)
+        self.metrics.watch(cache=self.cache)
         attach(database, self.send)
         self.runtime: WorkerRuntime | None = None
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
         self.retention: RetentionTimer | None = None
+
+    @property
+    def chains(self) -> bool:
+        """Ticks submit a chain's remaining nodes as one chain job (`chain_execution`)."""
+        return self.settings.chain_execution == "chain"
 
     @property
     def in_process(self) -> bool:
@@ -66,6 +77,7 @@ class Execution:
             cache=self.cache,
             notifier=self.notifier,
             backend=backend,
+            metrics=self.metrics,
         )
         declare_actors(self.broker, runtime)
         worker = dramatiq.Worker(
@@ -84,10 +96,18 @@ class Execution:
         )
         return runtime
 
+    async def queue_length(self) -> int:
+        """Messages waiting in the broker's job queue (/metrics)."""
+        if isinstance(self.broker, StubBroker):
+            return int(self.broker.queues[QUEUE].qsize())
+        # Redis: Dramatiq's own queue-size command, a blocking call.
+        return int(await asyncio.to_thread(self.broker.do_qsize, QUEUE))  # type: ignore[attr-defined]
+
     async def wait(
         self, job_id: str, seconds: float, read: Callable[[], Awaitable[JobView]]
     ) -> JobView:
-        return await wait_for_job(self.notifier, job_id, seconds, read)
+        """Wait for a job submitted just now (the execute doors, right after their commit)."""
+        return await wait_for_job(self.notifier, job_id, seconds, read, fresh=True)
 
     def stop_workers(self) -> None:
         if self.retention is not None:

@@ -1,7 +1,8 @@
 """The `jobs.run` actor: run one job by id, record its result in the job store, idempotently.
 
 1. Claim `queued -> running` with a guarded UPDATE; 0 rows means another delivery claimed or
-   finished it: ack and return (a redelivered message never runs a job twice).
+   finished it: ack and return (a redelivered message never runs a job twice). Claims and
+   finishes go through the process's `JobStore`, which groups concurrent ones per transaction.
 2. Stage the code and run it on the process's warm pool, in this worker thread.
 3. Record `success`/`failed` with a guarded UPDATE (`running -> ...`), cache a success, notify.
 
@@ -20,9 +21,10 @@ from dramatiq.middleware import CurrentMessage
 
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
-from calcgraph.domain.jobs.execution.repository import ClaimedRow
+from calcgraph.domain.jobs.execution.repository import ClaimedRow, Finish
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.ops import logs
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import ActorSpec
 from calcgraph.workers.runtime import WorkerRuntime
@@ -38,6 +40,15 @@ class InfrastructureFailure(Exception):
 
 
 def run_job(runtime: WorkerRuntime, job_id: str) -> None:
+    # Every log line of this job (the runtime loop's included) names it.
+    token = logs.job_id.set(job_id)
+    try:
+        _run_job(runtime, job_id)
+    finally:
+        logs.job_id.reset(token)
+
+
+def _run_job(runtime: WorkerRuntime, job_id: str) -> None:
     claimed = runtime.call(_claim(runtime, job_id))
     if claimed is None:
         return
@@ -71,7 +82,19 @@ def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
             deps_dir=target.deps_dir,
         )
         runtime.count_run()
-        return runtime.pool.run(claimed.function_version_id, request)
+        began = time.perf_counter()
+        result = runtime.pool.run(claimed.function_version_id, request)
+        seconds = time.perf_counter() - began
+        kind = result.error.kind if result.error is not None else None
+        runtime.metrics.job_finished(result.status, kind, seconds)
+        log.info(
+            "job ran: %s%s in %.1f ms",
+            result.status,
+            f" ({kind})" if kind else "",
+            seconds * 1000,
+            extra={"status": result.status, "error_kind": kind, "duration_ms": seconds * 1000},
+        )
+        return result
     except Exception as exc:
         log.exception("job %s could not be run", claimed.job_id)
         return RunResult.failed("infrastructure_error", f"the worker could not run the job: {exc}")
@@ -97,8 +120,7 @@ def _record(runtime: WorkerRuntime, job_id: str, result: RunResult) -> bool:
 
 
 async def _claim(runtime: WorkerRuntime, job_id: str) -> ClaimedRow | None:
-    async with runtime.database.write_session() as session:
-        return await service.claim(session, job_id)
+    return await runtime.store.claim(job_id)
 
 
 async def _release(runtime: WorkerRuntime, job_id: str) -> bool:
@@ -107,15 +129,15 @@ async def _release(runtime: WorkerRuntime, job_id: str) -> bool:
 
 
 async def _finish(runtime: WorkerRuntime, job_id: str, result: RunResult) -> bool:
-    async with runtime.database.write_session() as session:
-        return await service.finish(
-            session,
+    return await runtime.store.finish(
+        Finish(
             job_id,
             result.status,
             result.outputs if result.status == "success" else None,
             result.error.as_dict() if result.error is not None else None,
             result.logs,
         )
+    )
 
 
 def _retry_when(retries: int, exc: BaseException) -> bool:

@@ -21,10 +21,12 @@ from calcgraph.builds.artifact import runnable
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
 from calcgraph.domain.jobs.inputs import output_ports
+from calcgraph.ops.metrics import WorkerMetrics
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import send
 from calcgraph.workers.code_cache import CodeCache, CodeError
 from calcgraph.workers.flush import attach
+from calcgraph.workers.job_store import JobStore
 from calcgraph.workers.notify import Notifier
 from calcgraph.workers.result_cache import ResultCache
 from calcgraph.workers.sandbox import SandboxBackend, WarmPool, create_backend, limits_from
@@ -56,8 +58,11 @@ class WorkerRuntime:
         cache: ResultCache,
         notifier: Notifier,
         backend: SandboxBackend | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.settings = settings
+        # The API's metrics for in-process workers; a worker process's own otherwise.
+        self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.broker = broker
         self.cache = cache
         self.notifier = notifier
@@ -66,13 +71,19 @@ class WorkerRuntime:
             target=self._run_loop, name="calcgraph-worker-loop", daemon=True
         )
         self._thread.start()
+        # No pre-ping: a claim or finish that meets a connection PostgreSQL dropped fails, the
+        # pool is invalidated, and the job store retries the request alone on a fresh one.
         self.database = Database(
-            settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
+            settings.database_url,
+            busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+            pre_ping=False,
         )
         attach(self.database, lambda message: send(broker, message))
+        self.store = JobStore(self.database)
         self._owns_backend = backend is None
         self.backend = backend or create_backend(settings)
         self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
+        self.metrics.watch(pool=self.pool, cache=cache)
         self.code_cache = CodeCache(settings.code_cache_dir)
         self.limits = limits_from(settings)
         self._targets: dict[str, Target] = {}

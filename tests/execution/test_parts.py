@@ -7,6 +7,7 @@ import hashlib
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,10 @@ import redis
 
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
 from calcgraph.domain.jobs.inputs import resolve_inputs
+from calcgraph.domain.jobs.views import JobView
 from calcgraph.settings import Settings
 from calcgraph.workers.code_cache import CodeCache, CodeError
+from calcgraph.workers.notify import LocalNotifier, RedisNotifier, wait_for_job
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache
 from calcgraph.workers.sandbox import Limits, RunRequest, WarmPool, create_backend
 from tests.execution.conftest import default_sandbox
@@ -58,6 +61,86 @@ async def test_the_redis_cache_shares_results_with_an_expiry() -> None:
         assert await cache.get("k") is None
     finally:
         await cache.close()
+
+
+def _view(job_id: str, status: str) -> JobView:
+    now = datetime.now(UTC)
+    return JobView(
+        job_id, "f", "v", "p", "u", status, {}, None, None, None, False, None, None, now, None, None
+    )
+
+
+class _Job:
+    """A job row as `read` sees it, with a count of the reads."""
+
+    def __init__(self, status: str = "queued") -> None:
+        self.status, self.reads = status, 0
+
+    async def read(self) -> JobView:
+        self.reads += 1
+        return _view("j", self.status)
+
+
+async def test_waiting_for_a_fresh_job_reads_once_it_is_notified() -> None:
+    notifier = LocalNotifier()
+    job = _Job()
+
+    async def finish_soon() -> None:
+        await asyncio.sleep(0.01)
+        job.status = "success"
+        await asyncio.to_thread(notifier.publish, "j")  # a worker thread publishes
+
+    finishing = asyncio.create_task(finish_soon())
+    view = await wait_for_job(notifier, "j", 5.0, job.read, fresh=True)
+    await finishing
+    assert (view.status, job.reads) == ("success", 1)
+    # Not fresh (a job submitted earlier): read at once, then again after the notification.
+    job.status, job.reads = "queued", 0
+    finishing = asyncio.create_task(finish_soon())
+    view = await wait_for_job(notifier, "j2", 0.2, job.read)
+    await finishing
+    assert job.reads >= 2
+
+
+async def test_a_fresh_job_whose_notification_is_lost_is_still_read() -> None:
+    notifier = LocalNotifier()
+    job = _Job("success")  # finished, and nobody publishes
+    started = time.perf_counter()
+    view = await wait_for_job(notifier, "j", 5.0, job.read, fresh=True)
+    assert view.status == "success"
+    assert time.perf_counter() - started < 1.0  # the first backoff, not the whole wait
+    job.status = "running"
+    view = await wait_for_job(notifier, "j", 0.0, job.read, fresh=True)
+    assert view.status == "running"
+
+
+async def test_a_redis_notifier_is_steady_only_once_subscribed_for_a_while() -> None:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
+    notifier = RedisNotifier(REDIS_URL, f"test-{uuid.uuid4().hex[:8]}:")
+    job = _Job()
+    try:
+        assert not notifier.steady()
+        # Just subscribed (by this wait): a notification may predate the subscription.
+        await wait_for_job(notifier, "j", 0.01, job.read, fresh=True)
+        assert not notifier.steady()
+        await asyncio.sleep(1.1)
+        assert notifier.steady()
+
+        async def finish_soon() -> None:
+            await asyncio.sleep(0.05)
+            job.status = "success"
+            await asyncio.to_thread(notifier.publish, "j")
+
+        job.reads = 0
+        finishing = asyncio.create_task(finish_soon())
+        view = await wait_for_job(notifier, "j", 5.0, job.read, fresh=True)
+        await finishing
+        assert (view.status, job.reads) == ("success", 1)
+    finally:
+        await notifier.close()
 
 
 def _blobs(files: dict[str, bytes]) -> tuple[dict[str, str], dict[str, bytes]]:

@@ -35,5 +35,9 @@ class JobReadService:
             raise PermissionDenied(policy.denial(f"job {job_id!r}"))
         return job
 
+    async def count_by_status(self, session: AsyncSession) -> dict[str, int]:
+        """Totals for the public /metrics (contract section 3): counts, never rows."""
+        return await JobRepository.from_session(session).count_by_status()
+
 
 job_read_service = JobReadService()

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import CursorResult, and_, select, update
+from sqlalchemy import CursorResult, Table, and_, bindparam, null, select, update
 
-from calcgraph.db.base import RepositoryBase
+from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime
 from calcgraph.domain.functions.models import FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import CodeBlob, PackageVersion
@@ -38,9 +38,55 @@ class CodeRow:
     version was built from submitted code (POST /functions): its dependencies live there."""
 
 
+@dataclass(frozen=True)
+class Finish:
+    """One `running -> success/failed` transition, as a batch of them carries it."""
+
+    job_id: str
+    status: str
+    outputs: dict[str, Any] | None
+    error: dict[str, Any] | None
+    logs: str
+
+
 def _rows(result: Any) -> int:
     assert isinstance(result, CursorResult)
     return int(result.rowcount)
+
+
+# The worker's hot path: Core statements built once (no ORM DML compile, no per-call statement
+# construction or cache-key walk), on the table rather than the mapped class.
+_JOBS = cast(Table, Job.__table__)
+_CLAIM_MANY = (
+    update(_JOBS)
+    .where(_JOBS.c.id.in_(bindparam("ids", expanding=True)), _JOBS.c.status == "queued")
+    .values(status="running", started_at=bindparam("now", type_=UTCDateTime()))
+    .returning(_JOBS.c.id, _JOBS.c.function_version_id, _JOBS.c.resolved_inputs)
+)
+_FINISH_WHERE = (_JOBS.c.id == bindparam("job_id"), _JOBS.c.status == "running")
+# outputs on a success, error on a failure; the other stays SQL NULL (not JSON null).
+_FINISH_SUCCESS = (
+    update(_JOBS)
+    .where(*_FINISH_WHERE)
+    .values(
+        status="success",
+        outputs=bindparam("outputs", type_=JSONType),
+        error=null(),
+        logs=bindparam("logs"),
+        finished_at=bindparam("now", type_=UTCDateTime()),
+    )
+)
+_FINISH_FAILED = (
+    update(_JOBS)
+    .where(*_FINISH_WHERE)
+    .values(
+        status="failed",
+        outputs=null(),
+        error=bindparam("error", type_=JSONType),
+        logs=bindparam("logs"),
+        finished_at=bindparam("now", type_=UTCDateTime()),
+    )
+)
 
 
 class JobExecutionRepository(RepositoryBase[Job]):
@@ -64,6 +110,28 @@ class JobExecutionRepository(RepositoryBase[Job]):
         if row is None:
             return None
         return ClaimedRow(job_id, row[0], row[1])
+
+    async def claim_many(self, job_ids: Iterable[str], now: datetime) -> dict[str, ClaimedRow]:
+        """queued -> running for every id still queued, in one statement; the ids missing from
+        the answer were claimed (or finished) by another delivery."""
+        ids = sorted(set(job_ids))  # one lock order for every claimer
+        if not ids:
+            return {}
+        rows = await self.session.execute(_CLAIM_MANY, {"ids": ids, "now": now})
+        return {row[0]: ClaimedRow(row[0], row[1], row[2]) for row in rows}
+
+    async def finish_many(self, finishes: Sequence[Finish], now: datetime) -> set[str]:
+        """running -> success/failed for each, once; the ids this call transitioned."""
+        done: set[str] = set()
+        for item in sorted(finishes, key=lambda f: f.job_id):
+            params: dict[str, Any] = {"job_id": item.job_id, "logs": item.logs, "now": now}
+            if item.status == "success":
+                statement, params["outputs"] = _FINISH_SUCCESS, item.outputs
+            else:
+                statement, params["error"] = _FINISH_FAILED, item.error
+            if _rows(await self.session.execute(statement, params)) == 1:
+                done.add(item.job_id)
+        return done
 
     async def code_of(self, function_version_id: str) -> CodeRow | None:
         row = (

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.db.base import utcnow
+from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.errors import NotFound
@@ -23,10 +23,14 @@ from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import ResultLookup, result_key
 from calcgraph.domain.jobs.enqueue import enqueue
-from calcgraph.domain.jobs.execution.repository import ClaimedRow, CodeRow, JobExecutionRepository
+from calcgraph.domain.jobs.execution.repository import (
+    ClaimedRow,
+    CodeRow,
+    Finish,
+    JobExecutionRepository,
+)
 from calcgraph.domain.jobs.inputs import resolve_inputs
-from calcgraph.domain.jobs.models import Job
-from calcgraph.domain.jobs.repository import JobRepository, job_view
+from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
 
 RUN_ACTOR = "jobs.run"
@@ -53,6 +57,8 @@ class NodeJob:
     node_key: str
     attempt: int
     resolved_inputs: dict[str, Any]
+    actor: str = RUN_ACTOR
+    """The actor its message goes to: `jobs.run`, or `chains.run` to go on along its chain."""
 
 
 class JobExecutionService:
@@ -86,32 +92,38 @@ class JobExecutionService:
         schema = version.inputs_schema if version.typed else None
         resolved = resolve_inputs(inputs, schema)
         assert isinstance(inputs, dict)
-        job = Job(
-            function_id=function.id,
-            function_version_id=version.id,
-            package_id=function.package_id,
-            user_id=principal.user_id,
-            inputs=inputs,
-            resolved_inputs=resolved,
-        )
+        now = utcnow()
+        # A plain row through Core (the insert of `submit_node_jobs`): the ORM's unit of work
+        # cost more than the statement on this, the execute path's, hottest write.
+        row: dict[str, Any] = {
+            "id": new_id(),
+            "created_at": now,
+            "function_id": function.id,
+            "function_version_id": version.id,
+            "package_id": function.package_id,
+            "user_id": principal.user_id,
+            "inputs": inputs,
+            "resolved_inputs": resolved,
+            "cache_hit": False,
+            "attempt": 1,
+        }
         hit = await cache.get(result_key(version.id, resolved))
         if hit is not None:
-            now = utcnow()
-            job.status, job.cache_hit, job.outputs, job.logs = (
-                "success",
-                True,
-                hit.outputs,
-                hit.logs,
+            row.update(
+                status="success",
+                cache_hit=True,
+                outputs=hit.outputs,
+                logs=hit.logs,
+                started_at=now,
+                finished_at=now,
+                deliveries=0,
             )
-            job.started_at = job.finished_at = now
-            job.deliveries = 0
         else:
-            job.status, job.deliveries = "queued", 1
-        session.add(job)
-        await session.flush()
+            row.update(status="queued", deliveries=1)
+        await JobRepository.from_session(session).insert_many([row])
         if hit is None:
-            enqueue(RUN_ACTOR, job_id=job.id)
-        return job_view(job)
+            enqueue(RUN_ACTOR, job_id=row["id"])
+        return _view_of_new(row)
 
     async def submit_node_jobs(
         self, session: AsyncSession, jobs: list[NodeJob], cache: ResultLookup
@@ -120,7 +132,7 @@ class JobExecutionService:
         commit) for a whole tick at once, in one flush. The inputs were resolved and checked
         by the tick; the (run, node, attempt) unique key refuses a node submitted twice."""
         rows: list[dict[str, Any]] = []
-        to_send: list[str] = []
+        to_send: list[tuple[str, str]] = []
         for spec in jobs:
             row: dict[str, Any] = {
                 "id": spec.job_id,
@@ -153,12 +165,12 @@ class JobExecutionService:
                     deliveries=0,
                 )
             else:
-                to_send.append(spec.job_id)
+                to_send.append((spec.job_id, spec.actor))
             rows.append(row)
         # One multi-row INSERT, without an ORM object per job: a tick may submit hundreds.
         await JobRepository.from_session(session).insert_many(rows)
-        for job_id in to_send:
-            enqueue(RUN_ACTOR, job_id=job_id)
+        for job_id, actor in to_send:
+            enqueue(actor, job_id=job_id)
 
     async def view(self, session: AsyncSession, job_id: str) -> JobView:
         """The job as it is now, for the door that submitted it (access was checked then)."""
@@ -202,6 +214,17 @@ class JobExecutionService:
         return await JobExecutionRepository.from_session(session).finish(
             job_id, status, outputs, error, logs, utcnow()
         )
+
+    async def claim_and_finish(
+        self, session: AsyncSession, claims: list[str], finishes: list[Finish]
+    ) -> tuple[dict[str, ClaimedRow], set[str]]:
+        """A batch of one worker process's transitions in one unit of work: the claimed rows
+        (ids missing: another delivery has them) and the ids this batch finished."""
+        repository = JobExecutionRepository.from_session(session)
+        now = utcnow()
+        finished = await repository.finish_many(finishes, now) if finishes else set()
+        claimed = await repository.claim_many(claims, now) if claims else {}
+        return claimed, finished
 
     async def release(self, session: AsyncSession, job_id: str) -> bool:
         return await JobExecutionRepository.from_session(session).release(job_id)
@@ -250,6 +273,28 @@ class JobExecutionService:
             )
         )
         return report
+
+
+def _view_of_new(row: dict[str, Any]) -> JobView:
+    """The view of a row `submit` just wrote (columns it left out are NULL)."""
+    return JobView(
+        id=row["id"],
+        function_id=row["function_id"],
+        function_version_id=row["function_version_id"],
+        package_id=row["package_id"],
+        user_id=row["user_id"],
+        status=row["status"],
+        inputs=row["inputs"],
+        outputs=row.get("outputs"),
+        error=None,
+        logs=row.get("logs"),
+        cache_hit=row["cache_hit"],
+        workflow_run_id=None,
+        node_key=None,
+        created_at=row["created_at"],
+        started_at=row.get("started_at"),
+        finished_at=row.get("finished_at"),
+    )
 
 
 job_execution_service = JobExecutionService()

@@ -1,0 +1,172 @@
+"""The worker's batched job store: grouped claims and finishes keep every transition guarded,
+so a job is claimed once however many workers (each with its own engine: real parallel
+sessions) ask for it at the same time, and a result is recorded once."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+
+from calcgraph.db.engine import Database
+from calcgraph.domain.jobs.address import ExecuteAddress
+from calcgraph.domain.jobs.execution.repository import Finish
+from calcgraph.domain.jobs.execution.service import job_execution_service
+from calcgraph.domain.jobs.models import Job
+from calcgraph.workers.flush import attach
+from calcgraph.workers.job_store import JobStore
+from calcgraph.workers.result_cache import InProcessResultCache
+from tests.access.factories import create_user
+from tests.auth.idp import LocalIdentityProvider
+from tests.execution.factories import deploy
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+async def database(exec_url: str) -> AsyncIterator[Database]:
+    database = Database(exec_url)
+    # Messages of the jobs made here are dropped: the stores below are the only claimers.
+    attach(database, lambda message: None)
+    yield database
+    await database.dispose()
+
+
+async def _queued(
+    database: Database, identity_provider: LocalIdentityProvider, count: int
+) -> list[str]:
+    alice = await create_user(database, identity_provider, "alice")
+    deployed = await deploy(database, alice)
+    address = ExecuteAddress.by_path(deployed.package_name, "add")
+    ids = []
+    salt = random.random()
+    for i in range(count):
+        async with database.write_session() as session:
+            job = await job_execution_service.submit(
+                session, alice, address, {"x": salt + i, "y": 1}, InProcessResultCache()
+            )
+        assert job.status == "queued"
+        ids.append(job.id)
+    return ids
+
+
+async def _row(database: Database, job_id: str) -> Job:
+    async with database.read_session() as session:
+        job = await session.get(Job, job_id)
+        assert job is not None
+        return job
+
+
+async def test_concurrent_workers_claim_each_job_exactly_once(
+    database: Database, identity_provider: LocalIdentityProvider, exec_url: str
+) -> None:
+    ids = await _queued(database, identity_provider, 40)
+    workers = [Database(exec_url) for _ in range(4)]
+    stores = [JobStore(worker) for worker in workers]
+    try:
+        # Every worker asks for every job (a redelivery storm), in its own order, at once.
+        requests = []
+        for store in stores:
+            order = random.sample(ids, len(ids))
+            requests += [(job_id, store.claim(job_id)) for job_id in order]
+        answers = await asyncio.gather(*(claim for _, claim in requests))
+    finally:
+        for worker in workers:
+            await worker.dispose()
+    winners: dict[str, int] = {}
+    for (job_id, _), row in zip(requests, answers, strict=True):
+        if row is not None:
+            assert row.job_id == job_id
+            assert row.resolved_inputs["y"] == 1
+            winners[job_id] = winners.get(job_id, 0) + 1
+    assert winners == {job_id: 1 for job_id in ids}
+    # The requests of each worker went in fewer transactions than requests.
+    assert all(store.batches < store.requests for store in stores)
+    for job_id in ids:
+        assert (await _row(database, job_id)).status == "running"
+
+
+async def test_two_deliveries_in_one_batch_give_the_row_to_one(
+    database: Database, identity_provider: LocalIdentityProvider
+) -> None:
+    (job_id,) = await _queued(database, identity_provider, 1)
+    store = JobStore(database)
+    first, second = await asyncio.gather(store.claim(job_id), store.claim(job_id))
+    assert store.batches == 1
+    assert [first is not None, second is not None] == [True, False]
+    assert await store.claim(job_id) is None
+
+
+async def test_finishes_record_once_with_their_own_values(
+    database: Database, identity_provider: LocalIdentityProvider
+) -> None:
+    ok_id, failed_id, queued_id = await _queued(database, identity_provider, 3)
+    store = JobStore(database)
+    await asyncio.gather(store.claim(ok_id), store.claim(failed_id))
+    error = {"kind": "user_error", "message": "boom"}
+    recorded = await asyncio.gather(
+        store.finish(Finish(ok_id, "success", {"sum": 2.0}, None, "out")),
+        store.finish(Finish(failed_id, "failed", None, error, "err")),
+        store.finish(Finish(queued_id, "success", {"sum": 9.0}, None, "")),  # never claimed
+    )
+    assert recorded == [True, True, False]
+    ok, failed, queued = [await _row(database, i) for i in (ok_id, failed_id, queued_id)]
+    assert (ok.status, ok.outputs, ok.error, ok.logs) == ("success", {"sum": 2.0}, None, "out")
+    assert (failed.status, failed.outputs, failed.error) == ("failed", None, error)
+    assert ok.finished_at is not None
+    assert ok.started_at is not None
+    assert queued.status == "queued"
+    assert queued.outputs is None
+    # A second record of a finished job (a redelivery that raced) changes nothing.
+    again = Finish(ok_id, "failed", None, error, "")
+    assert await store.finish(again) is False
+    assert (await _row(database, ok_id)).status == "success"
+
+
+async def test_a_failed_batch_fails_its_requests_and_the_store_goes_on(
+    database: Database, identity_provider: LocalIdentityProvider, exec_url: str
+) -> None:
+    (job_id,) = await _queued(database, identity_provider, 1)
+    unreachable = Database(
+        exec_url.replace("127.0.0.1:5432", "127.0.0.1:1")
+        if exec_url.startswith("postgresql")
+        else "sqlite+aiosqlite:////nonexistent-dir/calcgraph.db"
+    )
+    store = JobStore(unreachable)
+    try:
+        answers = await asyncio.gather(
+            store.claim(job_id), store.claim(job_id), return_exceptions=True
+        )
+    finally:
+        await unreachable.dispose()
+    assert all(isinstance(answer, Exception) for answer in answers)
+    assert (await _row(database, job_id)).status == "queued"
+    store.database = database  # the database is back
+    assert await store.claim(job_id) is not None
+
+
+async def test_a_request_that_cannot_be_written_fails_alone(
+    database: Database, identity_provider: LocalIdentityProvider
+) -> None:
+    claimed_id, poisoned_id, other_id = await _queued(database, identity_provider, 3)
+    store = JobStore(database)
+    await store.claim(poisoned_id)
+    # A set is no JSON: this finish can never be written, whatever the database.
+    poison = Finish(poisoned_id, "failed", None, {"kind": {"not", "json"}}, "")
+    answers = await asyncio.gather(
+        store.claim(claimed_id),
+        store.finish(poison),
+        store.claim(other_id),
+        return_exceptions=True,
+    )
+    assert store.batches >= 2  # the failed batch was split
+    claimed, failed, other = answers
+    assert isinstance(failed, Exception)
+    assert not isinstance(claimed, BaseException)
+    assert claimed is not None
+    assert claimed.job_id == claimed_id
+    assert not isinstance(other, BaseException)
+    assert other is not None
+    assert (await _row(database, poisoned_id)).status == "running"
