@@ -5,6 +5,8 @@
   SQLite. Target: p50 under 150 ms.
 - `workflow_chain40`: a chain of 40 nodes each computing fibo(10), the same way. Target: p50
   under 1.0 s.
+  Both measure both ways (`CALCGRAPH_CHAIN_EXECUTION`): one platform per mode, runs
+  alternating between them, one result row per mode (`extra` holds both p50s side by side).
 - `workflow_tick_1000`: one tick (the service call, one commit) on a run of 1,000 nodes on
   PostgreSQL: when nothing changed (target p50 under 5 ms) and when it submits 100 nodes
   (target under 20 ms); `extra` gives the statement counts per tick for 100- and 1,000-node
@@ -33,6 +35,7 @@ from sqlalchemy import event
 from starlette.applications import Starlette
 
 from bench.core import Options, Result, summarise
+from calcgraph import heap
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.db.migrate import upgrade
@@ -159,7 +162,9 @@ async def _url(postgres: bool, tmp: Path) -> str:
 
 
 @contextlib.asynccontextmanager
-async def platform(*, postgres: bool = False, workers: bool = True) -> AsyncIterator[Platform]:
+async def platform(
+    *, postgres: bool = False, workers: bool = True, **overrides: Any
+) -> AsyncIterator[Platform]:
     idp = LocalIdentityProvider().start()
     tmp = Path(tempfile.mkdtemp(prefix="calcgraph-bench-wf-"))
     url = await _url(postgres, tmp)
@@ -169,6 +174,7 @@ async def platform(*, postgres: bool = False, workers: bool = True) -> AsyncIter
         oidc_issuer=idp.issuer,
         code_cache_dir=tmp / "code",
         inprocess_worker_threads=4,
+        **overrides,
     )
     database = Database(url)
     app = create_app(settings, database)
@@ -189,27 +195,72 @@ async def platform(*, postgres: bool = False, workers: bool = True) -> AsyncIter
         idp.stop()
 
 
-def _end_to_end(name: str, scenario: str, nodes_of: Any, runs: int) -> list[Result]:
-    async def run() -> Result:
-        async with platform() as bench:
-            slug = await bench.workflow(nodes_of(bench.deployed.package_name))
-            await bench.run_to_end(slug, -1.0)  # warm: sandboxes started, code staged
-            latencies: list[int] = []
-            t0 = time.perf_counter()
-            for i in range(runs):
-                x = i + time.time() % 1  # fresh inputs: no result-cache hits
-                start = time.perf_counter_ns()
-                await bench.run_to_end(slug, x)
-                latencies.append(time.perf_counter_ns() - start)
-            return summarise(
-                name,
-                scenario,
-                "ASGI in-process, long-poll ticks, in-process broker, warm sandboxes, SQLite",
-                latencies,
-                time.perf_counter() - t0,
-            )
+MODES = ("chain", "node")
 
-    return [asyncio.run(run())]
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _end_to_end(name: str, scenario: str, nodes_of: Any, runs: int) -> list[Result]:
+    """Both modes side by side; besides wall time (which moves with a shared machine's load),
+    the process CPU time, SQL statements (API and workers) and ticks that changed the run,
+    per run, which do not."""
+
+    async def run() -> list[Result]:
+        async with contextlib.AsyncExitStack() as stack:
+            benches = {
+                m: await stack.enter_async_context(platform(chain_execution=m)) for m in MODES
+            }
+            statements = dict.fromkeys(MODES, 0)
+            for mode, bench in benches.items():
+                runtime = bench.app.state.execution.runtime
+                for engine in (bench.database.engine, runtime.database.engine):
+
+                    def count(*_: Any, mode: str = mode) -> None:
+                        statements[mode] += 1
+
+                    event.listen(engine.sync_engine, "before_cursor_execute", count)
+            slugs = {}
+            for mode, bench in benches.items():
+                slugs[mode] = await bench.workflow(nodes_of(bench.deployed.package_name))
+                await bench.run_to_end(slugs[mode], -1.0)  # warm: sandboxes started, code staged
+            latencies: dict[str, list[int]] = {m: [] for m in MODES}
+            cpu: dict[str, list[float]] = {m: [] for m in MODES}
+            sql: dict[str, list[float]] = {m: [] for m in MODES}
+            ticks: dict[str, list[float]] = {m: [] for m in MODES}
+            elapsed = dict.fromkeys(MODES, 0.0)
+            for i in range(runs):
+                for mode in MODES if i % 2 == 0 else MODES[::-1]:  # alternate: same noise
+                    x = i + time.time() % 1  # fresh inputs: no result-cache hits
+                    before_sql, before_cpu = statements[mode], time.process_time()
+                    start = time.perf_counter_ns()
+                    done = await benches[mode].run_to_end(slugs[mode], x)
+                    took = time.perf_counter_ns() - start
+                    cpu[mode].append(time.process_time() - before_cpu)
+                    sql[mode].append(statements[mode] - before_sql)
+                    ticks[mode].append(done["revision"])
+                    latencies[mode].append(took)
+                    elapsed[mode] += took / 1e9
+        side_by_side: dict[str, object] = {}
+        for m in MODES:
+            side_by_side[f"p50_ms_{m}"] = round(_median([t / 1e6 for t in latencies[m]]), 1)
+            side_by_side[f"cpu_ms_{m}"] = round(_median(cpu[m]) * 1000, 1)
+            side_by_side[f"statements_{m}"] = _median(sql[m])
+            side_by_side[f"changing_ticks_{m}"] = _median(ticks[m])
+        return [
+            summarise(
+                name,
+                f"{scenario}, {mode} execution",
+                "ASGI in-process, long-poll ticks, in-process broker, warm sandboxes, SQLite",
+                latencies[mode],
+                elapsed[mode],
+                extra=side_by_side,
+            )
+            for mode in MODES
+        ]
+
+    return asyncio.run(run())
 
 
 def diamond_run(options: Options) -> list[Result]:
@@ -278,6 +329,7 @@ def tick_1000(options: Options) -> list[Result]:
                 big = await _create_workflow(bench, parallel_chains(pkg, 100, 10))
                 small = await _create_workflow(bench, parallel_chains(pkg, 10, 10))
                 run_ids = await _runs(bench, big, RUNS + 2)
+                heap.settle()  # what the server's lifespan does (no lifespan here: no workers)
                 submit: list[int] = []
                 t0 = time.perf_counter()
                 for run_id in run_ids[2:]:
@@ -369,6 +421,7 @@ def graphql_run_1000(options: Options) -> list[Result]:
 
             for _ in range(3):
                 await query()
+            heap.settle()  # what the server's lifespan does (no lifespan here: no workers)
             latencies: list[int] = []
             t0 = time.perf_counter()
             for _ in range(50):

@@ -158,8 +158,11 @@ class WorkflowMutation:
         execution: Execution = info.context.request.app.state.execution
         if seconds > 0:
             await wait_for_run(database, execution.notifier, principal, str(id), seconds)
-        async with database.write_session() as session:
-            run = await run_service.tick(session, principal, str(id), execution.cache)
+        with execution.metrics.tick_seconds.time():  # the unit of work, commit included
+            async with database.write_session() as session:
+                run = await run_service.tick(
+                    session, principal, str(id), execution.cache, chains=execution.chains
+                )
         return WorkflowRunType.from_view(run)
 
 
@@ -191,8 +194,11 @@ class WorkflowSubscription:
             await run_service.get(session, principal, run_id)  # access, before any loop starts
 
         async def tick() -> RunView:
-            async with database.write_session() as session:
-                return await run_service.tick(session, principal, run_id, execution.cache)
+            with execution.metrics.tick_seconds.time():
+                async with database.write_session() as session:
+                    return await run_service.tick(
+                        session, principal, run_id, execution.cache, chains=execution.chains
+                    )
 
         async def wait(seconds: float) -> None:
             await wait_for_run(database, execution.notifier, principal, run_id, seconds)

@@ -5,6 +5,6 @@ imports `calcgraph.workers.broker`) never meets a half-initialised package.
 """
 
 from calcgraph.builds import retention_actor
-from calcgraph.workers import jobs
+from calcgraph.workers import chains, jobs
 
-ACTORS = [*jobs.ACTORS, *retention_actor.ACTORS]
+ACTORS = [*jobs.ACTORS, *chains.ACTORS, *retention_actor.ACTORS]

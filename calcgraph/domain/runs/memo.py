@@ -1,7 +1,8 @@
 """What a process may remember between ticks of a run, and why each is safe. Pure.
 
 - The plan (parsed) and its snapshot: frozen at run creation, never written again.
-- The owner (function, package) of a function version: immutable rows.
+- The owner (function, package) of a function version, and a workflow version (graph and
+  resolved functions, large documents): immutable rows.
 - A run's node states *at a revision*: node states are written only at run creation and by
   ticks, and every tick that writes them bumps the revision under the run's lock, so a
   revision names one set of states. Only committed states are remembered: read from the
@@ -14,11 +15,12 @@ Each map is a bounded LRU: a process serves many runs, and a miss only costs a r
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from calcgraph.domain.runs.state import NodeState
 from calcgraph.domain.workflows.planner import Plan
+from calcgraph.domain.workflows.views import WorkflowVersionView
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -47,6 +49,7 @@ class RunMemo:
         self._plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs)
         self._states: _Lru[str, tuple[int, Mapping[str, NodeState]]] = _Lru(runs)
         self._owners: _Lru[str, tuple[str, str]] = _Lru(versions)
+        self._workflow_versions: _Lru[str, WorkflowVersionView] = _Lru(runs)
 
     def plan(self, run_id: str) -> tuple[dict[str, Any], Plan] | None:
         return self._plans.get(run_id)
@@ -75,3 +78,21 @@ class RunMemo:
     def remember_owners(self, owners: Mapping[str, tuple[str, str]]) -> None:
         for version_id, owner in owners.items():
             self._owners.put(version_id, owner)
+
+    def workflow_versions(
+        self, ids: Sequence[str]
+    ) -> tuple[dict[str, WorkflowVersionView], list[str]]:
+        """The remembered versions among `ids`, and the ids not remembered."""
+        found: dict[str, WorkflowVersionView] = {}
+        missing: list[str] = []
+        for version_id in ids:
+            version = self._workflow_versions.get(version_id)
+            if version is None:
+                missing.append(version_id)
+            else:
+                found[version_id] = version
+        return found, missing
+
+    def remember_workflow_versions(self, versions: Iterable[WorkflowVersionView]) -> None:
+        for version in versions:
+            self._workflow_versions.put(version.id, version)

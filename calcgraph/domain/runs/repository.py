@@ -7,13 +7,28 @@ statements whatever the size of the run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, event, insert, or_, select, true, update
+from sqlalchemy import (
+    Table,
+    and_,
+    bindparam,
+    case,
+    event,
+    insert,
+    literal,
+    or_,
+    select,
+    true,
+    union_all,
+    update,
+)
 from sqlalchemy.orm import defer
+from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import locked
@@ -23,7 +38,7 @@ from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
-from calcgraph.domain.runs.state import JobResult, NodeState
+from calcgraph.domain.runs.state import JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.views import NodeRow, RunView
 from calcgraph.domain.workflows.models import Workflow
 from calcgraph.domain.workflows.repository import visible_workflow_clause
@@ -38,6 +53,51 @@ _STATE_COLUMNS = (
     NodeRowModel.started_at,
     NodeRowModel.finished_at,
 )
+
+
+_NODES = cast(Table, NodeRowModel.__table__)
+_RUNS = cast(Table, WorkflowRun.__table__)
+_JOBS = cast(Table, Job.__table__)
+# The statements of every tick, built once (building one costs more than running it).
+_RUN_WITH_FACTS = (
+    select(WorkflowRun, Workflow.owner_id, Workflow.organization_id, Workflow.visibility)
+    .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
+    .where(WorkflowRun.id == bindparam("run_id"))
+    .options(defer(WorkflowRun.plan_snapshot, raiseload=True))
+    .execution_options(populate_existing=True)
+)
+_FINISHED = (
+    select(_JOBS.c.id, _JOBS.c.status, _JOBS.c.outputs, _JOBS.c.error, _JOBS.c.finished_at)
+    .join(_NODES, _NODES.c.job_id == _JOBS.c.id)
+    .where(
+        _NODES.c.run_id == bindparam("run_id"),
+        _NODES.c.status == "running",
+        _JOBS.c.status.in_(("success", "failed")),
+    )
+)
+_WRITE_STATE = (
+    update(_NODES)
+    .where(_NODES.c.run_id == bindparam("k_run_id"), _NODES.c.node_key == bindparam("k_node_key"))
+    .values(
+        {
+            column: bindparam(f"v_{column}", type_=_NODES.c[column].type)
+            for column in (
+                "status",
+                "job_id",
+                "outputs",
+                "error",
+                "attempt",
+                "started_at",
+                "finished_at",
+            )
+        }
+    )
+)
+
+
+@functools.cache
+def _locked_run_with_facts(dialect_name: str) -> Any:
+    return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun)
 
 
 @dataclass(frozen=True)
@@ -93,16 +153,10 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         """The run row, locked until the end of the unit of work (the tick's serialisation)
         unless `lock` is false, with its workflow's access facts; its large `plan_snapshot`
         is not loaded."""
-        query = (
-            select(WorkflowRun, Workflow.owner_id, Workflow.organization_id, Workflow.visibility)
-            .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-            .where(WorkflowRun.id == run_id)
-            .options(defer(WorkflowRun.plan_snapshot, raiseload=True))
-            .execution_options(populate_existing=True)
-        )
+        query = _RUN_WITH_FACTS
         if lock:
-            query = locked(self.session.get_bind().dialect.name, query, of=WorkflowRun)
-        row = (await self.session.execute(query)).first()
+            query = _locked_run_with_facts(self.session.get_bind().dialect.name)
+        row = (await self.session.execute(query, {"run_id": run_id})).first()
         if row is None:
             return None
         return row[0], WorkflowFacts(row[1], row[2], row[3])
@@ -147,8 +201,19 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def finished_results(self, run_id: str) -> dict[str, JobResult]:
         """Results of the finished jobs that running nodes of the run wait on."""
-        rows = await self.session.execute(
-            select(Job.id, Job.status, Job.outputs, Job.error, Job.finished_at)
+        rows = await self.session.execute(_FINISHED, {"run_id": run_id})
+        return {
+            row[0]: JobResult(row[1], outputs=row[2], error=row[3], finished_at=row[4])
+            for row in rows
+        }
+
+    async def tick_jobs(self, run_id: str) -> tuple[dict[str, JobResult], dict[str, StartedJob]]:
+        """`finished_results`, plus the jobs chain workers started for pending nodes (by node
+        key; finished ones are in the results too), in one statement."""
+        columns = (Job.id, Job.status, Job.outputs, Job.error, Job.finished_at)
+        extra = (Job.node_key, Job.attempt, Job.started_at)
+        running = (
+            select(*columns, *extra, literal("finished").label("why"))
             .join(NodeRowModel, NodeRowModel.job_id == Job.id)
             .where(
                 NodeRowModel.run_id == run_id,
@@ -156,10 +221,27 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                 Job.status.in_(("success", "failed")),
             )
         )
-        return {
-            row[0]: JobResult(row[1], outputs=row[2], error=row[3], finished_at=row[4])
-            for row in rows
-        }
+        # Driven by the run's jobs, each probing its node row by primary key: a plan that
+        # stays linear in jobs whatever the statistics say (a join let PostgreSQL pick a
+        # nested loop over every pending node per job on fresh tables).
+        next_attempt = (
+            select(case((NodeRowModel.status == "pending", NodeRowModel.attempt + 1)))
+            .where(NodeRowModel.run_id == run_id, NodeRowModel.node_key == Job.node_key)
+            .scalar_subquery()
+        )
+        started = select(*columns, *extra, literal("started").label("why")).where(
+            Job.workflow_run_id == run_id, Job.attempt == next_attempt
+        )
+        results: dict[str, JobResult] = {}
+        adopted: dict[str, StartedJob] = {}
+        for row in await self.session.execute(union_all(running, started)):
+            if row[1] in ("success", "failed"):
+                results[row[0]] = JobResult(
+                    row[1], outputs=row[2], error=row[3], finished_at=row[4]
+                )
+            if row[8] == "started":
+                adopted[row[5]] = StartedJob(row[0], row[6], row[7])
+        return results, adopted
 
     async def running_jobs(self, run_id: str) -> list[tuple[str, str]]:
         """(job id, job status) of every job a running node of the run waits on."""
@@ -171,26 +253,34 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         return [(row[0], row[1]) for row in rows]
 
     async def write_states(self, run_id: str, changed: Mapping[str, NodeState]) -> None:
-        """Only the changed rows, in one executemany UPDATE by primary key."""
+        """Only the changed rows, in one executemany UPDATE by primary key (Core: the ORM's
+        bulk path costs more than the statement for a tick that submits 100 nodes)."""
         if not changed:
             return
         await self.session.execute(
-            update(NodeRowModel),
+            _WRITE_STATE,
             [
                 {
-                    "run_id": run_id,
-                    "node_key": key,
-                    "status": state.status,
-                    "job_id": state.job_id,
-                    "outputs": None if state.outputs is None else dict(state.outputs),
-                    "error": None if state.error is None else dict(state.error),
-                    "attempt": state.attempt,
-                    "started_at": state.started_at,
-                    "finished_at": state.finished_at,
+                    "k_run_id": run_id,
+                    "k_node_key": key,
+                    "v_status": state.status,
+                    "v_job_id": state.job_id,
+                    "v_outputs": None if state.outputs is None else dict(state.outputs),
+                    "v_error": None if state.error is None else dict(state.error),
+                    "v_attempt": state.attempt,
+                    "v_started_at": state.started_at,
+                    "v_finished_at": state.finished_at,
                 }
                 for key, state in changed.items()
             ],
         )
+
+    async def write_run(self, run: WorkflowRun, **fields: Any) -> None:
+        """The run fields a tick changed, in one UPDATE by primary key; the loaded row takes
+        them as already written (Core, not a unit-of-work flush, for one row)."""
+        await self.session.execute(update(_RUNS).where(_RUNS.c.id == run.id).values(**fields))
+        for name, value in fields.items():
+            set_committed_value(run, name, value)
 
     async def function_owners(self, version_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """Function version id -> (function id, package id), for the job rows of a tick."""

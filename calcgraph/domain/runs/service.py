@@ -30,13 +30,20 @@ from calcgraph.domain.access.repository import OrganizationRepository
 from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, ValidationError
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import ResultLookup
-from calcgraph.domain.jobs.execution.service import NodeJob, job_execution_service
+from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
-from calcgraph.domain.runs.state import RUN_TERMINAL, RunState, TickResult, initial_states
+from calcgraph.domain.runs.state import (
+    RUN_TERMINAL,
+    RunState,
+    StartedJob,
+    TickResult,
+    initial_states,
+)
 from calcgraph.domain.runs.tick import tick
 from calcgraph.domain.runs.views import NodeRow, RunView
 from calcgraph.domain.types.expr import TypeExprError, from_json
@@ -45,6 +52,7 @@ from calcgraph.domain.workflows.graph import InputNode, parse_graph
 from calcgraph.domain.workflows.planner import Plan, plan
 from calcgraph.domain.workflows.repository import WorkflowRepository
 from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.domain.workflows.views import WorkflowVersionView
 
 RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 
@@ -175,9 +183,16 @@ class RunService:
         return make_page(rows, page.limit, RunView.sort_key)
 
     async def tick(
-        self, session: AsyncSession, principal: Principal, run_id: str, cache: ResultLookup
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        run_id: str,
+        cache: ResultLookup,
+        *,
+        chains: bool = False,
     ) -> RunView:
         """One advance of the run (reconcile, submit, finalise), in the caller's one commit.
+        `chains`: submit a chain's remaining nodes as one chain job (settings' chain_execution).
 
         A tick that finds no finished job to reconcile, on a run ticked before, changes
         nothing: the previous tick submitted every node that was ready (and evaluated every
@@ -194,12 +209,19 @@ class RunService:
             snapshot = await repository.plan_snapshot(run_id)
             remembered = self.memo.remember_plan(run_id, snapshot, Plan.from_dict(snapshot))
         snapshot, frozen = remembered
+        started: dict[str, StartedJob] = {}
         results = await repository.finished_results(run_id)
+        if results and any(len(chain.node_keys) > 1 for chain in frozen.chains):
+            # Whatever this tick's mode: a run may have chain jobs from an earlier setting. A
+            # chain worker starts a pending node's job in the commit that finishes its
+            # predecessor's, so with no finished job to reconcile there is none to adopt, and
+            # the idle tick skips the costlier read (a probe per pending node).
+            results, started = await repository.tick_jobs(run_id)
         states = self.memo.states(run_id, run.revision)
         if states is None:
             states = await repository.states(run_id)
             self.memo.remember_states(run_id, run.revision, states)
-        if not results and (run.revision > 0 or run.status in RUN_TERMINAL):
+        if not results and not started and (run.revision > 0 or run.status in RUN_TERMINAL):
             return run_view(run, states, snapshot)
         before = RunState(
             status=run.status,  # type: ignore[arg-type]
@@ -209,21 +231,31 @@ class RunService:
             first_failed_node_key=run.first_failed_node_key,
         )
         result = tick(
-            frozen, before, states, results, run.resolved_inputs, utcnow(), lambda _: new_id()
+            frozen,
+            before,
+            states,
+            results,
+            run.resolved_inputs,
+            utcnow(),
+            lambda _: new_id(),
+            started=started,
+            chains=chains,
         )
         if not result.changed:
             return run_view(run, states, snapshot)
         await repository.write_states(run_id, result.nodes)
         after = result.run
-        run.status = after.status
-        run.completed_at = after.completed_at
-        run.terminal_outputs = (
-            None if after.terminal_outputs is None else dict(after.terminal_outputs)
+        await repository.write_run(
+            run,
+            status=after.status,
+            completed_at=after.completed_at,
+            terminal_outputs=(
+                None if after.terminal_outputs is None else dict(after.terminal_outputs)
+            ),
+            error_message=after.error_message,
+            first_failed_node_key=after.first_failed_node_key,
+            revision=run.revision + 1,
         )
-        run.error_message = after.error_message
-        run.first_failed_node_key = after.first_failed_node_key
-        run.revision = run.revision + 1
-        await session.flush()
         if result.jobs:
             await job_execution_service.submit_node_jobs(
                 session, await self._node_jobs(repository, run, result), cache
@@ -258,6 +290,7 @@ class RunService:
                     node_key=request.node_key,
                     attempt=result.nodes[request.node_key].attempt,
                     resolved_inputs=request.inputs,
+                    actor=CHAIN_ACTOR if request.chain_rest else RUN_ACTOR,
                 )
             )
         return jobs
@@ -281,6 +314,18 @@ class RunService:
     async def node_jobs(self, session: AsyncSession, job_ids: Sequence[str]) -> dict[str, JobView]:
         """Jobs of the nodes of runs the caller already read: the run's creator's own jobs."""
         return {job.id: job for job in await JobRepository.from_session(session).get_views(job_ids)}
+
+    async def workflow_versions(
+        self, session: AsyncSession, ids: Sequence[str]
+    ) -> dict[str, WorkflowVersionView]:
+        """The workflow versions of runs the caller already read (GraphQL loaders). Immutable
+        and large (a 1,000-node graph), so remembered across requests."""
+        found, missing = self.memo.workflow_versions(ids)
+        if missing:
+            loaded = await workflow_service.versions_by_id(session, missing)
+            self.memo.remember_workflow_versions(loaded.values())
+            found.update(loaded)
+        return found
 
     async def _ensure_visible(
         self, session: AsyncSession, principal: Principal, run: WorkflowRun, facts: WorkflowFacts

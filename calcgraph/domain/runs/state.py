@@ -72,6 +72,17 @@ class JobResult:
 
 
 @dataclass(frozen=True)
+class StartedJob:
+    """A job a chain worker started for a node the run still shows pending: the worker ran
+    the node's predecessor in the same chain and went on with it (`calcgraph.workers.chains`).
+    The tick adopts it as the node's job, as if it had submitted it."""
+
+    job_id: str
+    attempt: int
+    started_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class RunState:
     """The run-level fields a tick may change."""
 
@@ -94,6 +105,9 @@ class JobRequest:
     function_version_id: str | None
     chain: str | None
     inputs: dict[str, Any]
+    chain_rest: tuple[str, ...] = ()
+    """The nodes of the chain after this one, which the job's worker runs next, in order (chain
+    execution); empty: the job runs this node only."""
 
 
 @dataclass(frozen=True)

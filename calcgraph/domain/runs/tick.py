@@ -6,11 +6,16 @@ Phases, as the specification's tick rules give them, computed here and committed
 caller in one transaction:
 1. reconcile: every running node whose job has a result becomes success (outputs written)
    or failed (error recorded). Results for jobs no running node waits on are ignored, so
-   the caller may pass every finished job it knows of.
+   the caller may pass every finished job it knows of. A pending node whose job a chain
+   worker already started (`started`: the worker ran its predecessor and went on) becomes
+   running with that job first, once its dependencies succeeded; nodes are visited in
+   topological order, so a whole chain the worker got through is reconciled in one tick.
 2. submit: extract nodes whose source succeeded are evaluated in-process, in topological
    order, so an extract that reads an extract just evaluated is evaluated in the same tick;
    then every pending function node whose function and extract dependencies all succeeded
    gets its inputs resolved and a job: all independent ready branches in the same tick.
+   With chain execution, the job of a node with successors in its chain carries them
+   (`chain_rest`): its worker runs them next, each under its own job row.
 3. finalise: failed if any node failed, completed if every node succeeded.
 
 Decisions where the specification leaves room:
@@ -46,6 +51,7 @@ from calcgraph.domain.runs.state import (
     JobResult,
     NodeState,
     RunState,
+    StartedJob,
     TickResult,
 )
 from calcgraph.domain.workflows.extract import filter_bundle, pick
@@ -81,6 +87,10 @@ def resolve_inputs(
     return resolved
 
 
+_PENDING = NodeState()
+"""A node as created (frozen: one instance serves every missing node)."""
+
+
 def _new_job_id(node_key: str) -> str:
     return str(uuid.uuid4())
 
@@ -90,13 +100,15 @@ class _Tick:
         self.plan = plan
         self.now = now
         # Working copy; nodes missing from `states` are taken as pending (as created).
-        self.states: dict[str, NodeState] = {
-            key: states.get(key, NodeState()) for key in plan.nodes
-        }
+        self.states: dict[str, NodeState] = {key: states.get(key, _PENDING) for key in plan.nodes}
         self.failed_now = False
+        # Every state this tick wrote (a run of 1,000 nodes changes a few): only these, and
+        # nodes missing from `states`, are compared to find what changed.
+        self.touched: set[str] = set(plan.nodes.keys() - states.keys())
 
     def set(self, key: str, state: NodeState) -> None:
         self.states[key] = state
+        self.touched.add(key)
         if state.status == "failed":
             self.failed_now = True
 
@@ -105,8 +117,33 @@ class _Tick:
             self.states[up].status == "success" for up in node.depends_on
         )
 
-    def reconcile(self, results: Mapping[str, JobResult]) -> None:
+    def adopt(self, key: str, state: NodeState, job: StartedJob | None) -> NodeState:
+        """The pending node's state once it takes the job a chain worker started for it."""
+        node = self.plan.nodes[key]
+        if job is None or not all(self.states[up].status == "success" for up in node.depends_on):
+            return state
+        adopted = replace(
+            state,
+            status="running",
+            job_id=job.job_id,
+            outputs=None,
+            error=None,
+            attempt=job.attempt,
+            started_at=job.started_at or self.now,
+            finished_at=None,
+        )
+        self.set(key, adopted)
+        return adopted
+
+    def reconcile(
+        self, results: Mapping[str, JobResult], started: Mapping[str, StartedJob]
+    ) -> None:
+        if not results and not started:
+            return
+        # Plan order is topological: a predecessor is reconciled before its successor is adopted.
         for key, state in list(self.states.items()):
+            if state.status == "pending" and started:
+                state = self.adopt(key, state, started.get(key))
             result = results.get(state.job_id or "") if state.status == "running" else None
             if result is None:
                 continue
@@ -156,10 +193,28 @@ class _Tick:
                 error = {"kind": "extract_error", "message": message}
                 self.set(node.node_key, replace(started, status="failed", error=error))
 
+    def chain_rest(self) -> dict[str, tuple[str, ...]]:
+        """Each function node's successors in its chain."""
+        return {
+            key: chain.node_keys[i + 1 :]
+            for chain in self.plan.chains
+            for i, key in enumerate(chain.node_keys)
+        }
+
     def submit(
-        self, inputs: Mapping[str, Any], new_job_id: Callable[[str], str]
+        self, inputs: Mapping[str, Any], new_job_id: Callable[[str], str], chains: bool
     ) -> list[JobRequest]:
-        ready = [n for n in self.plan.nodes.values() if n.kind == "function" and self.ready(n)]
+        # `ready`, inlined without a generator per node: this scans every node of the run.
+        states = self.states
+        ready: list[PlanNode] = []
+        for n in self.plan.nodes.values():
+            if n.kind != "function" or states[n.node_key].status != "pending":
+                continue
+            for up in n.depends_on:
+                if states[up].status != "success":
+                    break
+            else:
+                ready.append(n)
         resolved: list[tuple[PlanNode, dict[str, Any]]] = []
         for node in ready:
             try:
@@ -181,6 +236,7 @@ class _Tick:
         if self.failed_now:
             return []
         jobs: list[JobRequest] = []
+        rest = self.chain_rest() if chains and resolved else {}
         for node, arguments in resolved:
             assert node.function is not None
             state = self.states[node.node_key]
@@ -206,6 +262,7 @@ class _Tick:
                     node.function_version_id,
                     node.chain,
                     arguments,
+                    rest.get(node.node_key, ()),
                 )
             )
         return jobs
@@ -242,25 +299,30 @@ def tick(
     inputs: Mapping[str, Any],
     now: datetime,
     new_job_id: Callable[[str], str] = _new_job_id,
+    started: Mapping[str, StartedJob] | None = None,
+    chains: bool = False,
 ) -> TickResult:
     """Advance a run once.
 
     `states` holds every function and extract node; `results` maps job ids to the results of
     finished jobs; `inputs` are the run's resolved inputs (quantities already in SI);
-    `new_job_id` names the job of a node being submitted (the caller's id scheme).
+    `new_job_id` names the job of a node being submitted (the caller's id scheme); `started`
+    maps pending nodes to the jobs chain workers started for them (their results, if any, are
+    in `results`); `chains` asks for chain execution of the jobs submitted.
     """
     work = _Tick(plan, states, now)
-    work.reconcile(results)
+    work.reconcile(results, started or {})
     jobs: list[JobRequest] = []
     if run.status not in RUN_TERMINAL and not _any_failed(work):
         work.evaluate_extracts()
         if not work.failed_now:
-            jobs = work.submit(inputs, new_job_id)
+            jobs = work.submit(inputs, new_job_id, chains)
     new_run = work.finalise(run, bool(jobs))
+    touched = work.touched
     changed = {
         key: state
         for key, state in work.states.items()
-        if key not in states or states[key] != state
+        if key in touched and (key not in states or states[key] != state)
     }
     return TickResult(changed, tuple(jobs), new_run, new_run != run)
 

@@ -1,0 +1,1 @@
+"""Chain execution: a worker runs a chain of the frozen plan node after node."""

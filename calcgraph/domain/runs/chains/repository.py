@@ -1,0 +1,81 @@
+"""All SQL of running a chain on one worker (`calcgraph.domain.runs.chains.service`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.db.dialect import insert_ignoring_duplicates, locked
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.models import NodeState as NodeRowModel
+from calcgraph.domain.runs.models import WorkflowRun
+
+
+class ChainRepository(RepositoryBase[Job]):
+    model = Job
+
+    async def place(self, job_id: str) -> tuple[str, str] | None:
+        """(run id, node key) of a workflow node's job; None for a job of no run."""
+        row = (
+            await self.session.execute(
+                select(Job.workflow_run_id, Job.node_key).where(Job.id == job_id)
+            )
+        ).first()
+        if row is None or row[0] is None or row[1] is None:
+            return None
+        return row[0], row[1]
+
+    async def run(self, run_id: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        """(user id, resolved inputs, plan snapshot) of a run."""
+        row = (
+            await self.session.execute(
+                select(
+                    WorkflowRun.user_id, WorkflowRun.resolved_inputs, WorkflowRun.plan_snapshot
+                ).where(WorkflowRun.id == run_id)
+            )
+        ).first()
+        return None if row is None else (row[0], dict(row[1]), dict(row[2]))
+
+    async def lock_run(self, run_id: str) -> None:
+        """The run's row lock until the end of the unit of work: the one a tick takes, so a
+        tick sees a node's finished job and its successor's started job together or neither."""
+        query = select(WorkflowRun.id).where(WorkflowRun.id == run_id)
+        dialect = self.session.get_bind().dialect.name
+        await self.session.execute(locked(dialect, query, of=WorkflowRun))
+
+    async def node_state(self, run_id: str, node_key: str) -> tuple[str, int] | None:
+        """(status, attempt) of a node of a run."""
+        row = (
+            await self.session.execute(
+                select(NodeRowModel.status, NodeRowModel.attempt).where(
+                    NodeRowModel.run_id == run_id, NodeRowModel.node_key == node_key
+                )
+            )
+        ).first()
+        return None if row is None else (row[0], row[1])
+
+    async def first_queued(self, run_id: str, node_keys: Sequence[str]) -> tuple[str, str] | None:
+        """(node key, job id) of the first of `node_keys` whose job of the run is queued: where
+        a chain resumes after a delivery released it."""
+        if not node_keys:
+            return None
+        rows = await self.session.execute(
+            select(Job.node_key, Job.id).where(
+                Job.workflow_run_id == run_id,
+                Job.node_key.in_(list(node_keys)),
+                Job.status == "queued",
+            )
+        )
+        queued = {row[0]: row[1] for row in rows}
+        return next(((key, queued[key]) for key in node_keys if key in queued), None)
+
+    async def add_job(self, row: dict[str, Any]) -> bool:
+        """Insert a node's job unless its (run, node, attempt) already has one."""
+        dialect = self.session.get_bind().dialect.name
+        inserted = await self.session.execute(
+            insert_ignoring_duplicates(dialect, Job).values(**row).returning(Job.id)
+        )
+        return inserted.first() is not None
