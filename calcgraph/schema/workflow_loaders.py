@@ -39,7 +39,7 @@ def _loader(
 
 
 class WorkflowVersionByIdLoader(DataLoader[str, WorkflowVersionView | None]):
-    """An immutable workflow version."""
+    """An immutable workflow version (remembered by the run service across requests)."""
 
 
 class WorkflowVersionByWorkflowIdLoader(DataLoader[str, WorkflowVersionView | None]):
@@ -69,7 +69,7 @@ class WorkflowLoaders:
         async def versions(
             s: AsyncSession, ids: list[str]
         ) -> dict[str, WorkflowVersionView | None]:
-            return dict(await workflow_service.versions_by_id(s, ids))
+            return dict(await run_service.workflow_versions(s, ids))
 
         async def latest(s: AsyncSession, ids: list[str]) -> dict[str, WorkflowVersionView | None]:
             return dict(await workflow_service.latest_versions(s, ids))
