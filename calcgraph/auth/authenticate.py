@@ -31,6 +31,8 @@ PUBLIC_ROUTES = frozenset(
         ("GET", "/auth/callback-page"),
         ("GET", "/health"),
         ("GET", "/metrics"),
+        # Describes routes, not data, like the GraphiQL page; clients read it before sign-in.
+        ("GET", "/openapi.json"),
     }
 )
 # The GraphiQL page and the public catalog fields live here; every other field asks for the

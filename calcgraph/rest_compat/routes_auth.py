@@ -14,6 +14,8 @@ from calcgraph.auth.setup import IdentityAdapters
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import UserView
 from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.operations import Operation
+from calcgraph.rest_compat.responses import LoginResultOut, LoginStartOut, UserOut
 from calcgraph.rest_compat.schemas import LoginCallbackBody
 from calcgraph.rest_compat.state import database_of
 
@@ -113,4 +115,30 @@ routes = [
     Route("/auth/callback", callback, methods=["POST"]),
     Route("/auth/me", me, methods=["GET"]),
     Route("/auth/callback-page", callback_page, methods=["GET"]),
+]
+operations = [
+    Operation(
+        "POST",
+        "/auth/login",
+        "Start an authorization code sign-in",
+        {200: LoginStartOut},
+        tag="auth",
+    ),
+    Operation(
+        "POST",
+        "/auth/callback",
+        "Finish the sign-in: code and PKCE verifier for tokens",
+        {200: LoginResultOut},
+        body=LoginCallbackBody,
+        errors=(400,),
+        tag="auth",
+    ),
+    Operation("GET", "/auth/me", "The caller's user", {200: UserOut}, tag="auth"),
+    Operation(
+        "GET",
+        "/auth/callback-page",
+        "Redirect target: shows the code to send to POST /auth/callback",
+        {200: "text/html", 400: "text/html"},
+        tag="auth",
+    ),
 ]

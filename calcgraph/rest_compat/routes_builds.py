@@ -10,6 +10,8 @@ from starlette.routing import Route
 from calcgraph.auth.authenticate import require_principal
 from calcgraph.domain.builds.service import FunctionSubmission, build_service
 from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.operations import Operation
+from calcgraph.rest_compat.responses import BuildOut
 from calcgraph.rest_compat.schemas import SubmitFunctionBody
 from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
@@ -60,4 +62,23 @@ async def build_log(request: Request) -> PlainTextResponse:
 routes = [
     Route("/functions", submit_function, methods=["POST"]),
     Route("/functions/{function_id}/builds/{build_id}/log", build_log, methods=["GET"]),
+]
+operations = [
+    Operation(
+        "POST",
+        "/functions",
+        "Build a function from submitted code",
+        {201: BuildOut},
+        body=SubmitFunctionBody,
+        errors=(400, 403, 404, 409),
+        tag="functions",
+    ),
+    Operation(
+        "GET",
+        "/functions/{function_id}/builds/{build_id}/log",
+        "A build's log",
+        {200: "text/plain"},
+        errors=(404,),
+        tag="functions",
+    ),
 ]

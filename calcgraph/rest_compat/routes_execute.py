@@ -20,6 +20,9 @@ from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.rest_compat.operations import ExecuteQuery, Operation
+from calcgraph.rest_compat.responses import ExecuteOut
+from calcgraph.rest_compat.schemas import ExecuteBody
 from calcgraph.rest_compat.state import database_of
 from calcgraph.workers.inprocess import Execution
 
@@ -106,5 +109,32 @@ routes = [
         "/packages/{package}/functions/{function}/execute",
         execute_package_function,
         methods=["POST"],
+    ),
+]
+
+
+def _operation(path: str, summary: str) -> Operation:
+    return Operation(
+        "POST",
+        path,
+        summary,
+        {200: ExecuteOut, 202: ExecuteOut},
+        body=ExecuteBody,
+        body_required=False,
+        query=ExecuteQuery,
+        # 400: a package path that is not package[@version]/functions/name[@version].
+        errors=(400, 403, 404),
+        tag="execute",
+    )
+
+
+operations = [
+    _operation(
+        "/functions/{function_id}/execute",
+        "Run a function (or a pinned function version) by identifier",
+    ),
+    _operation(
+        "/packages/{package}/functions/{function}/execute",
+        "Run a function by package and function name, each with an optional @version",
     ),
 ]

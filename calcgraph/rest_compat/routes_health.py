@@ -7,6 +7,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph import __version__
+from calcgraph.rest_compat.operations import Operation
+from calcgraph.rest_compat.responses import Health
 from calcgraph.rest_compat.state import database_of
 
 
@@ -23,3 +25,6 @@ async def health(request: Request) -> JSONResponse:
 
 
 routes = [Route("/health", health, methods=["GET"])]
+operations = [
+    Operation("GET", "/health", "Liveness and readiness", {200: Health, 503: Health}, tag="meta")
+]

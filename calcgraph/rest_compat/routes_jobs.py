@@ -11,6 +11,8 @@ from starlette.routing import Route
 from calcgraph.auth.authenticate import require_principal
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.rest_compat.operations import Operation, PageQuery
+from calcgraph.rest_compat.responses import JobOut, Page
 from calcgraph.rest_compat.routes_packages import page_request
 from calcgraph.rest_compat.state import database_of
 
@@ -59,4 +61,10 @@ async def get_job(request: Request) -> JSONResponse:
 routes = [
     Route("/jobs", list_jobs, methods=["GET"]),
     Route("/jobs/{job_id}", get_job, methods=["GET"]),
+]
+operations = [
+    Operation(
+        "GET", "/jobs", "The caller's jobs", {200: Page[JobOut]}, query=PageQuery, tag="jobs"
+    ),
+    Operation("GET", "/jobs/{job_id}", "A job", {200: JobOut}, errors=(404,), tag="jobs"),
 ]

@@ -12,6 +12,8 @@ from calcgraph.auth.authenticate import require_principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import MemberView, OrganizationView
 from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.operations import Operation
+from calcgraph.rest_compat.responses import MemberOut, OrganizationOut
 from calcgraph.rest_compat.schemas import AddMemberBody, CreateOrganizationBody
 from calcgraph.rest_compat.state import database_of
 
@@ -69,4 +71,40 @@ routes = [
     Route("/organizations/{slug}", get_organization, methods=["GET"]),
     Route("/organizations/{slug}/members", add_member, methods=["POST"]),
     Route("/organizations/{slug}/members/{username}", remove_member, methods=["DELETE"]),
+]
+operations = [
+    Operation(
+        "POST",
+        "/organizations",
+        "Create an organization; the caller becomes its owner",
+        {201: OrganizationOut},
+        body=CreateOrganizationBody,
+        errors=(409,),
+        tag="organizations",
+    ),
+    Operation(
+        "GET",
+        "/organizations/{slug}",
+        "An organization and its members",
+        {200: OrganizationOut},
+        errors=(403, 404),
+        tag="organizations",
+    ),
+    Operation(
+        "POST",
+        "/organizations/{slug}/members",
+        "Add a member (owners and admins)",
+        {201: MemberOut},
+        body=AddMemberBody,
+        errors=(403, 404, 409),
+        tag="organizations",
+    ),
+    Operation(
+        "DELETE",
+        "/organizations/{slug}/members/{username}",
+        "Remove a member (owners and admins)",
+        {204: None},
+        errors=(400, 403, 404),
+        tag="organizations",
+    ),
 ]

@@ -15,6 +15,8 @@ from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.functions.views import FunctionView
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
+from calcgraph.rest_compat.operations import Operation, PageQuery
+from calcgraph.rest_compat.responses import FunctionOut, PackageOut, Page
 from calcgraph.rest_compat.state import database_of
 
 
@@ -81,4 +83,30 @@ routes = [
     Route("/packages", list_packages, methods=["GET"]),
     Route("/packages/{package_id}", get_package, methods=["GET"]),
     Route("/functions", list_functions, methods=["GET"]),
+]
+operations = [
+    Operation(
+        "GET",
+        "/packages",
+        "Packages the caller can see",
+        {200: Page[PackageOut]},
+        query=PageQuery,
+        tag="packages",
+    ),
+    Operation(
+        "GET",
+        "/packages/{package_id}",
+        "A package",
+        {200: PackageOut},
+        errors=(404,),
+        tag="packages",
+    ),
+    Operation(
+        "GET",
+        "/functions",
+        "Functions the caller can see",
+        {200: Page[FunctionOut]},
+        query=PageQuery,
+        tag="functions",
+    ),
 ]

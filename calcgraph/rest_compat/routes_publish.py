@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -19,6 +20,14 @@ from calcgraph.domain.functions.views import (
 from calcgraph.domain.packages.publishing.service import publishing_service
 from calcgraph.domain.packages.views import PackageVersionsView, PackageVersionView
 from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.operations import Operation, Query
+from calcgraph.rest_compat.responses import (
+    DeploymentReportOut,
+    FunctionDetailOut,
+    FunctionVersionsOut,
+    PackageOut,
+    PackageVersionsOut,
+)
 from calcgraph.rest_compat.routes_packages import function_json, package_json
 from calcgraph.rest_compat.schemas import (
     PatchPackageBody,
@@ -27,6 +36,12 @@ from calcgraph.rest_compat.schemas import (
 )
 from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
+
+
+class FunctionVersionsQuery(Query):
+    package: str | None = Field(
+        default=None, description="package name, when the function name is not unique"
+    )
 
 
 def package_version_json(version: PackageVersionView) -> dict[str, Any]:
@@ -195,4 +210,58 @@ routes = [
     Route("/packages/{package_name}/versions", package_versions, methods=["GET"]),
     Route("/functions/{function_name}/versions", function_versions, methods=["GET"]),
     Route("/functions/{function_id}", get_function, methods=["GET"]),
+]
+operations = [
+    Operation(
+        "POST",
+        "/packages",
+        "Publish a package version from a manifest and files",
+        {201: DeploymentReportOut},
+        body=PublishPackageBody,
+        errors=(400, 403, 404, 409),
+        tag="packages",
+    ),
+    Operation(
+        "POST",
+        "/packages/from-git",
+        "Publish a package version from a git repository",
+        {201: DeploymentReportOut},
+        body=PublishFromGitBody,
+        errors=(400, 403, 404, 409),
+        tag="packages",
+    ),
+    Operation(
+        "PATCH",
+        "/packages/{package_id}",
+        "Change a package's visibility",
+        {200: PackageOut},
+        body=PatchPackageBody,
+        errors=(403, 404),
+        tag="packages",
+    ),
+    Operation(
+        "GET",
+        "/packages/{package_name}/versions",
+        "Every deployment of a package, oldest first",
+        {200: PackageVersionsOut},
+        errors=(404,),
+        tag="packages",
+    ),
+    Operation(
+        "GET",
+        "/functions/{function_name}/versions",
+        "Every version of a function",
+        {200: FunctionVersionsOut},
+        query=FunctionVersionsQuery,
+        errors=(404,),
+        tag="functions",
+    ),
+    Operation(
+        "GET",
+        "/functions/{function_id}",
+        "A function with its current version and typed I/O",
+        {200: FunctionDetailOut},
+        errors=(404,),
+        tag="functions",
+    ),
 ]

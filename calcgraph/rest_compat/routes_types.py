@@ -9,6 +9,8 @@ from starlette.routing import Route
 from calcgraph.domain.types.catalog import TypeDef
 from calcgraph.domain.types.service import type_service
 from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.operations import Operation
+from calcgraph.rest_compat.responses import ConnectionOut, Page, TypeOut
 from calcgraph.rest_compat.schemas import CheckConnectionBody
 
 
@@ -45,4 +47,15 @@ async def check_connection(request: Request) -> JSONResponse:
 routes = [
     Route("/types", list_types, methods=["GET"]),
     Route("/types/check-connection", check_connection, methods=["POST"]),
+]
+operations = [
+    Operation("GET", "/types", "The type catalog", {200: Page[TypeOut]}, tag="types"),
+    Operation(
+        "POST",
+        "/types/check-connection",
+        "May a source port feed a target port?",
+        {200: ConnectionOut},
+        body=CheckConnectionBody,
+        tag="types",
+    ),
 ]

@@ -7,6 +7,7 @@ import math
 from datetime import datetime
 from typing import Any
 
+from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -14,10 +15,21 @@ from starlette.routing import Route
 from calcgraph.auth.authenticate import require_principal
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.state import RunStatus
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowView
 from calcgraph.rest_compat.body import parse_body
+from calcgraph.rest_compat.operations import Operation, PageQuery, Query
+from calcgraph.rest_compat.responses import (
+    Page,
+    PlanOut,
+    RunOut,
+    RunSummaryOut,
+    ValidateOut,
+    WorkflowDetailOut,
+    WorkflowOut,
+)
 from calcgraph.rest_compat.routes_packages import page_request
 from calcgraph.rest_compat.schemas import CreateRunBody, CreateWorkflowBody, WorkflowGraphBody
 from calcgraph.rest_compat.state import database_of
@@ -25,6 +37,20 @@ from calcgraph.workers.inprocess import Execution
 from calcgraph.workers.run_wait import wait_for_run
 
 MAX_TICK_WAIT_SECONDS = 30.0
+
+
+class RunsQuery(PageQuery):
+    status: list[RunStatus] = Field(default=[], description="repeatable; any of these statuses")
+    workflow: str | None = Field(default=None, description="a workflow slug")
+
+
+class TickQuery(Query):
+    wait: float = Field(
+        default=0.0,
+        ge=0,
+        le=MAX_TICK_WAIT_SECONDS,
+        description="first wait until a job of the run finishes or this many seconds pass",
+    )
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -209,8 +235,11 @@ async def tick_run(request: Request) -> JSONResponse:
     execution: Execution = request.app.state.execution
     if wait > 0:
         await wait_for_run(database, execution.notifier, principal, run_id, wait)
-    async with database.write_session() as session:
-        run = await run_service.tick(session, principal, run_id, execution.cache)
+    with execution.metrics.tick_seconds.time():  # the tick's one unit of work, commit included
+        async with database.write_session() as session:
+            run = await run_service.tick(
+                session, principal, run_id, execution.cache, chains=execution.chains
+            )
     return JSONResponse(run_json(run))
 
 
@@ -225,4 +254,86 @@ routes = [
     Route("/workflow-runs/{run_id}", get_run, methods=["GET"]),
     Route("/workflow-runs/{run_id}/plan", get_plan, methods=["GET"]),
     Route("/workflow-runs/{run_id}/tick", tick_run, methods=["POST"]),
+]
+_GRAPH_ERRORS = (400, 403, 404)
+operations = [
+    Operation(
+        "GET",
+        "/workflows",
+        "Workflows the caller can see",
+        {200: Page[WorkflowOut]},
+        query=PageQuery,
+        tag="workflows",
+    ),
+    Operation(
+        "POST",
+        "/workflows",
+        "Create a workflow with its version 1 (422 or 400 with the validation report)",
+        {201: WorkflowDetailOut},
+        body=CreateWorkflowBody,
+        errors=(*_GRAPH_ERRORS, 409),
+        tag="workflows",
+    ),
+    Operation(
+        "POST",
+        "/workflows/validate",
+        "Validate a graph without saving it",
+        {200: ValidateOut},
+        body=WorkflowGraphBody,
+        errors=_GRAPH_ERRORS,
+        tag="workflows",
+    ),
+    Operation(
+        "GET",
+        "/workflows/{slug}",
+        "A workflow with its latest version",
+        {200: WorkflowDetailOut},
+        errors=(404,),
+        tag="workflows",
+    ),
+    Operation(
+        "PUT",
+        "/workflows/{slug}",
+        "Save a new latest version of a workflow's graph",
+        {200: WorkflowDetailOut},
+        body=WorkflowGraphBody,
+        errors=_GRAPH_ERRORS,
+        tag="workflows",
+    ),
+    Operation(
+        "POST",
+        "/workflows/{slug}/runs",
+        "Start a run of the latest version",
+        {201: RunOut},
+        body=CreateRunBody,
+        errors=(403, 404),
+        tag="runs",
+    ),
+    Operation(
+        "GET",
+        "/workflow-runs",
+        "The caller's runs",
+        {200: Page[RunSummaryOut]},
+        query=RunsQuery,
+        errors=(404,),
+        tag="runs",
+    ),
+    Operation("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, errors=(404,), tag="runs"),
+    Operation(
+        "GET",
+        "/workflow-runs/{run_id}/plan",
+        "A run's plan and node states",
+        {200: PlanOut},
+        errors=(404,),
+        tag="runs",
+    ),
+    Operation(
+        "POST",
+        "/workflow-runs/{run_id}/tick",
+        "Advance a run: collect finished jobs, submit ready nodes",
+        {200: RunOut},
+        query=TickQuery,
+        errors=(404, 409),
+        tag="runs",
+    ),
 ]

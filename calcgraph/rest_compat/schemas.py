@@ -19,16 +19,70 @@ def _type_expression(value: Any) -> Any:
 TypeExpression = Annotated[str | dict[str, Any], BeforeValidator(_type_expression)]
 
 
+# Examples of the OpenAPI document; tests/openapi sends each to its route.
+_BEAM_SOURCE = "def cantilever(length, force):\n    return {'moment': force * length}\n"
+_PACKAGE_EXAMPLE: dict[str, Any] = {
+    "manifest": {
+        "kind": "package",
+        "version": 1,
+        "package": {"name": "beam-tools", "version": "1.0.0", "versioning_strategy": "auto"},
+        "functions": {
+            "cantilever": {
+                "handler": "beam:cantilever",
+                "inputs": {
+                    "length": {"type": "Length", "description": "span", "required": True},
+                    "force": {"type": "Force", "description": "tip load", "required": True},
+                },
+                "outputs": {"moment": {"type": "Moment", "description": "root moment"}},
+            }
+        },
+    },
+    "files": {"beam.py": _BEAM_SOURCE},
+    "visibility": "private",
+}
+_FUNCTION_EXAMPLE: dict[str, Any] = {
+    "name": "moment",
+    "code": _BEAM_SOURCE.replace("cantilever", "main"),
+    "inputs": {"length": {"type": "Length"}, "force": {"type": "Force"}},
+    "outputs": {"moment": {"type": "Moment"}},
+}
+_GRAPH_EXAMPLE: dict[str, Any] = {
+    "nodes": [
+        {"node_key": "span", "kind": "input", "input_spec": {"type_expr": "Length"}},
+        {"node_key": "load", "kind": "input", "input_spec": {"type_expr": "Force"}},
+        {
+            "node_key": "beam",
+            "kind": "function",
+            "function": "beam-tools/cantilever",
+            "input_bindings": {
+                "length": {"source": "input_node", "input_key": "span", "from_port": "value"},
+                "force": {"source": "input_node", "input_key": "load", "from_port": "value"},
+            },
+        },
+    ]
+}
+
+
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class CheckConnectionBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"source": "Force", "target": "Numeric"}]}
+    )
+
     source: TypeExpression = Field(description="type expression of the source port")
     target: TypeExpression = Field(description="type expression of the target port")
 
 
 class LoginCallbackBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"code": "4f1c2a", "code_verifier": "v" * 43, "state": "b3e1"}]
+        }
+    )
+
     code: str = Field(min_length=1, max_length=4096, description="authorization code")
     code_verifier: str = Field(
         min_length=43, max_length=128, description="the PKCE verifier POST /auth/login gave"
@@ -37,11 +91,19 @@ class LoginCallbackBody(Body):
 
 
 class CreateOrganizationBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"slug": "acme", "name": "Acme Engineering"}]}
+    )
+
     slug: str = Field(min_length=1, max_length=100, description="lowercase, digits, dashes")
     name: str = Field(min_length=1, max_length=255, description="display name")
 
 
 class AddMemberBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"username": "bob", "role": "member"}]}
+    )
+
     username: str = Field(min_length=1, max_length=255, description="an existing user")
     role: Literal["member", "owner"] = Field(default="member", description="member or owner")
 
@@ -50,6 +112,8 @@ VisibilityValue = Literal["private", "internal", "public"]
 
 
 class PublishPackageBody(Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [_PACKAGE_EXAMPLE]})
+
     manifest: dict[str, Any] | str = Field(
         description="calcgraph.yaml as an object (its JSON form) or as YAML text"
     )
@@ -63,6 +127,18 @@ class PublishPackageBody(Body):
 
 
 class PublishFromGitBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "git_url": "https://git.example.org/acme/beam-tools.git",
+                    "ref": "v1.2.0",
+                    "visibility": "internal",
+                }
+            ]
+        }
+    )
+
     git_url: str = Field(min_length=1, max_length=2048, description="https:// or file:// URL")
     ref: str = Field(min_length=1, max_length=255, description="tag, branch or commit SHA")
     visibility: VisibilityValue | None = Field(
@@ -74,12 +150,16 @@ class PublishFromGitBody(Body):
 
 
 class PatchPackageBody(Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"visibility": "internal"}]})
+
     visibility: VisibilityValue = Field(description="private, internal or public")
 
 
 class SubmitFunctionBody(Body):
     """`POST /functions` (contract 4); the rules on code and requirements are the service's,
     so that each refusal names its rule and line."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_FUNCTION_EXAMPLE]})
 
     name: str = Field(min_length=1, max_length=100, description="function (and package) name")
     code: str = Field(description="source of module main")
@@ -94,6 +174,14 @@ class SubmitFunctionBody(Body):
 
 
 class CreateWorkflowBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"slug": "cantilever-check", "name": "Cantilever check", "graph": _GRAPH_EXAMPLE}
+            ]
+        }
+    )
+
     slug: str = Field(
         min_length=1,
         max_length=100,
@@ -109,10 +197,31 @@ class CreateWorkflowBody(Body):
 
 
 class WorkflowGraphBody(Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"graph": _GRAPH_EXAMPLE}]})
+
     graph: dict[str, Any] = Field(description='the graph document {"nodes": [...]}')
 
 
 class CreateRunBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"inputs": {"span": 2.0, "load": {"value": 12, "unit": "kN"}}}]
+        }
+    )
+
     inputs: dict[str, Any] = Field(
         default={}, description="input node_key to a value matching its type_expr"
+    )
+
+
+class ExecuteBody(BaseModel):
+    """Execute routes (contract 4). Read leniently: an empty body means no inputs, other keys
+    are ignored; the inputs are checked against the function's typed inputs by the service."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"inputs": {"length": 2.0, "force": 1000.0}}]}
+    )
+
+    inputs: dict[str, Any] = Field(
+        default={}, description="input port name to value; physical values may be {value, unit}"
     )
