@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test services lint typecheck pytest bench clean
+.PHONY: install run serve test services lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +14,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## Serve calcgraph on the embedded default (SQLite, in-process workers) at http://127.0.0.1:8000
+## The main job on the embedded default (SQLite ./calcgraph.db, in-process workers): publish the
+## demo package, run its workflow with a progress display, print the terminal outputs
 run: install
+	$(BIN)/calcgraph demo
+
+## Serve calcgraph on the embedded default at http://127.0.0.1:8000
+serve: install
 	$(BIN)/calcgraph serve
 
 services:

@@ -35,7 +35,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from calcgraph.ops.logs import setup_logging
+
     settings = get_settings()
+    setup_logging(settings)
     if settings.sandbox_kind == "process":
         logging.getLogger("calcgraph").warning(
             "SANDBOX IS 'process': user code runs as a plain subprocess with rlimits only; "
@@ -66,6 +69,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port or settings.port,
             log_level=settings.log_level,
             proxy_headers=True,
+            # Logging is ours (JSON or text, with request ids); the app logs each request.
+            log_config=None,
+            access_log=False,
         )
     finally:
         if dev_idp is not None:
@@ -88,10 +94,22 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from calcgraph.demo.run import DemoOptions, run_demo
+
+    options = DemoOptions(
+        fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
+    )
+    return run_demo(get_settings(), options)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
+    from calcgraph.ops.logs import setup_logging
     from calcgraph.workers.main import run_workers
 
-    return run_workers(get_settings(), args.processes, args.threads)
+    settings = get_settings()
+    setup_logging(settings)
+    return run_workers(settings, args.processes, args.threads)
 
 
 def cmd_builds_cleanup(args: argparse.Namespace) -> int:
@@ -116,8 +134,13 @@ def cmd_builds_cleanup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from calcgraph import cli_commands
+
     parser = argparse.ArgumentParser(
-        prog="calcgraph", description="calcgraph: typed engineering computations as a service"
+        prog="calcgraph",
+        description="calcgraph: typed engineering computations as a service",
+        epilog=cli_commands.EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -131,6 +154,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     token.add_argument("username", help="alice, bob or admin")
     token.set_defaults(func=cmd_token)
+
+    demo = sub.add_parser(
+        "demo",
+        help="run the bundled beam-check workflow on an in-process platform, with its progress",
+    )
+    demo.add_argument(
+        "--fresh",
+        action="store_true",
+        help="use a temporary SQLite database instead of the configured one",
+    )
+    # SUPPRESS: `calcgraph --json demo` (the global option) is not reset by the subcommand's.
+    demo.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the final run as JSON",
+    )
+    demo.add_argument(
+        "--sandbox",
+        choices=["docker", "bwrap", "process"],
+        default=None,
+        help="sandbox of the demo's jobs (default: CALCGRAPH_SANDBOX, else bwrap when installed)",
+    )
+    demo.add_argument(
+        "--timeout", type=float, default=120.0, help="give up on the run after this many seconds"
+    )
+    demo.set_defaults(func=cmd_demo)
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
@@ -149,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cleanup.add_argument("--dry-run", action="store_true", help="list, delete nothing")
     cleanup.set_defaults(func=cmd_builds_cleanup)
+    cli_commands.register(parser, sub)
     return parser
 
 

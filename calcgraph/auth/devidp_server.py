@@ -33,6 +33,11 @@ from calcgraph.auth.devidp import DEV_USERS, TOKEN_LIFETIME, is_loopback
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
+    # Importing authlib puts an "always" filter for its own deprecation warnings ahead of the
+    # one above, and the provider's imports trigger two: silence them once it is in place.
+    from authlib.deprecate import AuthlibDeprecationWarning  # type: ignore[import-untyped]
+
+    warnings.simplefilter("ignore", AuthlibDeprecationWarning)
     import oidc_provider_mock
 
 

@@ -37,13 +37,12 @@ def build_identity(settings: Settings, database: Database) -> IdentityAdapters:
     provider = OidcProvider(settings.issuer, refetch_interval=settings.oidc_jwks_refetch_seconds)
     verifier = TokenVerifier(provider, settings.oidc_audience, settings.oidc_leeway_seconds)
     authenticator = Authenticator(verifier, database)
-    secret = settings.oidc_client_secret
     login = LoginFlow(
         provider=provider,
         authenticator=authenticator,
         database=database,
         client_id=settings.login_client_id,
-        client_secret=secret.get_secret_value() if secret is not None else None,
+        client_secret=settings.login_client_secret,
         redirect_uri=settings.oidc_redirect_uri,
         scopes=settings.oidc_scopes,
     )

@@ -1,0 +1,253 @@
+"""`calcgraph packages|functions|jobs|workflows ...`: publish, execute, create and list."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from calcgraph.cli_commands.common import FAILED, OK, Context, command, global_options, table
+from calcgraph.client import models as m
+from calcgraph.client.values import parse_assignments
+from calcgraph.progress import format_value
+
+VISIBILITIES = ("private", "internal", "public")
+
+
+def show_report(console: Console, report: m.DeploymentReport) -> None:
+    console.print(
+        f"deployed [bold]{report.package}[/] {report.package_version} "
+        f"(package {report.package_id})",
+        highlight=False,
+    )
+    console.print(
+        table(
+            ("function", "version", "status", "endpoint"),
+            ((f.name, f.version, f.status, f.endpoint) for f in report.functions),
+        )
+    )
+    for warning in report.warnings:
+        console.print(f"warning: {warning}", markup=False, highlight=False)
+
+
+def _publish(context: Context, args: argparse.Namespace) -> int:
+    report = context.client.publish_directory(args.directory, args.visibility, args.organization)
+    context.emit(report, lambda: show_report(context.console, report))
+    return OK
+
+
+def _deploy_git(context: Context, args: argparse.Namespace) -> int:
+    report = context.client.deploy_git(args.git_url, args.ref, args.visibility, args.organization)
+    context.emit(report, lambda: show_report(context.console, report))
+    return OK
+
+
+def _list_packages(context: Context, args: argparse.Namespace) -> int:
+    page = context.client.list_packages(args.limit, args.cursor)
+    context.emit(
+        page,
+        lambda: context.console.print(
+            table(
+                ("name", "version", "visibility", "owner", "id"),
+                ((p.name, p.current_version, p.visibility, p.owner, p.id) for p in page.items),
+            )
+        ),
+    )
+    return OK
+
+
+def _list_functions(context: Context, args: argparse.Namespace) -> int:
+    page = context.client.list_functions(args.limit, args.cursor)
+    context.emit(
+        page,
+        lambda: context.console.print(
+            table(
+                ("function", "version", "id"),
+                ((f"{f.package}/{f.name}", f.current_version, f.id) for f in page.items),
+            )
+        ),
+    )
+    return OK
+
+
+def show_job(console: Console, job_id: str, status: str, outputs: Any, error: Any) -> None:
+    console.print(f"job {job_id} [bold]{status}[/]", highlight=False)
+    if outputs:
+        console.print(
+            table(("output", "value"), ((k, format_value(v)) for k, v in outputs.items()))
+        )
+    if error:
+        console.print(
+            f"error: {error.get('kind')}: {error.get('message')}", markup=False, highlight=False
+        )
+
+
+def _execute(context: Context, args: argparse.Namespace) -> int:
+    inputs = parse_assignments(args.input)
+    if args.inputs_json:
+        inputs = {**json.loads(Path(args.inputs_json).read_text()), **inputs}
+    client = context.client
+    started = time.monotonic()
+    result = client.execute(args.function, inputs, wait=args.wait)
+    document: Any = result
+    remaining = args.wait - (time.monotonic() - started)
+    if not result.done and remaining > 0:
+        # The server caps its wait; the rest of `--wait` is spent polling the job.
+        try:
+            job = client.wait_for_job(result.job_id, timeout=remaining)
+            document = m.ExecuteResult(
+                job_id=job.id, status=job.status, outputs=job.outputs, error=job.error
+            )
+        except TimeoutError:
+            pass
+    final: m.ExecuteResult = document
+    context.emit(
+        final,
+        lambda: show_job(context.console, final.job_id, final.status, final.outputs, final.error),
+    )
+    return FAILED if final.status == "failed" else OK
+
+
+def _show_job(context: Context, args: argparse.Namespace) -> int:
+    job = context.client.get_job(args.job_id)
+    context.emit(job, lambda: show_job(context.console, job.id, job.status, job.outputs, job.error))
+    return FAILED if job.status == "failed" else OK
+
+
+def _workflow_document(path: str) -> dict[str, Any]:
+    try:
+        document = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f'{path}: expected a graph {{"nodes": [...]}} or a workflow document')
+    return document
+
+
+def _create_workflow(context: Context, args: argparse.Namespace) -> int:
+    document = _workflow_document(args.file)
+    graph = document.get("graph", document)
+    slug = str(args.slug or document.get("slug") or "")
+    name = str(args.name or document.get("name") or slug)
+    if not slug:
+        raise ValueError('name the workflow: --slug, or a document with "slug" and "graph"')
+    visibility = args.visibility or document.get("visibility")
+    organization = args.organization or document.get("organization")
+    workflow = context.client.create_workflow(slug, name, graph, visibility, organization)
+    context.emit(workflow, lambda: show_workflow(context.console, workflow))
+    return OK
+
+
+def show_workflow(console: Console, workflow: m.WorkflowDetail) -> None:
+    console.print(
+        f"workflow [bold]{workflow.slug}[/] ({workflow.name}) version {workflow.version}",
+        highlight=False,
+    )
+    inputs = [(node.get("node_key"), node.get("type_expr")) for node in workflow.input_nodes]
+    if inputs:
+        console.print(table(("input", "type"), inputs))
+
+
+def _show_workflow(context: Context, args: argparse.Namespace) -> int:
+    workflow = context.client.get_workflow(args.slug)
+    context.emit(workflow, lambda: show_workflow(context.console, workflow))
+    return OK
+
+
+def _list_workflows(context: Context, args: argparse.Namespace) -> int:
+    page = context.client.list_workflows(args.limit, args.cursor)
+    context.emit(
+        page,
+        lambda: context.console.print(
+            table(
+                ("slug", "name", "version", "visibility", "owner"),
+                ((w.slug, w.name, w.latest_version, w.visibility, w.owner) for w in page.items),
+            )
+        ),
+    )
+    return OK
+
+
+def add_listing_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, default=None, help="items per page (max 500)")
+    parser.add_argument("--cursor", default=None, help="next_cursor of the previous page")
+
+
+def add_ownership_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--visibility", choices=VISIBILITIES, default=None)
+    parser.add_argument("--organization", default=None, help="owning organization slug")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = [global_options()]
+    packages = sub.add_parser("packages", help="publish and list packages").add_subparsers(
+        dest="packages_command", required=True
+    )
+    publish = packages.add_parser(
+        "publish", parents=common, help="publish a package directory (with calcgraph.yaml)"
+    )
+    publish.add_argument("directory", help="directory holding calcgraph.yaml and the modules")
+    add_ownership_options(publish)
+    publish.set_defaults(func=command(_publish))
+    git = packages.add_parser("deploy-git", parents=common, help="deploy a git repository ref")
+    git.add_argument("git_url", metavar="URL", help="https:// (or file://) repository URL")
+    git.add_argument("ref", metavar="REF", help="tag, branch or commit SHA")
+    add_ownership_options(git)
+    git.set_defaults(func=command(_deploy_git))
+    listing = packages.add_parser("list", parents=common, help="packages you can see")
+    add_listing_options(listing)
+    listing.set_defaults(func=command(_list_packages))
+
+    functions = sub.add_parser("functions", help="execute and list functions").add_subparsers(
+        dest="functions_command", required=True
+    )
+    execute = functions.add_parser("execute", parents=common, help="run a function as a job")
+    execute.add_argument(
+        "function", metavar="NAME[@VERSION]", help="package/function[@version], or a function id"
+    )
+    execute.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an input: JSON if it parses, else a quantity like '12 kN', else text; repeatable",
+    )
+    execute.add_argument("--inputs-json", metavar="FILE", help="inputs as a JSON object file")
+    execute.add_argument(
+        "--wait", type=float, default=30.0, help="seconds to wait for the result (default 30)"
+    )
+    execute.set_defaults(func=command(_execute))
+    listing = functions.add_parser("list", parents=common, help="functions you can see")
+    add_listing_options(listing)
+    listing.set_defaults(func=command(_list_functions))
+
+    jobs = sub.add_parser("jobs", help="read jobs").add_subparsers(
+        dest="jobs_command", required=True
+    )
+    show = jobs.add_parser("show", parents=common, help="a job: status, outputs, error")
+    show.add_argument("job_id", metavar="ID")
+    show.set_defaults(func=command(_show_job))
+
+    workflows = sub.add_parser("workflows", help="create and read workflows").add_subparsers(
+        dest="workflows_command", required=True
+    )
+    create = workflows.add_parser(
+        "create", parents=common, help="create a workflow from a graph JSON file"
+    )
+    create.add_argument(
+        "file", metavar="FILE", help='graph {"nodes": [...]} or {"slug", "name", "graph"} JSON'
+    )
+    create.add_argument("--slug", default=None, help="URL name (else the document's)")
+    create.add_argument("--name", default=None, help="display name (else the document's)")
+    add_ownership_options(create)
+    create.set_defaults(func=command(_create_workflow))
+    show = workflows.add_parser("show", parents=common, help="a workflow's latest version")
+    show.add_argument("slug", metavar="SLUG")
+    show.set_defaults(func=command(_show_workflow))
+    listing = workflows.add_parser("list", parents=common, help="workflows you can see")
+    add_listing_options(listing)
+    listing.set_defaults(func=command(_list_workflows))

@@ -1,0 +1,181 @@
+"""What every client command shares: global options, the client, output (rich tables for
+people, one JSON document with `--json`) and the exit code of each error kind."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from calcgraph.client import errors as e
+from calcgraph.client.settings import ClientSettings
+from calcgraph.client.sync import Client
+
+OK, FAILED, USAGE = 0, 1, 2
+# The most specific class first: subclasses (Unavailable, MethodNotAllowed) before parents.
+EXIT_CODES: tuple[tuple[type[e.CalcgraphError], int], ...] = (
+    (e.Unauthenticated, 3),
+    (e.PermissionDenied, 4),
+    (e.NotFound, 5),
+    (e.Conflict, 6),
+    (e.ValidationError, 7),
+    (e.MethodNotAllowed, 8),
+    (e.InvalidRequest, 8),
+    (e.RateLimited, 9),
+    (e.ConnectionError, 10),
+    (e.InternalError, 10),
+    (e.PayloadTooLarge, 11),
+    (e.NotAcceptable, 12),
+)
+
+EXIT_CODES_HELP = """exit codes:
+  0   success
+  1   the run or job ended failed
+  2   usage error (bad arguments, unreadable file)
+  3   Unauthenticated (401): no token, or an expired or invalid one; run `calcgraph login`
+  4   PermissionDenied (403)
+  5   NotFound (404)
+  6   Conflict (409)
+  7   ValidationError (422)
+  8   InvalidRequest (400, 405)
+  9   RateLimited (429)
+  10  server error (500, 503) or server unreachable
+  11  PayloadTooLarge (413)
+  12  NotAcceptable (406)"""
+
+
+def exit_code(error: e.CalcgraphError) -> int:
+    for cls, code in EXIT_CODES:
+        if isinstance(error, cls):
+            return code
+    status = error.status or 500
+    return 10 if status >= 500 else 8
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """`--url`, `--token`, `--json`, accepted before the command and after it (`suppress`
+    keeps a subcommand from resetting what was given before it)."""
+    default: Any = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--url", default=default, help="API base URL (else CALCGRAPH_URL, the login's, :8000)"
+    )
+    parser.add_argument(
+        "--token", default=default, help="bearer token (else CALCGRAPH_TOKEN, the login's)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="machine output: one JSON document on stdout",
+    )
+
+
+def global_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    add_global_options(parent, suppress=True)
+    return parent
+
+
+def to_json(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: to_json(item) for key, item in value.items()}
+    return value
+
+
+@dataclass
+class Context:
+    args: argparse.Namespace
+    console: Console = field(default_factory=lambda: Console(soft_wrap=True))
+    errors: Console = field(default_factory=lambda: Console(stderr=True, soft_wrap=True))
+    _client: Client | None = None
+
+    @property
+    def as_json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    @property
+    def settings(self) -> ClientSettings:
+        return ClientSettings()
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client(
+                getattr(self.args, "url", None),
+                getattr(self.args, "token", None),
+                settings=self.settings,
+            )
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def emit(self, value: Any, human: Callable[[], None] | None = None) -> None:
+        """`value` as JSON with `--json`, else what `human` prints (default: the JSON, indented)."""
+        if self.as_json or human is None:
+            sys.stdout.write(json.dumps(to_json(value), indent=None if self.as_json else 2))
+            sys.stdout.write("\n")
+            return
+        human()
+
+    def fail(self, message: str, error: e.CalcgraphError | None = None) -> None:
+        self.errors.print(f"error: {message}", markup=False, highlight=False)
+        for item in error.errors if error is not None else []:
+            loc = ".".join(str(part) for part in item.get("loc", []))
+            self.errors.print(f"  {loc}: {item.get('msg', '')}", markup=False, highlight=False)
+        if error is not None and error.report:
+            for problem, entries in error.report.items():
+                for entry in entries or []:
+                    self.errors.print(f"  {problem}: {entry}", markup=False, highlight=False)
+        if self.as_json:
+            body: dict[str, Any] = {"detail": message}
+            if error is not None:
+                body = {**error.body, "detail": error.detail, "kind": error.kind}
+                body["status"] = error.status
+            sys.stdout.write(json.dumps({"error": body}) + "\n")
+
+
+Command = Callable[[Context, argparse.Namespace], int]
+
+
+def command(function: Command) -> Callable[[argparse.Namespace], int]:
+    """The argparse handler of a client command: one context, errors to exit codes."""
+
+    def handler(args: argparse.Namespace) -> int:
+        context = Context(args)
+        try:
+            return function(context, args)
+        except e.CalcgraphError as error:
+            context.fail(error.detail, error)
+            return exit_code(error)
+        except TimeoutError as error:
+            context.fail(str(error))
+            return FAILED
+        except (ValueError, OSError) as error:
+            context.fail(str(error))
+            return USAGE
+        finally:
+            context.close()
+
+    return handler
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str = "") -> Table:
+    view = Table(title=title or None, title_justify="left", header_style="bold")
+    for name in columns:
+        view.add_column(name, overflow="fold")
+    for row in rows:
+        view.add_row(*("" if cell is None else str(cell) for cell in row))
+    return view

@@ -1,0 +1,148 @@
+"""`calcgraph runs start|show|list`: a run with its live progress until it ends."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from calcgraph.cli_commands.catalog import add_listing_options
+from calcgraph.cli_commands.common import FAILED, OK, Context, command, global_options, table
+from calcgraph.client import CalcgraphError
+from calcgraph.client import models as m
+from calcgraph.client.sync import Client
+from calcgraph.client.values import parse_assignments
+from calcgraph.progress import OUTPUT_UNITS_QUERY, RunProgress, Units, output_units
+
+
+def _units(client: Client, run_id: str) -> Units:
+    """Units of the run's typed outputs, for display only: without them values show bare."""
+    try:
+        answer = client.graphql(OUTPUT_UNITS_QUERY, {"id": run_id})
+    except CalcgraphError:
+        return {}
+    return output_units(answer.get("data") or {})
+
+
+def _exit(run: m.Run) -> int:
+    return OK if run.status == "completed" else FAILED
+
+
+def _follow(context: Context, run: m.Run, args: argparse.Namespace) -> m.Run:
+    client = context.client
+    long_poll = None if args.period_only else 30.0
+    if context.as_json:
+        return client.run_until_done(
+            run.id, period=args.period, long_poll=long_poll, timeout=args.timeout
+        )
+    units = _units(client, run.id)
+    with RunProgress(context.console, units=units, title=args.slug) as progress:
+        progress.update(run.model_dump(mode="json"))
+        final = client.run_until_done(
+            run.id,
+            on_update=lambda r: progress.update(r.model_dump(mode="json")),
+            period=args.period,
+            long_poll=long_poll,
+            timeout=args.timeout,
+        )
+        progress.finish(final.model_dump(mode="json"))
+    return final
+
+
+def _start(context: Context, args: argparse.Namespace) -> int:
+    inputs: dict[str, Any] = {}
+    if args.inputs_json:
+        inputs = json.loads(Path(args.inputs_json).read_text())
+    inputs |= parse_assignments(args.input)
+    run = context.client.start_run(args.slug, inputs)
+    if args.no_follow:
+        context.emit(run, lambda: context.console.print(f"run {run.id} {run.status}"))
+        return OK
+    final = _follow(context, run, args)
+    if context.as_json:
+        context.emit(final)
+    return _exit(final)
+
+
+def show_run(console: Console, run: m.Run) -> None:
+    progress = RunProgress(console, live=True)
+    console.print(progress.table(run.model_dump(mode="json")))
+    if run.done:
+        console.print(progress.summary(run.model_dump(mode="json")))
+
+
+def _show(context: Context, args: argparse.Namespace) -> int:
+    run = context.client.get_run(args.run_id)
+    context.emit(run, lambda: show_run(context.console, run))
+    return OK if run.status != "failed" else FAILED
+
+
+def _when(moment: datetime | None) -> str:
+    return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _list(context: Context, args: argparse.Namespace) -> int:
+    page = context.client.list_runs(args.limit, args.cursor, args.status or (), args.workflow)
+    context.emit(
+        page,
+        lambda: context.console.print(
+            table(
+                ("run", "status", "started", "completed", "failed node"),
+                (
+                    (
+                        r.id,
+                        r.status,
+                        _when(r.started_at),
+                        _when(r.completed_at),
+                        r.first_failed_node_key,
+                    )
+                    for r in page.items
+                ),
+            )
+        ),
+    )
+    return OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = [global_options()]
+    runs = sub.add_parser("runs", help="start and follow workflow runs").add_subparsers(
+        dest="runs_command", required=True
+    )
+    start = runs.add_parser(
+        "start", parents=common, help="start a run and show its progress until it ends"
+    )
+    start.add_argument("slug", metavar="SLUG", help="workflow slug")
+    start.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an input node's value: JSON, else a quantity like '3 m', else text; repeatable",
+    )
+    start.add_argument("--inputs-json", metavar="FILE", help="inputs as a JSON object file")
+    start.add_argument(
+        "--no-follow", action="store_true", help="print the new run and return at once"
+    )
+    start.add_argument(
+        "--period", type=float, default=2.0, help="seconds between ticks that change nothing"
+    )
+    start.add_argument(
+        "--period-only",
+        action="store_true",
+        help="tick every --period seconds instead of long-polling the tick",
+    )
+    start.add_argument("--timeout", type=float, default=None, help="give up after S seconds")
+    start.set_defaults(func=command(_start))
+    show = runs.add_parser("show", parents=common, help="a run's node states and outputs")
+    show.add_argument("run_id", metavar="ID")
+    show.set_defaults(func=command(_show))
+    listing = runs.add_parser("list", parents=common, help="your runs")
+    add_listing_options(listing)
+    listing.add_argument("--status", action="append", help="filter by status; repeatable")
+    listing.add_argument("--workflow", default=None, help="filter by workflow slug")
+    listing.set_defaults(func=command(_list))

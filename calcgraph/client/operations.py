@@ -1,0 +1,376 @@
+"""What each client method sends and how its answer is read, free of I/O.
+
+A simple method is a `Call`: method, path, query, body and the parser of its JSON answer. A
+method that talks more than once (waiting for a job, driving a run) is a `Flow`: a generator
+that yields `Call`s and `Sleep`s and receives each call's parsed answer. `Client` and
+`AsyncClient` each hold one driver for both, so every method body is written once, here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from calcgraph.client import models as m
+
+R = TypeVar("R")
+M = TypeVar("M", bound=m.Model)
+
+MANIFEST = "calcgraph.yaml"
+DEFAULT_PERIOD = 2.0
+"""The specification's polling period (Limits: tick polling period, 2 seconds)."""
+MAX_TICK_WAIT = 30.0
+Params = Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    method: str
+    path: str
+    parse: Callable[[Any], R]
+    params: Params = ()
+    json: Any = None
+    # Seconds the server may hold the request on purpose (`?wait=`), added to the timeout.
+    holds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+Step = Call[Any] | Sleep
+Flow = Generator[Step, Any, R]
+
+
+def _segment(text: str) -> str:
+    return quote(text, safe="@")
+
+
+def _model(cls: type[M]) -> Callable[[Any], M]:
+    return cls.model_validate
+
+
+def _page(cls: type[M]) -> Callable[[Any], m.Page[M]]:
+    return m.Page[cls].model_validate  # type: ignore[valid-type]
+
+
+def _listing(
+    path: str,
+    cls: type[M],
+    limit: int | None,
+    cursor: str | None,
+    extra: Params = (),
+) -> Call[m.Page[M]]:
+    params = [*extra]
+    if limit is not None:
+        params.append(("limit", str(limit)))
+    if cursor:
+        params.append(("cursor", cursor))
+    return Call("GET", path, _page(cls), params=params)
+
+
+def _without_none(**fields: Any) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+# Service ---------------------------------------------------------------------------------
+
+
+def health() -> Call[m.Health]:
+    return Call("GET", "/health", _model(m.Health))
+
+
+def check_connection(
+    source: str | dict[str, Any], target: str | dict[str, Any]
+) -> Call[m.Compatibility]:
+    return Call(
+        "POST",
+        "/types/check-connection",
+        _model(m.Compatibility),
+        json={"source": source, "target": target},
+    )
+
+
+def list_types() -> Call[list[dict[str, Any]]]:
+    def parse(body: Any) -> list[dict[str, Any]]:
+        items = body.get("items", body) if isinstance(body, dict) else body
+        return list(items)
+
+    return Call("GET", "/types", parse)
+
+
+def graphql(query: str, variables: Mapping[str, Any] | None = None) -> Call[dict[str, Any]]:
+    """The raw GraphQL answer (`data` and `errors`), for what REST does not show."""
+    return Call("POST", "/graphql", dict, json={"query": query, "variables": dict(variables or {})})
+
+
+# Identity --------------------------------------------------------------------------------
+
+
+def me() -> Call[m.User]:
+    return Call("GET", "/auth/me", _model(m.User))
+
+
+def login_start() -> Call[m.LoginStart]:
+    return Call("POST", "/auth/login", _model(m.LoginStart))
+
+
+def login_complete(code: str, code_verifier: str) -> Call[m.LoginResult]:
+    body = {"code": code, "code_verifier": code_verifier}
+    return Call("POST", "/auth/callback", _model(m.LoginResult), json=body)
+
+
+# Organizations ---------------------------------------------------------------------------
+
+
+def create_organization(slug: str, name: str) -> Call[m.Organization]:
+    body = {"slug": slug, "name": name}
+    return Call("POST", "/organizations", _model(m.Organization), json=body)
+
+
+def get_organization(slug: str) -> Call[m.Organization]:
+    return Call("GET", f"/organizations/{_segment(slug)}", _model(m.Organization))
+
+
+def add_member(slug: str, username: str, role: str = "member") -> Call[m.Member]:
+    body = {"username": username, "role": role}
+    return Call("POST", f"/organizations/{_segment(slug)}/members", _model(m.Member), json=body)
+
+
+def remove_member(slug: str, username: str) -> Call[None]:
+    path = f"/organizations/{_segment(slug)}/members/{_segment(username)}"
+    return Call("DELETE", path, lambda _: None)
+
+
+# Packages and functions ------------------------------------------------------------------
+
+
+def publish_package(
+    manifest: Mapping[str, Any] | str,
+    files: Mapping[str, str],
+    visibility: str | None = None,
+    organization: str | None = None,
+) -> Call[m.DeploymentReport]:
+    body = {"manifest": manifest, "files": dict(files), "visibility": visibility}
+    body |= _without_none(organization=organization)
+    return Call("POST", "/packages", _model(m.DeploymentReport), json=body)
+
+
+def read_package_directory(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]]:
+    """`calcgraph.yaml` and every text file of a package directory, by POSIX path, as
+    `POST /packages` takes them (like a git deploy: dot-directories and caches left out)."""
+    root = Path(path)
+    manifest_path = root / MANIFEST
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{root} has no {MANIFEST}")
+    files: dict[str, str] = {}
+    for directory, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(names):
+            file = Path(directory, name)
+            if name.startswith(".") or file.suffix in {".pyc", ".pyo"} or file.is_symlink():
+                continue
+            try:
+                files[file.relative_to(root).as_posix()] = file.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{file} is not UTF-8 text; packages carry source files") from None
+    return files[MANIFEST], files
+
+
+def deploy_git(
+    git_url: str, ref: str, visibility: str | None = None, organization: str | None = None
+) -> Call[m.DeploymentReport]:
+    body = {"git_url": git_url, "ref": ref, "visibility": visibility}
+    body |= _without_none(organization=organization)
+    return Call("POST", "/packages/from-git", _model(m.DeploymentReport), json=body)
+
+
+def list_packages(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Package]]:
+    return _listing("/packages", m.Package, limit, cursor)
+
+
+def get_package(package_id: str) -> Call[m.Package]:
+    return Call("GET", f"/packages/{_segment(package_id)}", _model(m.Package))
+
+
+def list_functions(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Function]]:
+    return _listing("/functions", m.Function, limit, cursor)
+
+
+def get_function(function_id: str) -> Call[m.FunctionDetail]:
+    return Call("GET", f"/functions/{_segment(function_id)}", _model(m.FunctionDetail))
+
+
+def execute_path(name_or_id: str, version: str | None = None) -> str:
+    """`package/function[@version]` or a function (version) id, as the execute routes take it."""
+    package, slash, function = name_or_id.partition("/")
+    if not slash:
+        if version is not None:
+            raise ValueError("a version goes with package/function, not with an id")
+        return f"/functions/{_segment(name_or_id)}/execute"
+    if "@" in function:
+        function, _, named = function.partition("@")
+        if version is not None and version != named:
+            raise ValueError(f"two versions given: {named} and {version}")
+        version = named
+    suffix = f"@{version}" if version else ""
+    return f"/packages/{_segment(package)}/functions/{_segment(function)}{suffix}/execute"
+
+
+def execute(
+    name_or_id: str,
+    inputs: Mapping[str, Any] | None = None,
+    version: str | None = None,
+    wait: float | None = None,
+) -> Call[m.ExecuteResult]:
+    params = [] if wait is None else [("wait", str(wait))]
+    return Call(
+        "POST",
+        execute_path(name_or_id, version),
+        _model(m.ExecuteResult),
+        params=params,
+        json={"inputs": dict(inputs or {})},
+        holds=30.0 if wait is None else wait,
+    )
+
+
+# Jobs ------------------------------------------------------------------------------------
+
+
+def list_jobs(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Job]]:
+    return _listing("/jobs", m.Job, limit, cursor)
+
+
+def get_job(job_id: str) -> Call[m.Job]:
+    return Call("GET", f"/jobs/{_segment(job_id)}", _model(m.Job))
+
+
+def wait_for_job(
+    job_id: str, period: float = DEFAULT_PERIOD, timeout: float | None = None
+) -> Flow[m.Job]:
+    """Poll the job every `period` seconds until it ends; TimeoutError after `timeout`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        job: m.Job = yield get_job(job_id)
+        if job.done:
+            return job
+        if deadline is not None and time.monotonic() + period > deadline:
+            raise TimeoutError(f"job {job_id} is still {job.status} after {timeout} s")
+        yield Sleep(period)
+
+
+# Workflows -------------------------------------------------------------------------------
+
+
+def create_workflow(
+    slug: str,
+    name: str,
+    graph: Mapping[str, Any],
+    visibility: str | None = None,
+    organization: str | None = None,
+) -> Call[m.WorkflowDetail]:
+    body = {"slug": slug, "name": name, "graph": dict(graph), "visibility": visibility}
+    body |= _without_none(organization=organization)
+    return Call("POST", "/workflows", _model(m.WorkflowDetail), json=body)
+
+
+def update_workflow(slug: str, graph: Mapping[str, Any]) -> Call[m.WorkflowDetail]:
+    return Call(
+        "PUT", f"/workflows/{_segment(slug)}", _model(m.WorkflowDetail), json={"graph": graph}
+    )
+
+
+def validate_workflow(graph: Mapping[str, Any]) -> Call[m.WorkflowValidation]:
+    return Call(
+        "POST", "/workflows/validate", _model(m.WorkflowValidation), json={"graph": dict(graph)}
+    )
+
+
+def get_workflow(slug: str) -> Call[m.WorkflowDetail]:
+    return Call("GET", f"/workflows/{_segment(slug)}", _model(m.WorkflowDetail))
+
+
+def list_workflows(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Workflow]]:
+    return _listing("/workflows", m.Workflow, limit, cursor)
+
+
+# Runs ------------------------------------------------------------------------------------
+
+
+def start_run(slug: str, inputs: Mapping[str, Any] | None = None) -> Call[m.Run]:
+    body = {"inputs": dict(inputs or {})}
+    return Call("POST", f"/workflows/{_segment(slug)}/runs", _model(m.Run), json=body)
+
+
+def list_runs(
+    limit: int | None = None,
+    cursor: str | None = None,
+    status: Sequence[str] = (),
+    workflow: str | None = None,
+) -> Call[m.Page[m.RunSummary]]:
+    extra = [("status", s) for s in status]
+    if workflow is not None:
+        extra.append(("workflow", workflow))
+    return _listing("/workflow-runs", m.RunSummary, limit, cursor, extra)
+
+
+def get_run(run_id: str) -> Call[m.Run]:
+    return Call("GET", f"/workflow-runs/{_segment(run_id)}", _model(m.Run))
+
+
+def get_run_plan(run_id: str) -> Call[m.RunPlan]:
+    return Call("GET", f"/workflow-runs/{_segment(run_id)}/plan", _model(m.RunPlan))
+
+
+def tick(run_id: str, wait: float | None = None) -> Call[m.Run]:
+    """One advance; with `wait` the server first waits (up to 30 s) for a job of the run."""
+    params = [] if not wait else [("wait", str(min(wait, MAX_TICK_WAIT)))]
+    return Call(
+        "POST",
+        f"/workflow-runs/{_segment(run_id)}/tick",
+        _model(m.Run),
+        params=params,
+        holds=min(wait or 0.0, MAX_TICK_WAIT),
+    )
+
+
+def run_until_done(
+    run_id: str,
+    on_update: Callable[[m.Run], None] | None = None,
+    period: float = DEFAULT_PERIOD,
+    long_poll: float | None = MAX_TICK_WAIT,
+    timeout: float | None = None,
+) -> Flow[m.Run]:
+    """Tick until the run is terminal, calling `on_update` with every changed state.
+
+    With `long_poll` (seconds) each tick first waits on the server for a job of the run to
+    finish, so the run advances as soon as it can and nobody busy-polls; a tick that changed
+    nothing is followed by a pause of up to `period`. With `long_poll=None` it ticks every
+    `period` seconds, as the specification's run page does.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last: tuple[Any, ...] | None = None
+    while True:
+        started = time.monotonic()
+        run: m.Run = yield tick(run_id, wait=long_poll)
+        key = (run.status, run.revision, tuple(sorted(_state_keys(run))))
+        changed, last = key != last, key
+        if changed and on_update is not None:
+            on_update(run)
+        if run.done:
+            return run
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"run {run_id} is still {run.status} after {timeout} s")
+        pause = period if long_poll is None else period - (time.monotonic() - started)
+        if long_poll is None or (not changed and pause > 0):
+            yield Sleep(pause)
+
+
+def _state_keys(run: m.Run) -> list[tuple[str, str, str | None]]:
+    return [(key, s.status, s.job_id) for key, s in run.node_states.items()]
