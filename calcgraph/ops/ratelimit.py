@@ -46,7 +46,8 @@ if tat < t then tat = t end
 local allow_at = tat - tolerance
 if t < allow_at then return tostring(allow_at - t) end
 local new_tat = tat + interval
-redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil((new_tat - t) * 1000))
+-- At least 1 ms: with a tiny interval new_tat - t rounds to 0, which SET refuses.
+redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.max(1, math.ceil((new_tat - t) * 1000)))
 return '0'
 """
 

@@ -214,6 +214,20 @@ async def test_tokens_come_back_at_the_rate(kind: str, request: pytest.FixtureRe
         await limiter.close()
 
 
+async def test_redis_limiter_takes_a_rate_too_high_to_ever_refuse(
+    request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A token every 60 ps: the bucket's expiry rounds to 0 ms, which SET ... PX refuses; the
+    # script must still answer rather than fail open with a warning.
+    limiter = RedisLimiter(REDIS_URL, 1e12, 1, request.getfixturevalue("redis_prefix"))
+    try:
+        for _ in range(3):
+            assert await limiter.acquire("k") == 0
+        assert "rate limiting is off" not in caplog.text
+    finally:
+        await limiter.close()
+
+
 async def test_memory_limiter_forgets_full_buckets_past_its_size() -> None:
     limiter = MemoryLimiter(6000, 1, max_keys=10)
     for i in range(10):
