@@ -1,45 +1,61 @@
 """The `chains.run` actor: run a chain of a workflow run's plan from one node job to the chain's
 end, in one worker thread, on one warm sandbox while consecutive nodes share a function version.
 
-Each node keeps its own job row, claimed, run and recorded in turn as `jobs.run` would; the
-job store's side (claims, the record-and-start-next commit, resumption) is
-`calcgraph.domain.runs.chains`. Failure semantics are those of node execution: a node that
-fails ends the chain and the tick fails the run and cancels the rest. An infrastructure failure
-releases the node's job and raises, so Dramatiq retries the message (bounded), and the retry
-resumes at that node; a redelivered message never re-runs a finished node. Each node may take
-the whole sandbox timeout and the actor's time limit is that plus `TIME_LIMIT_MARGIN_MS`, so
-after `HAND_OFF_SECONDS` a chain hands its next node over to a new message (`hand_off`).
+Each node keeps its own job row, with its own status, outputs, logs and times; the job store's
+side (claims, recording a batch, resumption) is `calcgraph.domain.runs.chains`. The worker runs
+consecutive nodes back to back, resolving each node's inputs from its predecessor's outputs
+and looking up the result cache just before it would run, and records them in one commit per
+batch: the first node's job (the running one) finishes, the later ones' jobs are written
+finished with the times they ran, and the next node's job starts. A batch is recorded once
+`FLUSH_EVERY_SECONDS` passed since the last commit, at a failure, at the chain's end, and
+before a node the held sandbox cannot run (another function version, or a sandbox gone): a
+chain of fast nodes costs a handful of commits instead of one per node. Until the batch is
+recorded, the running job of its first node keeps any tick from starting the nodes after it.
 
-Completion notifications (what long-poll ticks and run subscriptions wake on) are coalesced
-along a chain: the finished jobs are published at most every `NOTIFY_EVERY_SECONDS`, and
-always when the chain stops. A tick woken by one of them reconciles every node the worker got
-through since (it adopts them in one pass), so a chain of fast nodes costs a few ticks instead
-of one per node, while a node slower than the period is still seen as soon as it finishes.
+Failure semantics are those of node execution: a node that fails ends the chain (its batch is
+recorded with it) and the tick fails the run and cancels the rest. An infrastructure failure
+records the nodes before it, leaves the node's job `queued` (released, when it is the batch's
+running one) and raises, so Dramatiq retries the message (bounded), and the retry resumes at
+that node; a redelivered message never re-runs a recorded node, and nodes of a batch lost with
+its worker run again once their first job is released. Each node may take the whole sandbox
+timeout and the actor's time limit is that plus `TIME_LIMIT_MARGIN_MS`, so after
+`HAND_OFF_SECONDS` a chain hands its next node over to a new message.
+
+Completion notifications (what long-poll ticks and run subscriptions wake on) follow the
+batches: a batch's jobs are published after its commit. A tick woken by them adopts every node
+of the batch in one pass, while a node slower than the period is still seen as soon as it
+finishes.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from datetime import datetime
 
-from dramatiq.middleware import CurrentMessage
-
+from calcgraph.db.base import utcnow
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
 from calcgraph.domain.jobs.execution.service import job_execution_service
-from calcgraph.domain.runs.chains.service import CHAIN_ACTOR, Advance, ChainContext, ChainStep
+from calcgraph.domain.runs.chains.service import (
+    CHAIN_ACTOR,
+    Advance,
+    ChainContext,
+    ChainStep,
+    Link,
+)
 from calcgraph.domain.runs.chains.service import chain_service as service
 from calcgraph.ops import logs
 from calcgraph.workers.broker import TIME_LIMIT_MARGIN_MS, ActorSpec
-from calcgraph.workers.jobs import InfrastructureFailure
+from calcgraph.workers.jobs import InfrastructureFailure, actor_options, execute, retries_left
 from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sandbox import RunRequest, RunResult, Sandbox, SandboxError
 
 log = logging.getLogger("calcgraph.workers.chains")
 _RECORD_ATTEMPTS = 4
-_DB_RETRIES = 10
-NOTIFY_EVERY_SECONDS = 0.05
+FLUSH_EVERY_SECONDS = 0.05
 HAND_OFF_SECONDS = TIME_LIMIT_MARGIN_MS / 2000
 
 
@@ -66,6 +82,10 @@ class _Held:
             self.key = key
         return self.sandbox.run(request.inputs).with_duration(time.monotonic() - began)
 
+    def holds(self, key: str) -> bool:
+        """Whether the next node of function version `key` can run on the held sandbox."""
+        return self.key == key and self.sandbox is not None and self.sandbox.alive
+
     def release(self) -> None:
         if self.sandbox is not None and self.key is not None:
             self.pool.release(self.key, self.sandbox)
@@ -76,128 +96,199 @@ def run_chain(runtime: WorkerRuntime, job_id: str) -> None:
     started = runtime.call(_start(runtime, job_id))
     if started is None:
         return
-    context, step = started
+    context, head = started
     held = _Held(runtime)
-    finished: list[str] = []
-    began = published = time.monotonic()
+    began = time.monotonic()
     try:
-        current: ChainStep | None = step
+        current: ChainStep | None = head
         while current is not None:
-            hand_off = time.monotonic() - began > HAND_OFF_SECONDS
-            current = _link(runtime, held, context, current, finished, hand_off)
-            if time.monotonic() - published >= NOTIFY_EVERY_SECONDS:
-                _publish(runtime, finished)
-                published = time.monotonic()
+            current = _batch(runtime, held, context, current, began)
     finally:
         held.release()
-        _publish(runtime, finished)
 
 
-def _publish(runtime: WorkerRuntime, finished: list[str]) -> None:
-    for job_id in finished:
-        runtime.notifier.publish(job_id)
-    finished.clear()
+class _Due:
+    """Records a batch while a later node of it runs, once the batch is due: a slow node holds
+    back neither the results before it nor its own `running` job. Between nodes, the chain
+    itself checks whether the batch is due."""
+
+    def __init__(self, flush: Callable[[list[Link], ChainStep, datetime], ChainStep | None]):
+        self.since = time.monotonic()
+        self._flush = flush
+        self._lock = threading.Lock()
+        self._links: list[Link] = []
+        self._running: tuple[ChainStep, datetime] | None = None
+        self._closed = False
+        self._fired = False
+        self.next: ChainStep | None = None
+        """After a recording here: the running node, if its job was started with it."""
+        self._error: BaseException | None = None
+        self._timer = threading.Timer(FLUSH_EVERY_SECONDS, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def running(self, links: list[Link], step: ChainStep, started_at: datetime) -> None:
+        with self._lock:
+            self._links, self._running = list(links), (step, started_at)
+
+    def ran(self) -> bool:
+        """The node is done: whether the batch was recorded meanwhile (`next` says how)."""
+        with self._lock:
+            self._running = None
+            fired = self._fired
+        if fired:
+            self._timer.join()
+            if self._error is not None:
+                raise self._error
+        return fired
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._closed or self._running is None:
+                return
+            self._fired = self._closed = True
+            links, (step, started_at) = self._links, self._running
+        try:
+            self.next = self._flush(links, step, started_at)
+        except BaseException as exc:  # raised in the chain's thread, in `ran`
+            self._error = exc
 
 
-def _link(
-    runtime: WorkerRuntime,
-    held: _Held,
-    context: ChainContext,
-    step: ChainStep,
-    finished: list[str],
-    hand_off: bool,
+def _batch(
+    runtime: WorkerRuntime, held: _Held, context: ChainContext, head: ChainStep, began: float
 ) -> ChainStep | None:
-    """Run one node of the chain and record it (`finished` gets the jobs to notify); the next
-    node to run, if any."""
+    """Run the chain from `head` (a running job) node after node until the batch is due, and
+    record the batch in one commit; the next batch's head, if the chain goes on."""
+
+    def early(links: list[Link], step: ChainStep, started_at: datetime) -> ChainStep | None:
+        return _flush(runtime, context, links, step, started_at=started_at)
+
+    links: list[Link] = []
+    due = _Due(early)
+    step = head
+    try:
+        while True:
+            started_at = utcnow()
+            if links:
+                due.running(links, step, started_at)
+            link = _link(runtime, held, step, started_at)
+            if links and due.ran():
+                if due.next is None:
+                    return None  # the run no longer waits for this node
+                links, due = [], _Due(early)  # `step` is the new batch's running job
+            error = link.error
+            if (
+                error is not None
+                and error.get("kind") == "infrastructure_error"
+                and retries_left(runtime.settings)
+            ):
+                # The retry resumes at this node: released if its job is the running one,
+                # else written `queued` after the nodes before it.
+                if links:
+                    _flush(runtime, context, links, step, queued=True)
+                else:
+                    runtime.call(_release(runtime, step.job_id))
+                raise InfrastructureFailure(str(error.get("message")))
+            links.append(link)
+            if link.status != "success":
+                return _flush(runtime, context, links)
+            following = service.following(context, step, link.outputs or {})
+            while following is not None:
+                # Looked up just before the node would run, as a tick submitting it would.
+                version, inputs = following.function_version_id, following.inputs
+                hit = runtime.cache.lookup(result_key(version, inputs))
+                if hit is None:
+                    break
+                now = utcnow()
+                links.append(
+                    Link(following, "success", hit.outputs, None, hit.logs, now, now, True)
+                )
+                following = service.following(context, following, hit.outputs)
+            if following is None:
+                return _flush(runtime, context, links)
+            if time.monotonic() - began > HAND_OFF_SECONDS:
+                return _flush(runtime, context, links, following, queued=True, send=True)
+            if time.monotonic() - due.since >= FLUSH_EVERY_SECONDS or not held.holds(
+                following.function_version_id
+            ):
+                return _flush(runtime, context, links, following)
+            step = following
+    finally:
+        due.close()
+
+
+def _link(runtime: WorkerRuntime, held: _Held, step: ChainStep, started_at: datetime) -> Link:
     # Every log line of this node's job (the runtime loop's included) names it.
     token = logs.job_id.set(step.job_id)
     try:
-        return _run_link(runtime, held, context, step, finished, hand_off)
+        result = _run(runtime, held, step)
+        return Link(
+            step,
+            result.status,
+            result.outputs if result.status == "success" else None,
+            result.error.as_dict() if result.error is not None else None,
+            result.logs,
+            started_at,
+            utcnow(),
+        )
     finally:
         logs.job_id.reset(token)
 
 
-def _run_link(
+def _flush(
     runtime: WorkerRuntime,
-    held: _Held,
     context: ChainContext,
-    step: ChainStep,
-    finished: list[str],
-    hand_off: bool,
+    links: list[Link],
+    next_step: ChainStep | None = None,
+    *,
+    queued: bool = False,
+    send: bool = False,
+    started_at: datetime | None = None,
 ) -> ChainStep | None:
-    result = _run(runtime, held, step)
-    if (
-        result.error is not None
-        and result.error.kind == "infrastructure_error"
-        and _retries_left(runtime)
-    ):
-        runtime.call(_release(runtime, step.job_id))
-        raise InfrastructureFailure(result.error.message)
-    advance = _record(runtime, context, step, result, hand_off)
-    if advance.recorded and result.status == "success":
-        key = result_key(step.function_version_id, step.inputs)
+    """Record the batch, publish its finished jobs and cache its results; the next head."""
+    advance = _record(runtime, context, links, next_step, queued, send, started_at)
+    for job_id in advance.recorded:
+        runtime.notifier.publish(job_id)
+    for link in links[: len(advance.recorded)]:
+        if link.status != "success" or link.cache_hit:
+            continue
+        key = result_key(link.step.function_version_id, link.step.inputs)
         try:
-            runtime.cache.put(key, CachedResult(result.outputs or {}, result.logs))
+            runtime.cache.put(key, CachedResult(link.outputs or {}, link.logs))
         except Exception:  # a cache that is down costs a re-run later, not this result
-            log.exception("could not store the result of job %s in the cache", step.job_id)
-    finished.extend((step.job_id, *advance.cached))
+            log.exception("could not store the result of job %s in the cache", link.step.job_id)
     return advance.next
 
 
 def _run(runtime: WorkerRuntime, held: _Held, step: ChainStep) -> RunResult:
-    try:
-        target = runtime.target(step.function_version_id)
-        request = RunRequest(
-            target.code_dir,
-            target.handler,
-            step.inputs,
-            target.output_ports,
-            runtime.limits,
-            image=target.image,
-            deps_dir=target.deps_dir,
-        )
-        runtime.count_run()
-        began = time.perf_counter()
-        result = held.run(step.function_version_id, request)
-        seconds = time.perf_counter() - began
-        kind = result.error.kind if result.error is not None else None
-        runtime.metrics.job_finished(result.status, kind, seconds)
-        log.info(
-            "chain job ran: %s%s in %.1f ms",
-            result.status,
-            f" ({kind})" if kind else "",
-            seconds * 1000,
-            extra={"status": result.status, "error_kind": kind, "duration_ms": seconds * 1000},
-        )
-        return result
-    except Exception as exc:
-        log.exception("job %s could not be run", step.job_id)
-        return RunResult.failed("infrastructure_error", f"the worker could not run the job: {exc}")
-
-
-def _retries_left(runtime: WorkerRuntime) -> bool:
-    message = CurrentMessage.get_current_message()
-    if message is None:  # called directly, not through a broker: nothing would retry it
-        return False
-    return int(message.options.get("retries", 0)) < runtime.settings.job_max_retries
+    return execute(runtime, step.job_id, step.function_version_id, step.inputs, held.run)
 
 
 def _record(
     runtime: WorkerRuntime,
     context: ChainContext,
-    step: ChainStep,
-    result: RunResult,
-    hand_off: bool,
+    links: list[Link],
+    next_step: ChainStep | None,
+    queued: bool,
+    send: bool,
+    started_at: datetime | None,
 ) -> Advance:
-    # The sandbox already ran: retry a busy database here rather than re-running the node.
+    # The sandbox already ran: retry a busy database here rather than re-running the nodes.
     for attempt in range(_RECORD_ATTEMPTS):
         try:
-            return runtime.call(_advance(runtime, context, step, result, hand_off))
+            return runtime.call(
+                _advance(runtime, context, links, next_step, queued, send, started_at)
+            )
         except Exception as exc:
             if not is_retryable(exc) or attempt == _RECORD_ATTEMPTS - 1:
                 raise
             time.sleep(0.05 * 2**attempt)
-    return Advance(False)
+    return Advance()
 
 
 async def _start(runtime: WorkerRuntime, job_id: str) -> tuple[ChainContext, ChainStep] | None:
@@ -213,30 +304,18 @@ async def _release(runtime: WorkerRuntime, job_id: str) -> bool:
 async def _advance(
     runtime: WorkerRuntime,
     context: ChainContext,
-    step: ChainStep,
-    result: RunResult,
-    hand_off: bool,
+    links: list[Link],
+    next_step: ChainStep | None,
+    queued: bool,
+    send: bool,
+    started_at: datetime | None,
 ) -> Advance:
     async with runtime.database.write_session() as session:
-        return await service.advance(
-            session,
-            context,
-            step,
-            result.status,
-            result.outputs if result.status == "success" else None,
-            result.error.as_dict() if result.error is not None else None,
-            result.logs,
-            runtime.cache.lookup,
-            hand_off,
+        return await service.record(
+            session, context, links, next_step, queued=queued, send=send, started_at=started_at
         )
 
 
-def _retry_when(retries: int, exc: BaseException) -> bool:
-    return isinstance(exc, InfrastructureFailure) or (is_retryable(exc) and retries < _DB_RETRIES)
-
-
-def _options() -> dict[str, Any]:
-    return {"retry_when": _retry_when}
-
-
-ACTORS = [ActorSpec(CHAIN_ACTOR, run_chain, _options())]
+# Same retry policy as `jobs.run`: infrastructure failures while retries are left, a busy
+# database a bounded number of times.
+ACTORS = [ActorSpec(CHAIN_ACTOR, run_chain, actor_options())]

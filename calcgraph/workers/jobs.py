@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from dramatiq.middleware import CurrentMessage
@@ -56,7 +57,7 @@ def _run_job(runtime: WorkerRuntime, job_id: str) -> None:
     if (
         result.error is not None
         and result.error.kind == "infrastructure_error"
-        and _retries_left(runtime.settings)
+        and retries_left(runtime.settings)
     ):
         runtime.call(_release(runtime, job_id))
         raise InfrastructureFailure(result.error.message)
@@ -70,12 +71,30 @@ def _run_job(runtime: WorkerRuntime, job_id: str) -> None:
 
 
 def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
+    return execute(
+        runtime,
+        claimed.job_id,
+        claimed.function_version_id,
+        claimed.resolved_inputs,
+        runtime.pool.run,
+    )
+
+
+def execute(
+    runtime: WorkerRuntime,
+    job_id: str,
+    function_version_id: str,
+    inputs: dict[str, Any],
+    run: Callable[[str, RunRequest], RunResult],
+) -> RunResult:
+    """Run one job's function on `run` (the warm pool, or a chain's held sandbox), counted and
+    logged; a worker-side failure becomes an `infrastructure_error` result."""
     try:
-        target = runtime.target(claimed.function_version_id)
+        target = runtime.target(function_version_id)
         request = RunRequest(
             target.code_dir,
             target.handler,
-            claimed.resolved_inputs,
+            inputs,
             target.output_ports,
             runtime.limits,
             image=target.image,
@@ -83,7 +102,7 @@ def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
         )
         runtime.count_run()
         began = time.perf_counter()
-        result = runtime.pool.run(claimed.function_version_id, request)
+        result = run(function_version_id, request)
         seconds = time.perf_counter() - began
         kind = result.error.kind if result.error is not None else None
         runtime.metrics.job_finished(result.status, kind, seconds)
@@ -96,11 +115,11 @@ def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
         )
         return result
     except Exception as exc:
-        log.exception("job %s could not be run", claimed.job_id)
+        log.exception("job %s could not be run", job_id)
         return RunResult.failed("infrastructure_error", f"the worker could not run the job: {exc}")
 
 
-def _retries_left(settings: Settings) -> bool:
+def retries_left(settings: Settings) -> bool:
     message = CurrentMessage.get_current_message()
     if message is None:  # called directly, not through a broker: nothing would retry it
         return False
@@ -140,14 +159,14 @@ async def _finish(runtime: WorkerRuntime, job_id: str, result: RunResult) -> boo
     )
 
 
-def _retry_when(retries: int, exc: BaseException) -> bool:
-    # InfrastructureFailure is only raised while retries are left (`_retries_left`); a busy
+def retry_when(retries: int, exc: BaseException) -> bool:
+    # InfrastructureFailure is only raised while retries are left (`retries_left`); a busy
     # database before the claim is bounded here.
     return isinstance(exc, InfrastructureFailure) or (is_retryable(exc) and retries < _DB_RETRIES)
 
 
-def _options() -> dict[str, Any]:
-    return {"retry_when": _retry_when}
+def actor_options() -> dict[str, Any]:
+    return {"retry_when": retry_when}
 
 
-ACTORS = [ActorSpec(RUN_ACTOR, run_job, _options())]
+ACTORS = [ActorSpec(RUN_ACTOR, run_job, actor_options())]

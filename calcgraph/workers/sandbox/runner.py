@@ -9,7 +9,7 @@ process's uid and capability sets, for the host to verify) or `{"type": "failed"
 input line `{"inputs": {...}}` is answered by one `{"type": "result", ...}` line.
 
 User code never sees the protocol: stdin is /dev/null and stdout/stderr go, per job, into a pipe
-drained by a thread that keeps at most `output_bytes`.
+drained by a thread (kept from job to job) that keeps at most `output_bytes`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import queue
 import sys
 import threading
 import time
@@ -32,6 +33,28 @@ _PR_CAPBSET_DROP = 24
 _LAST_CAP = 63
 
 
+class _Drainer:
+    """One thread that empties each job's capture pipe in turn: starting a thread per job costs
+    more than most handlers. A pipe that never ends (a background process the handler left
+    behind holds it open) keeps its thread; the next job gets a new one."""
+
+    def __init__(self) -> None:
+        self._captures: queue.SimpleQueue[_Capture] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            capture = self._captures.get()
+            capture.drain()
+            capture.drained.set()
+
+    def drain(self, capture: _Capture) -> None:
+        self._captures.put(capture)
+
+
+_drainer: _Drainer | None = None
+
+
 class _Capture:
     """Collects what user code writes to fd 1 and 2 during one job, up to `limit` bytes."""
 
@@ -41,9 +64,9 @@ class _Capture:
         self.kept = 0
         self.dropped = 0
         self.read_fd = -1
-        self.thread: threading.Thread | None = None
+        self.drained = threading.Event()
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
         while True:
             try:
                 data = os.read(self.read_fd, 65536)
@@ -58,15 +81,18 @@ class _Capture:
             self.dropped += max(0, len(data) - max(room, 0))
 
     def start(self) -> None:
+        global _drainer
         read_fd, write_fd = os.pipe()
         self.read_fd = read_fd
         os.dup2(write_fd, 1)
         os.dup2(write_fd, 2)
         os.close(write_fd)
-        self.thread = threading.Thread(target=self._drain, daemon=True)
-        self.thread.start()
+        if _drainer is None:
+            _drainer = _Drainer()
+        _drainer.drain(self)
 
     def stop(self, devnull: int) -> str:
+        global _drainer
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -74,11 +100,11 @@ class _Capture:
                 pass
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        if self.thread is not None:
-            # A background process the handler left behind may hold the pipe open: do not wait.
-            self.thread.join(timeout=0.5)
-            if not self.thread.is_alive():
-                os.close(self.read_fd)
+        # A background process the handler left behind may hold the pipe open: do not wait.
+        if self.drained.wait(timeout=0.5):
+            os.close(self.read_fd)
+        else:
+            _drainer = None
         text = b"".join(self.chunks).decode("utf-8", "replace")
         if self.dropped:
             text += f"\n[calcgraph: {self.dropped} more bytes of output dropped]\n"

@@ -46,17 +46,6 @@ class ChainRepository(RepositoryBase[Job]):
         dialect = self.session.get_bind().dialect.name
         await self.session.execute(locked(dialect, query, of=WorkflowRun))
 
-    async def node_state(self, run_id: str, node_key: str) -> tuple[str, int] | None:
-        """(status, attempt) of a node of a run."""
-        row = (
-            await self.session.execute(
-                select(NodeRowModel.status, NodeRowModel.attempt).where(
-                    NodeRowModel.run_id == run_id, NodeRowModel.node_key == node_key
-                )
-            )
-        ).first()
-        return None if row is None else (row[0], row[1])
-
     async def first_queued(self, run_id: str, node_keys: Sequence[str]) -> tuple[str, str] | None:
         """(node key, job id) of the first of `node_keys` whose job of the run is queued: where
         a chain resumes after a delivery released it."""
@@ -72,10 +61,29 @@ class ChainRepository(RepositoryBase[Job]):
         queued = {row[0]: row[1] for row in rows}
         return next(((key, queued[key]) for key in node_keys if key in queued), None)
 
-    async def add_job(self, row: dict[str, Any]) -> bool:
-        """Insert a node's job unless its (run, node, attempt) already has one."""
-        dialect = self.session.get_bind().dialect.name
-        inserted = await self.session.execute(
-            insert_ignoring_duplicates(dialect, Job).values(**row).returning(Job.id)
+    async def node_states(
+        self, run_id: str, node_keys: Sequence[str]
+    ) -> dict[str, tuple[str, int]]:
+        """(status, attempt) of each of `node_keys` of a run, in one statement."""
+        if not node_keys:
+            return {}
+        rows = await self.session.execute(
+            select(NodeRowModel.node_key, NodeRowModel.status, NodeRowModel.attempt).where(
+                NodeRowModel.run_id == run_id, NodeRowModel.node_key.in_(list(node_keys))
+            )
         )
-        return inserted.first() is not None
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    async def add_jobs(self, rows: Sequence[dict[str, Any]]) -> set[str]:
+        """Insert nodes' jobs, each unless its (run, node, attempt) already has one, in one
+        statement; the ids inserted."""
+        if not rows:
+            return set()
+        dialect = self.session.get_bind().dialect.name
+        # Core executemany ("insertmanyvalues"): one compiled statement whatever the batch's
+        # size, where a multi-row VALUES compiles anew per size (~0.3 ms a row).
+        table = Job.__table__
+        inserted = await self.session.execute(
+            insert_ignoring_duplicates(dialect, table).returning(table.c.id), list(rows)
+        )
+        return {row[0] for row in inserted}

@@ -3,36 +3,38 @@ node, each node under its own job row, without a tick between links.
 
 The planner makes every link of a chain the only consumer of its predecessor, and the
 predecessor its only dependency: an interior node reads run inputs and its predecessor's
-outputs, nothing else, so the worker can resolve its inputs (`tick.resolve_inputs`, the
-tick's own rule) as soon as the predecessor succeeded.
+outputs, nothing else, so the worker can resolve its inputs (`following`: `tick.resolve_inputs`,
+the tick's own rule) as soon as the predecessor succeeded, and run it before any commit.
 
 - `start`: claim the message's job (`queued -> running`, guarded as `jobs.run` does). When the
-  claim fails, the delivery resumes the chain where an earlier one released a job after an
+  claim fails, the delivery resumes the chain where an earlier one left a job `queued` after an
   infrastructure failure, or finds nothing to do: a redelivered message never re-runs a
-  finished node.
-- `advance`: under the run's lock (the tick's), record the node's result (`running -> ...`,
-  guarded) and, on success, start the next node's job in the same commit: a tick sees the
-  finished job and its successor's started job together and adopts the latter (`tick`'s
-  `started`). The next node is started only while the run still shows it `pending` (a failed
-  run has cancelled it), with the attempt the tick would give it; the (run, node, attempt)
-  key makes the tick and the worker start it at most once between them. A result cache hit
-  makes the next job born `success` and the chain goes on from its outputs. A node whose
+  recorded node.
+- `record`: a batch of nodes the worker ran since its last commit, in one commit under the
+  run's lock (the tick's). The first node's job is the running one: its result is recorded
+  (`running -> ...`, guarded). On success, each later node gets its job written finished, with
+  the times it ran and the attempt the tick would give it, and the node after the batch gets
+  its job started: a tick sees them together and adopts them (`tick`'s `started`), the whole
+  batch in one pass. A node is written only while the run still shows it `pending` (a failed
+  run has cancelled it); the (run, node, attempt) key makes the tick and the worker start it at
+  most once between them, and the chain stops at a node it finds taken. A result cache hit is
+  a node born `success` (`cache_hit`) and the chain goes on from its outputs. A node whose
   inputs cannot be resolved is left to the tick, which records the same failure as in node
-  execution. With `hand_off`, the next job is written `queued` and a new chain message for it
-  leaves after the commit: a long chain spans several messages, each within the actor's time
-  limit.
+  execution. With `queued`, the next job is written `queued` (after an infrastructure failure,
+  for the retry; with `send`, a hand-off: a new chain message for it leaves after the commit,
+  so a long chain spans several messages, each within the actor's time limit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
-from calcgraph.domain.jobs.cache_key import CachedResult, result_key
 from calcgraph.domain.jobs.enqueue import enqueue
 from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
@@ -60,7 +62,8 @@ class ChainContext:
 
 @dataclass(frozen=True)
 class ChainStep:
-    """A claimed (or worker-started) node job to run now."""
+    """A node of the chain to run now: a claimed (or worker-started) job, or the next node of
+    a batch, whose job row (under this id) is written when the batch is recorded."""
 
     job_id: str
     node_key: str
@@ -71,12 +74,27 @@ class ChainStep:
 
 
 @dataclass(frozen=True)
+class Link:
+    """A node the worker ran (or found in the result cache) since the chain's last commit, with
+    its times as they happened."""
+
+    step: ChainStep
+    status: str
+    outputs: dict[str, Any] | None
+    error: dict[str, Any] | None
+    logs: str
+    started_at: datetime
+    finished_at: datetime
+    cache_hit: bool = False
+
+
+@dataclass(frozen=True)
 class Advance:
-    recorded: bool
-    """This caller recorded the step's result (false: another delivery or the sweeper did)."""
+    recorded: tuple[str, ...] = ()
+    """The jobs of the links this caller recorded, in order: a prefix of the batch's links,
+    empty when another delivery or the sweeper recorded the first."""
     next: ChainStep | None = None
-    cached: tuple[str, ...] = ()
-    """Jobs born `success` from the result cache in the same commit (to notify)."""
+    """The node whose job this commit started `running`, to run next."""
 
 
 def _rest(plan: Plan, node_key: str) -> tuple[str, ...]:
@@ -136,77 +154,129 @@ class ChainService:
             self.memo.remember_owners(owners)
         return ChainContext(run_id, user_id, plan, inputs, owners)
 
-    async def advance(
+    def following(
+        self, context: ChainContext, step: ChainStep, outputs: Mapping[str, Any]
+    ) -> ChainStep | None:
+        """The chain's node after `step`, once `step` succeeded with `outputs`, its inputs
+        resolved by the tick's rule; None at the chain's end, or when its inputs cannot be
+        resolved (left to the tick, which records the same failure as node execution)."""
+        if not step.rest:
+            return None
+        key = step.rest[0]
+        node = context.plan.nodes[key]
+        if node.function_version_id is None:
+            return None
+        try:
+            upstream = {step.node_key: NodeState("success", outputs=dict(outputs))}
+            inputs = resolve_inputs(node, upstream, context.inputs)
+        except InputResolutionError:
+            return None
+        return ChainStep(new_id(), key, node.function_version_id, inputs, step.rest[1:])
+
+    async def record(
         self,
         session: AsyncSession,
         context: ChainContext,
-        step: ChainStep,
-        status: str,
-        outputs: dict[str, Any] | None,
-        error: dict[str, Any] | None,
-        logs: str,
-        lookup: Callable[[str], CachedResult | None],
-        hand_off: bool = False,
+        links: Sequence[Link],
+        next_step: ChainStep | None = None,
+        *,
+        queued: bool = False,
+        send: bool = False,
+        started_at: datetime | None = None,
     ) -> Advance:
-        """Record `step`'s result and start the next node of the chain, in one commit."""
+        """Record a batch in one commit: finish the first link's job (the running one), add
+        the later links' jobs born finished, and start `next_step`'s job (`queued` instead of
+        running; with `send`, in a new chain message), `started_at` when it already runs."""
         repository = ChainRepository.from_session(session)
         await repository.lock_run(context.run_id)
-        recorded = await JobExecutionRepository.from_session(session).finish(
-            step.job_id, status, outputs, error, logs, utcnow()
-        )
-        if not recorded or status != "success" or not step.rest:
-            return Advance(recorded)
-        previous, produced = step.node_key, outputs or {}
-        cached: list[str] = []
-        for index, key in enumerate(step.rest):
-            node = context.plan.nodes[key]
-            state = await repository.node_state(context.run_id, key)
-            if state is None or state[0] != "pending" or node.function_version_id is None:
-                break  # cancelled by a failed run's tick, or taken over by a tick
-            try:
-                upstream = {previous: NodeState("success", outputs=produced)}
-                inputs = resolve_inputs(node, upstream, context.inputs)
-            except InputResolutionError:
-                break
-            version = node.function_version_id
-            hit = lookup(result_key(version, inputs))
-            queued = hand_off and hit is None
-            now = utcnow()
-            job_id = new_id()
-            function_id, package_id = context.owners[version]
-            row: dict[str, Any] = {
-                "id": job_id,
-                "function_id": function_id,
-                "function_version_id": version,
-                "package_id": package_id,
-                "user_id": context.user_id,
-                "inputs": inputs,
-                "resolved_inputs": inputs,
-                "workflow_run_id": context.run_id,
-                "node_key": key,
-                "attempt": state[1] + 1,
-                "status": "queued" if queued else "running" if hit is None else "success",
-                "cache_hit": hit is not None,
-                "outputs": None if hit is None else hit.outputs,
-                "logs": None if hit is None else hit.logs,
-                "deliveries": 1 if hit is None else 0,
-                "started_at": None if queued else now,
-                "finished_at": None if hit is None else now,
-            }
-            if not await repository.add_job(row):
-                break
-            if queued:
-                enqueue(CHAIN_ACTOR, job_id=job_id)
-                return Advance(True, None, tuple(cached))
-            if hit is None:
-                return Advance(
-                    True,
-                    ChainStep(job_id, key, version, inputs, step.rest[index + 1 :]),
-                    tuple(cached),
-                )
-            cached.append(job_id)
-            previous, produced = key, hit.outputs
-        return Advance(True, None, tuple(cached))
+        head = links[0]
+        if not await JobExecutionRepository.from_session(session).finish(
+            head.step.job_id, head.status, head.outputs, head.error, head.logs, head.finished_at
+        ):
+            return Advance()
+        later = [*links[1:]]
+        if head.status != "success" or (not later and next_step is None):
+            return Advance((head.step.job_id,))
+        keys = [link.step.node_key for link in later]
+        keys += [next_step.node_key] if next_step is not None else []
+        states = await repository.node_states(context.run_id, keys)
+        rows: list[dict[str, Any]] = []
+        for link in later:
+            attempt = _next_attempt(states, link.step.node_key)
+            if attempt is None:
+                break  # cancelled by a failed run's tick
+            rows.append(self._row(context, link.step, attempt, link))
+        else:
+            attempt = None if next_step is None else _next_attempt(states, next_step.node_key)
+            if next_step is not None and attempt is not None:
+                rows.append(self._row(context, next_step, attempt, None, queued, started_at))
+        inserted = await repository.add_jobs(rows)
+        # The run's lock makes the tick and the worker start a node at most once between them:
+        # a row already there (the unique (run, node, attempt)) ends the chain at that node.
+        done = [head.step.job_id]
+        for link in later:
+            if link.step.job_id not in inserted:
+                return Advance(tuple(done))
+            done.append(link.step.job_id)
+        if next_step is None or next_step.job_id not in inserted:
+            return Advance(tuple(done))
+        if queued:
+            if send:
+                enqueue(CHAIN_ACTOR, job_id=next_step.job_id)
+            return Advance(tuple(done))
+        return Advance(tuple(done), next_step)
+
+    def _row(
+        self,
+        context: ChainContext,
+        step: ChainStep,
+        attempt: int,
+        link: Link | None,
+        queued: bool = False,
+        started_at: datetime | None = None,
+    ) -> dict[str, Any]:
+        function_id, package_id = context.owners[step.function_version_id]
+        row: dict[str, Any] = {
+            "id": step.job_id,
+            "function_id": function_id,
+            "function_version_id": step.function_version_id,
+            "package_id": package_id,
+            "user_id": context.user_id,
+            "inputs": step.inputs,
+            "resolved_inputs": step.inputs,
+            "workflow_run_id": context.run_id,
+            "node_key": step.node_key,
+            "attempt": attempt,
+        }
+        if link is None:
+            row.update(
+                status="queued" if queued else "running",
+                cache_hit=False,
+                outputs=None,
+                error=None,
+                logs=None,
+                deliveries=1,
+                started_at=None if queued else started_at or utcnow(),
+                finished_at=None,
+            )
+        else:
+            row.update(
+                status=link.status,
+                cache_hit=link.cache_hit,
+                outputs=link.outputs,
+                error=link.error,
+                logs=link.logs,
+                deliveries=0 if link.cache_hit else 1,
+                started_at=link.started_at,
+                finished_at=link.finished_at,
+            )
+        return row
+
+
+def _next_attempt(states: Mapping[str, tuple[str, int]], node_key: str) -> int | None:
+    """The attempt the tick would give a node it submitted now; None unless it is pending."""
+    state = states.get(node_key)
+    return None if state is None or state[0] != "pending" else state[1] + 1
 
 
 chain_service = ChainService()
