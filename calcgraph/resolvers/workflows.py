@@ -154,16 +154,8 @@ class WorkflowMutation:
     async def tick_run(self, info: Info, id: strawberry.ID, wait: float = 0.0) -> WorkflowRunType:
         principal = principal_of(info)
         seconds = _wait(wait)
-        database = info.context.database
         execution: Execution = info.context.request.app.state.execution
-        if seconds > 0:
-            await wait_for_run(database, execution.notifier, principal, str(id), seconds)
-        with execution.metrics.tick_seconds.time():  # the unit of work, commit included
-            async with database.write_session() as session:
-                run = await run_service.tick(
-                    session, principal, str(id), execution.cache, chains=execution.chains
-                )
-        return WorkflowRunType.from_view(run)
+        return WorkflowRunType.from_view(await execution.tick(principal, str(id), seconds))
 
 
 MIN_INTERVAL_SECONDS = 0.05
@@ -194,11 +186,7 @@ class WorkflowSubscription:
             await run_service.get(session, principal, run_id)  # access, before any loop starts
 
         async def tick() -> RunView:
-            with execution.metrics.tick_seconds.time():
-                async with database.write_session() as session:
-                    return await run_service.tick(
-                        session, principal, run_id, execution.cache, chains=execution.chains
-                    )
+            return await execution.tick(principal, run_id)
 
         async def wait(seconds: float) -> None:
             await wait_for_run(database, execution.notifier, principal, run_id, seconds)

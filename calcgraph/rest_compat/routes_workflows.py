@@ -34,7 +34,6 @@ from calcgraph.rest_compat.routes_packages import page_request
 from calcgraph.rest_compat.schemas import CreateRunBody, CreateWorkflowBody, WorkflowGraphBody
 from calcgraph.rest_compat.state import database_of
 from calcgraph.workers.inprocess import Execution
-from calcgraph.workers.run_wait import wait_for_run
 
 MAX_TICK_WAIT_SECONDS = 30.0
 
@@ -231,16 +230,8 @@ async def tick_run(request: Request) -> JSONResponse:
     principal = require_principal(request)
     run_id = request.path_params["run_id"]
     wait = parse_tick_wait(request.query_params.get("wait"))
-    database = database_of(request)
     execution: Execution = request.app.state.execution
-    if wait > 0:
-        await wait_for_run(database, execution.notifier, principal, run_id, wait)
-    with execution.metrics.tick_seconds.time():  # the tick's one unit of work, commit included
-        async with database.write_session() as session:
-            run = await run_service.tick(
-                session, principal, run_id, execution.cache, chains=execution.chains
-            )
-    return JSONResponse(run_json(run))
+    return JSONResponse(run_json(await execution.tick(principal, run_id, wait)))
 
 
 routes = [

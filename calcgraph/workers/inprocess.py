@@ -13,14 +13,18 @@ from dramatiq.brokers.stub import StubBroker
 
 from calcgraph.builds.retention_actor import RetentionTimer
 from calcgraph.db.engine import Database
+from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.views import RunView
 from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import QUEUE, build_broker, declare_actors, send
 from calcgraph.workers.flush import attach
 from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier, wait_for_job
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
+from calcgraph.workers.run_wait import wait_for_run
 from calcgraph.workers.runtime import Sweeper, WorkerRuntime
 from calcgraph.workers.sandbox import SandboxBackend
 
@@ -108,6 +112,18 @@ class Execution:
     ) -> JobView:
         """Wait for a job submitted just now (the execute doors, right after their commit)."""
         return await wait_for_job(self.notifier, job_id, seconds, read, fresh=True)
+
+    async def tick(self, principal: Principal, run_id: str, wait: float = 0.0) -> RunView:
+        """A tick as every door drives it: with `wait`, first until a job of the run finishes
+        (or `wait` seconds pass, holding no transaction); then the tick's one unit of work,
+        commit included, timed for /metrics."""
+        if wait > 0:
+            await wait_for_run(self.database, self.notifier, principal, run_id, wait)
+        with self.metrics.tick_seconds.time():
+            async with self.database.write_session() as session:
+                return await run_service.tick(
+                    session, principal, run_id, self.cache, chains=self.chains
+                )
 
     def stop_workers(self) -> None:
         if self.retention is not None:
