@@ -180,7 +180,9 @@ def _batch(
             if links and due.ran():
                 if due.next is None:
                     return None  # the run no longer waits for this node
-                links, due = [], _Due(early)  # `step` is the new batch's running job
+                # `step` is the new batch's running job, with the new batch's access check.
+                step = due.next
+                links, due = [], _Due(early)
             error = link.error
             if (
                 error is not None
@@ -199,9 +201,15 @@ def _batch(
                 return _flush(runtime, context, links)
             following = service.following(context, step, link.outputs or {})
             while following is not None:
+                denied = service.refused(following)
+                if denied is not None:
+                    # The owner may not execute it (checked as the batch began): not run, not
+                    # answered from the cache; recorded failed, the tick fails the run.
+                    links.append(denied)
+                    return _flush(runtime, context, links)
                 # Looked up just before the node would run, as a tick submitting it would.
                 version, inputs = following.function_version_id, following.inputs
-                hit = runtime.cache.lookup(result_key(version, inputs))
+                hit = runtime.cache.lookup(result_key(context.user_id, version, inputs))
                 if hit is None:
                     break
                 now = utcnow()
@@ -257,7 +265,7 @@ def _flush(
     for link in links[: len(advance.recorded)]:
         if link.status != "success" or link.cache_hit:
             continue
-        key = result_key(link.step.function_version_id, link.step.inputs)
+        key = result_key(context.user_id, link.step.function_version_id, link.step.inputs)
         try:
             runtime.cache.put(key, CachedResult(link.outputs or {}, link.logs))
         except Exception:  # a cache that is down costs a re-run later, not this result

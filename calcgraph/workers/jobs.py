@@ -62,7 +62,7 @@ def _run_job(runtime: WorkerRuntime, job_id: str) -> None:
         runtime.call(_release(runtime, job_id))
         raise InfrastructureFailure(result.error.message)
     if _record(runtime, job_id, result) and result.status == "success":
-        key = result_key(claimed.function_version_id, claimed.resolved_inputs)
+        key = result_key(claimed.user_id, claimed.function_version_id, claimed.resolved_inputs)
         try:
             runtime.cache.put(key, CachedResult(result.outputs or {}, result.logs))
         except Exception:  # a cache that is down costs a re-run later, not this result

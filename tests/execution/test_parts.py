@@ -27,12 +27,13 @@ from tests.execution.test_redis import REDIS_URL
 SCHEMA = {"length": {"type": "Length", "required": True}}
 
 
-def test_the_cache_key_is_the_version_and_the_si_inputs() -> None:
+def test_the_cache_key_is_the_user_the_version_and_the_si_inputs() -> None:
     a = resolve_inputs({"length": {"value": 1500, "unit": "mm"}}, SCHEMA)
     b = resolve_inputs({"length": 1.5}, SCHEMA)
-    assert result_key("v1", a) == result_key("v1", b)
-    assert result_key("v1", a) != result_key("v2", a)
-    assert result_key("v1", {"x": 1, "y": 2}) == result_key("v1", {"y": 2, "x": 1})
+    assert result_key("u1", "v1", a) == result_key("u1", "v1", b)
+    assert result_key("u1", "v1", a) != result_key("u1", "v2", a)
+    assert result_key("u1", "v1", a) != result_key("u2", "v1", a)
+    assert result_key("u1", "v1", {"x": 1, "y": 2}) == result_key("u1", "v1", {"y": 2, "x": 1})
 
 
 def test_the_in_process_cache_expires_and_stays_bounded() -> None:

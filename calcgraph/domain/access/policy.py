@@ -38,6 +38,16 @@ def can_see_package(
     return False
 
 
+def can_execute(principal: Principal, package: PackageFacts, member_of_owning_org: bool) -> bool:
+    """Execute a function version of `package`: whoever may see the package, decided against
+    current state at every act: the execute request (for its caller), and every act done on
+    a caller's behalf later (a tick submitting a run's node, a chain worker going on to its
+    next node, for the run's owner). A run started while its owner could see a function
+    stops at that function once the package goes private or the owner leaves its
+    organization."""
+    return can_see_package(principal, package, member_of_owning_org)
+
+
 def can_see_job(principal: Principal, job_user_id: str, package_visible: bool) -> bool:
     """A job is its submitter's (admins read all), and only while its package stays visible:
     access follows the current visibility and membership, not those at submission time."""

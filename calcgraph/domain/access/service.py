@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -196,6 +196,28 @@ class AccessService:
         if not policy.can_publish_into_organization(principal, role):
             raise PermissionDenied(policy.denial(f"organization {slug!r}: only its members {what}"))
         return organization
+
+    async def refused_executions(
+        self, session: AsyncSession, user_id: str, function_version_ids: Collection[str]
+    ) -> frozenset[str]:
+        """The function versions among `function_version_ids` that user `user_id` may not
+        execute now (`policy.can_execute` against current visibility, membership and roles),
+        in one statement; nothing to check, no statement. Acts done on a user's behalf after
+        their request (a tick's submissions, a chain's next nodes) ask this just before."""
+        wanted = set(function_version_ids)
+        if not wanted:
+            return frozenset()
+        facts = await UserRepository.from_session(session).execution_facts(user_id, wanted)
+        allowed: set[str] = set()
+        for fact in facts:
+            if fact.user is None:
+                continue  # the user is gone: nothing runs on their behalf
+            subject, username, roles = fact.user
+            principal = Principal(user_id, subject, username, frozenset(str(r) for r in roles))
+            package = policy.PackageFacts(fact.owner_id, fact.organization_id, fact.visibility)
+            if policy.can_execute(principal, package, fact.member_of_owning_org):
+                allowed.add(fact.function_version_id)
+        return frozenset(wanted - allowed)
 
     async def readable_organizations(
         self, session: AsyncSession, principal: Principal, ids: Sequence[str]

@@ -1,7 +1,11 @@
-"""The result cache key: one function version and its inputs after SI normalisation. Pure.
+"""The result cache key: one user, one function version and its inputs after SI
+normalisation. Pure.
 
 Two calls that differ only in how a quantity was written (`{"value": 12, "unit": "kN"}` and
-`12000`) normalise to the same resolved inputs and so share one cached result.
+`12000`) normalise to the same resolved inputs and so share one cached result. The cache is
+per user (contract section 8): another user's identical call is never answered from it, so a
+`cache_hit` never tells a caller that someone else ran the same thing, nor hands them what it
+returned (nor what a handler that peeks at its callers printed).
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def result_key(function_version_id: str, resolved_inputs: Mapping[str, Any]) -> str:
+def result_key(user_id: str, function_version_id: str, resolved_inputs: Mapping[str, Any]) -> str:
     digest = hashlib.sha256()
+    digest.update(user_id.encode())
+    digest.update(b"\0")
     digest.update(function_version_id.encode())
     digest.update(b"\0")
     digest.update(canonical_json(dict(resolved_inputs)).encode())

@@ -13,6 +13,10 @@ Decisions where the specification and contract are silent:
   the caller's. Every input node needs a value; unknown keys are refused.
 - A run is readable, and tickable, by its creator and admins while its workflow stays visible
   (the jobs rule). The creation response has status `pending`: nothing runs before a tick.
+- The run's jobs run on its owner's behalf, so each tick checks the owner's right to execute
+  the function versions it is about to submit, then and there (the access policy's
+  `can_execute`): a node whose package went private, or whose organization the owner left,
+  fails with kind `permission_denied` and the run fails, whoever ticks (an admin included).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from calcgraph.domain.access import policy
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, ValidationError
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import ResultLookup
@@ -230,17 +235,34 @@ class RunService:
             error_message=run.error_message,
             first_failed_node_key=run.first_failed_node_key,
         )
-        result = tick(
-            frozen,
-            before,
-            states,
-            results,
-            run.resolved_inputs,
-            utcnow(),
-            lambda _: new_id(),
-            started=started,
-            chains=chains,
-        )
+        now = utcnow()
+
+        def advance(refused: frozenset[str] = frozenset()) -> TickResult:
+            return tick(
+                frozen,
+                before,
+                states,
+                results,
+                run.resolved_inputs,
+                now,
+                lambda _: new_id(),
+                started=started,
+                chains=chains,
+                refused=refused,
+            )
+
+        result = advance()
+        if result.jobs:
+            # Access at every act: the owner's right to execute what this tick would submit,
+            # now, in one statement over those versions (not the run's); a refusal is rare,
+            # and the pure tick is run again with it.
+            refused = await access_service.refused_executions(
+                session,
+                run.user_id,
+                {j.function_version_id for j in result.jobs if j.function_version_id},
+            )
+            if refused:
+                result = advance(refused)
         if not result.changed:
             return run_view(run, states, snapshot)
         await repository.write_states(run_id, result.nodes)

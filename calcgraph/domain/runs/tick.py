@@ -29,6 +29,9 @@ Decisions where the specification leaves room:
   cannot be resolved (an upstream output port missing, e.g. from an empty filter) fails like
   a function node: it makes the run failed and can be `first_failed_node_key`. A failure
   known in a tick stops submission in that tick, so no job starts for a run about to fail.
+- A node whose function version the run's owner may no longer execute (`refused`: access is
+  decided at every act, contract section 3) fails the same way, with kind
+  `permission_denied`, before any job exists for it.
 - `completed_at` is also set when the run fails: the specification keeps it null "until the
   run ends", and a failed run has ended.
 - `first_failed_node_key` is recomputed from node states on every tick (earliest
@@ -40,7 +43,7 @@ Cost: O(nodes + edges) per tick, using the adjacency frozen in the plan.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -60,6 +63,16 @@ from calcgraph.domain.workflows.planner import Plan, PlanNode
 
 class InputResolutionError(Exception):
     """A binding whose source value does not exist (yet): the node cannot be submitted."""
+
+
+class _Refused(Exception):
+    """The run's owner may not execute the node's function version now."""
+
+    def __init__(self, node: PlanNode) -> None:
+        super().__init__(
+            f"the run's owner may no longer execute {node.function!r}: its package is not "
+            "visible to them now"
+        )
 
 
 def resolve_inputs(
@@ -202,7 +215,11 @@ class _Tick:
         }
 
     def submit(
-        self, inputs: Mapping[str, Any], new_job_id: Callable[[str], str], chains: bool
+        self,
+        inputs: Mapping[str, Any],
+        new_job_id: Callable[[str], str],
+        chains: bool,
+        refused: Collection[str],
     ) -> list[JobRequest]:
         # `ready`, inlined without a generator per node: this scans every node of the run.
         states = self.states
@@ -218,10 +235,13 @@ class _Tick:
         resolved: list[tuple[PlanNode, dict[str, Any]]] = []
         for node in ready:
             try:
+                if refused and node.function_version_id in refused:
+                    raise _Refused(node)
                 resolved.append((node, resolve_inputs(node, self.states, inputs)))
-            except InputResolutionError as exc:
+            except (InputResolutionError, _Refused) as exc:
                 state = self.states[node.node_key]
-                error = {"kind": "input_error", "message": str(exc)}
+                kind = "permission_denied" if isinstance(exc, _Refused) else "input_error"
+                error = {"kind": kind, "message": str(exc)}
                 self.set(
                     node.node_key,
                     replace(
@@ -301,6 +321,7 @@ def tick(
     new_job_id: Callable[[str], str] = _new_job_id,
     started: Mapping[str, StartedJob] | None = None,
     chains: bool = False,
+    refused: Collection[str] = frozenset(),
 ) -> TickResult:
     """Advance a run once.
 
@@ -308,7 +329,10 @@ def tick(
     finished jobs; `inputs` are the run's resolved inputs (quantities already in SI);
     `new_job_id` names the job of a node being submitted (the caller's id scheme); `started`
     maps pending nodes to the jobs chain workers started for them (their results, if any, are
-    in `results`); `chains` asks for chain execution of the jobs submitted.
+    in `results`); `chains` asks for chain execution of the jobs submitted; `refused` holds
+    the function versions the run's owner may not execute now: a node about to be submitted
+    on one fails with kind `permission_denied` instead (the caller checks the versions of a
+    first pass's `jobs` and, when any is refused, ticks again with them).
     """
     work = _Tick(plan, states, now)
     work.reconcile(results, started or {})
@@ -316,7 +340,7 @@ def tick(
     if run.status not in RUN_TERMINAL and not _any_failed(work):
         work.evaluate_extracts()
         if not work.failed_now:
-            jobs = work.submit(inputs, new_job_id, chains)
+            jobs = work.submit(inputs, new_job_id, chains, refused)
     new_run = work.finalise(run, bool(jobs))
     touched = work.touched
     changed = {

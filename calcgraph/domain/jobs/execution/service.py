@@ -107,7 +107,7 @@ class JobExecutionService:
             "cache_hit": False,
             "attempt": 1,
         }
-        hit = await cache.get(result_key(version.id, resolved))
+        hit = await cache.get(result_key(principal.user_id, version.id, resolved))
         if hit is not None:
             row.update(
                 status="success",
@@ -152,7 +152,8 @@ class JobExecutionService:
                 "started_at": None,
                 "finished_at": None,
             }
-            hit = await cache.get(result_key(spec.function_version_id, spec.resolved_inputs))
+            key = result_key(spec.user_id, spec.function_version_id, spec.resolved_inputs)
+            hit = await cache.get(key)
             if hit is not None:
                 now = utcnow()
                 row.update(

@@ -28,13 +28,14 @@ the tick's own rule) as soon as the predecessor succeeded, and run it before any
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
+from calcgraph.domain.access.service import access_service
 from calcgraph.domain.jobs.enqueue import enqueue
 from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
@@ -71,6 +72,9 @@ class ChainStep:
     inputs: dict[str, Any]
     rest: tuple[str, ...]
     """The nodes of the chain after this one."""
+    refused: frozenset[str] = frozenset()
+    """Function versions of `rest` the run's owner may not execute, as checked when this
+    step's batch began (its job was claimed or started): the batch runs none of them."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +137,16 @@ class ChainService:
             claimed = await jobs.claim(job_id, utcnow())
             if claimed is None:
                 return None
+        refused = await access_service.refused_executions(
+            session, context.user_id, _versions(context.plan, rest)
+        )
         step = ChainStep(
-            job_id, node_key, claimed.function_version_id, dict(claimed.resolved_inputs), rest
+            job_id,
+            node_key,
+            claimed.function_version_id,
+            dict(claimed.resolved_inputs),
+            rest,
+            refused,
         )
         return context, step
 
@@ -171,7 +183,22 @@ class ChainService:
             inputs = resolve_inputs(node, upstream, context.inputs)
         except InputResolutionError:
             return None
-        return ChainStep(new_id(), key, node.function_version_id, inputs, step.rest[1:])
+        return ChainStep(
+            new_id(), key, node.function_version_id, inputs, step.rest[1:], step.refused
+        )
+
+    def refused(self, step: ChainStep, started_at: datetime | None = None) -> Link | None:
+        """The link of a node the batch may not run (its function version was refused when the
+        batch began): failed with kind `permission_denied`, never run; None when allowed."""
+        if step.function_version_id not in step.refused:
+            return None
+        now = utcnow()
+        error = {
+            "kind": "permission_denied",
+            "message": f"the run's owner may no longer execute function version "
+            f"{step.function_version_id!r}: its package is not visible to them now",
+        }
+        return Link(step, "failed", None, error, "", started_at or now, now)
 
     async def record(
         self,
@@ -209,7 +236,20 @@ class ChainService:
         else:
             attempt = None if next_step is None else _next_attempt(states, next_step.node_key)
             if next_step is not None and attempt is not None:
-                rows.append(self._row(context, next_step, attempt, None, queued, started_at))
+                # The next batch begins here: the owner's right to execute its node and the
+                # chain after it, checked now, once for the batch.
+                versions = {next_step.function_version_id} | _versions(context.plan, next_step.rest)
+                refused = await access_service.refused_executions(
+                    session, context.user_id, versions
+                )
+                next_step = replace(next_step, refused=refused)
+                denied = self.refused(next_step, started_at)
+                if denied is not None:
+                    # Born failed: the tick adopts it and fails the run; the chain ends.
+                    rows.append(self._row(context, next_step, attempt, denied))
+                    next_step = None
+                else:
+                    rows.append(self._row(context, next_step, attempt, None, queued, started_at))
         inserted = await repository.add_jobs(rows)
         # The run's lock makes the tick and the worker start a node at most once between them:
         # a row already there (the unique (run, node, attempt)) ends the chain at that node.
@@ -271,6 +311,11 @@ class ChainService:
                 finished_at=link.finished_at,
             )
         return row
+
+
+def _versions(plan: Plan, node_keys: Sequence[str]) -> set[str]:
+    found = (plan.nodes[key].function_version_id for key in node_keys)
+    return {version for version in found if version is not None}
 
 
 def _next_attempt(states: Mapping[str, tuple[str, int]], node_key: str) -> int | None:
