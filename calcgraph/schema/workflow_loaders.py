@@ -1,8 +1,13 @@
 """Per-request DataLoaders of the run graph (run -> workflow version, run -> node states ->
-job, workflow -> latest version). Each batch opens its own short-lived read session. They are
-reached only from objects the caller was allowed to read (a run it may see, a workflow it may
-see), so they add no access check of their own; function versions go through the package
-loaders, which apply the policy."""
+job, workflow -> latest version). Each batch opens its own short-lived read session.
+
+A run's workflow version and node states, and a workflow's latest version, are part of
+objects the caller was allowed to read (a run it may see, a workflow it may see): those add no
+check. A node's job does: it is a job like any other, readable under the top-level rule of
+`job(id)` / `GET /jobs/{id}` (the run's owner while the job's package stays visible to them,
+admins), so a node whose package went private answers `job: null` (the field is nullable, as
+every hidden relation that may be absent is; non-null relations such as `Job.package` answer
+`PermissionDenied`). Function versions go through the package loaders, which apply the policy."""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.dataloader import DataLoader
 
 from calcgraph.db.engine import Database
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import NodeRow
@@ -51,7 +58,7 @@ class NodeStatesByRunIdLoader(DataLoader[str, list[NodeRow]]):
 
 
 class JobByIdLoader(DataLoader[str, JobView | None]):
-    """The job of a node."""
+    """The job of a node; None when the caller may not read it now."""
 
 
 @dataclass
@@ -62,7 +69,7 @@ class WorkflowLoaders:
     job_by_id: JobByIdLoader
 
     @classmethod
-    def build(cls, database: Database) -> WorkflowLoaders:
+    def build(cls, database: Database, principal: Principal) -> WorkflowLoaders:
         def none() -> None:
             return None
 
@@ -81,7 +88,7 @@ class WorkflowLoaders:
             return grouped
 
         async def jobs(s: AsyncSession, ids: Sequence[str]) -> dict[str, JobView | None]:
-            return dict(await run_service.node_jobs(s, ids))
+            return dict(await job_read_service.visible_jobs(s, principal, ids))
 
         return cls(
             workflow_version_by_id=_loader(WorkflowVersionByIdLoader, database, versions, none),

@@ -38,9 +38,9 @@ def _selects(info: Info, name: str) -> bool:
 
 def workflow_loaders_of(info: Info) -> WorkflowLoaders:
     """Built on first use in a request (the context is per request)."""
-    principal_of(info)
+    principal = principal_of(info)
     if info.context.workflow_loaders is None:
-        info.context.workflow_loaders = WorkflowLoaders.build(info.context.database)
+        info.context.workflow_loaders = WorkflowLoaders.build(info.context.database, principal)
     return info.context.workflow_loaders
 
 
@@ -132,7 +132,9 @@ class NodeStateType:
     # Filled by `WorkflowRun.nodeStates` from one loader batch per relation for the whole
     # list; plain fields, so 1,000 nodes cost no resolver call each.
     job: JobType | None = strawberry.field(
-        default=None, description="The worker job: status, logs and timings."
+        default=None,
+        description="The worker job: status, logs and timings; null before submission and "
+        "when the caller may not read the job (its package is no longer visible to them).",
     )
     function_version: FunctionVersionType | None = strawberry.field(
         default=None, description="The function version the node ran."

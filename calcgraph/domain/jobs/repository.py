@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, func, insert, or_, select
+from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, true
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.principal import Principal
@@ -39,6 +39,14 @@ def job_view(job: Job) -> JobView:
         started_at=job.started_at,
         finished_at=job.finished_at,
     )
+
+
+def visible_job_clause(principal: Principal) -> ColumnElement[bool]:
+    """`policy.can_see_job` as SQL, on a query that joins the job's package: the caller's own
+    jobs while their package stays visible to the caller; admins every job."""
+    if principal.is_admin:
+        return true()
+    return and_(Job.user_id == principal.user_id, visible_clause(principal))
 
 
 class JobRepository(RepositoryBase[Job]):
@@ -82,6 +90,17 @@ class JobRepository(RepositoryBase[Job]):
         if not ids:
             return []
         return [job_view(j) for j in await self.session.scalars(select(Job).where(Job.id.in_(ids)))]
+
+    async def visible_views(self, principal: Principal, ids: Sequence[str]) -> list[JobView]:
+        """The jobs among `ids` the caller may read now, in one statement (loaders)."""
+        if not ids:
+            return []
+        rows = await self.session.scalars(
+            select(Job)
+            .join(Package, Package.id == Job.package_id)
+            .where(Job.id.in_(ids), visible_job_clause(principal))
+        )
+        return [job_view(j) for j in rows]
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """Job rows as plain values in one executemany INSERT per set of keys (workflow node

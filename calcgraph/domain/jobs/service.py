@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access import policy
@@ -34,6 +36,14 @@ class JobReadService:
         if not policy.can_see_job(principal, job.user_id, visible):
             raise PermissionDenied(policy.denial(f"job {job_id!r}"))
         return job
+
+    async def visible_jobs(
+        self, session: AsyncSession, principal: Principal, ids: Sequence[str]
+    ) -> dict[str, JobView]:
+        """The jobs among `ids` that `get_job` would answer, by id; the others are absent
+        (GraphQL relations to a job: a run's node states)."""
+        rows = await JobRepository.from_session(session).visible_views(principal, ids)
+        return {job.id: job for job in rows}
 
     async def count_by_status(self, session: AsyncSession) -> dict[str, int]:
         """Totals for the public /metrics (contract section 3): counts, never rows."""

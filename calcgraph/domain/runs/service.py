@@ -36,8 +36,6 @@ from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, Vali
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
-from calcgraph.domain.jobs.repository import JobRepository
-from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
@@ -332,10 +330,6 @@ class RunService:
     async def node_rows(self, session: AsyncSession, run_ids: Sequence[str]) -> list[NodeRow]:
         """Node states of runs the caller already read (GraphQL loaders)."""
         return await RunRepository.from_session(session).node_rows(run_ids)
-
-    async def node_jobs(self, session: AsyncSession, job_ids: Sequence[str]) -> dict[str, JobView]:
-        """Jobs of the nodes of runs the caller already read: the run's creator's own jobs."""
-        return {job.id: job for job in await JobRepository.from_session(session).get_views(job_ids)}
 
     async def workflow_versions(
         self, session: AsyncSession, ids: Sequence[str]

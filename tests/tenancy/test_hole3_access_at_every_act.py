@@ -1,0 +1,377 @@
+"""Issue 12, hole 3: access is decided at every act, not just at creation (contract section 3
+and 8).
+
+- A tick submits a node's job only if the run's owner may still execute its function now: a
+  run started while the owner could see a function stops there, with the node failed
+  `permission_denied`, once the package went private or the owner left its organization.
+- A chain worker going on to its next node checks the same right first.
+- Nested GraphQL fields apply the top-level rules: a run's node's `job` is null when
+  `GET /jobs/{id}` would refuse it.
+- The result cache is per user: bob's identical call is never answered from alice's result.
+
+Real workers and sandboxes over a committed temporary database, on both databases; runs are
+driven by long-poll ticks as a client drives them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.auth.idp import LocalIdentityProvider
+from tests.execution.conftest import (  # noqa: F401  (exec_url: the committed database)
+    Platform,
+    default_sandbox,
+    exec_url,
+    running_platform,
+)
+from tests.packages.publishing import publish, small_body
+from tests.runs.test_tick_api import CODE, FUNCTIONS, TERMINAL, _status, _until
+from tests.workflows.graphs import fn, inp
+
+pytestmark = pytest.mark.db
+
+ADMIN = ("admin", "user")
+
+
+@pytest.fixture
+async def node_platform(
+    exec_url: str,  # noqa: F811  (the fixture imported above)
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+) -> AsyncIterator[Platform]:
+    """One job per node, each submitted by a tick: the tick's own check."""
+    async with running_platform(
+        exec_url, identity_provider, tmp_path, default_sandbox(), chain_execution="node"
+    ) as platform:
+        yield platform
+
+
+@pytest.fixture
+async def chain_platform(
+    exec_url: str,  # noqa: F811  (the fixture imported above)
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+) -> AsyncIterator[Platform]:
+    """A chain runs on one worker without a tick between its nodes: the worker's check."""
+    async with running_platform(
+        exec_url, identity_provider, tmp_path, default_sandbox(), chain_execution="chain"
+    ) as platform:
+        yield platform
+
+
+async def _package(
+    platform: Platform, user: str, visibility: str, organization: str | None = None
+) -> tuple[str, str]:
+    """(name, id) of a fresh package of `user` with the run tests' functions."""
+    name = f"acc-{uuid.uuid4().hex[:8]}"
+    body = small_body(
+        name,
+        "1.0.0",
+        code=CODE,
+        functions=FUNCTIONS,
+        visibility=visibility,
+        organization=organization,
+    )
+    report = await publish(platform.client, platform.headers(user), body)
+    return name, str(report["package_id"])
+
+
+async def _set_visibility(platform: Platform, user: str, package_id: str, to: str) -> None:
+    response = await platform.client.patch(
+        f"/packages/{package_id}", json={"visibility": to}, headers=platform.headers(user)
+    )
+    assert response.status_code == 200, response.text
+
+
+async def _start(platform: Platform, nodes: list[dict[str, Any]], x: float) -> str:
+    """Alice's own private workflow of `nodes`, and a run of it (nothing submitted yet)."""
+    slug = f"wf-{uuid.uuid4().hex[:8]}"
+    body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}}
+    created = await platform.client.post("/workflows", json=body, headers=platform.headers())
+    assert created.status_code == 201, created.text
+    run = await platform.client.post(
+        f"/workflows/{slug}/runs", json={"inputs": {"x": x}}, headers=platform.headers()
+    )
+    assert run.status_code == 201, run.text
+    return str(run.json()["id"])
+
+
+async def _tick(platform: Platform, run_id: str) -> dict[str, Any]:
+    response = await platform.client.post(
+        f"/workflow-runs/{run_id}/tick", headers=platform.headers()
+    )
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def _gql(platform: Platform, query: str, user: str = "alice", **variables: Any) -> Any:
+    roles = ADMIN if user == "admin" else ("user",)
+    response = await platform.client.post(
+        "/graphql",
+        json={"query": query, "variables": variables},
+        headers=platform.headers(user, roles),
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _assert_refused(run: dict[str, Any], node: str) -> None:
+    """The run failed at `node`, refused before any job existed, and handed back nothing."""
+    assert run["status"] == "failed", run
+    assert run["first_failed_node_key"] == node, run
+    assert run["terminal_outputs"] is None, run
+    state = run["node_states"][node]
+    assert state["status"] == "failed", state
+    assert state["error"]["kind"] == "permission_denied", state
+    assert state["outputs"] is None, state
+
+
+class TestTickChecksTheOwnerNow:
+    async def test_a_function_gone_private_mid_run_fails_its_node(
+        self, node_platform: Platform
+    ) -> None:
+        platform = node_platform
+        mine, _ = await _package(platform, "alice", "private")
+        bobs, bobs_id = await _package(platform, "bob", "public")
+        # n0 runs alice's own function; n1, after it, runs bob's public one.
+        run_id = await _start(
+            platform,
+            [inp("x"), fn("n0", f"{mine}/inc", x="x"), fn("n1", f"{bobs}/inc", x="n0.y")],
+            1,
+        )
+        first = await _tick(platform, run_id)
+        assert _status(first) == {"n0": "running", "n1": "pending"}
+        await _set_visibility(platform, "bob", bobs_id, "private")
+
+        run = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
+
+        _assert_refused(run, "n1")
+        assert run["node_states"]["n0"]["status"] == "success"
+        assert run["node_states"]["n1"]["job_id"] is None  # never submitted
+        assert "permission_denied" in run["error_message"]
+
+    async def test_the_owner_removed_from_the_organization_mid_run(
+        self, node_platform: Platform
+    ) -> None:
+        platform = node_platform
+        slug = f"org-{uuid.uuid4().hex[:8]}"
+        headers = platform.headers
+        await platform.client.get("/packages", headers=headers("alice"))  # alice exists
+        created = await platform.client.post(
+            "/organizations", json={"slug": slug, "name": slug}, headers=headers("bob")
+        )
+        assert created.status_code == 201, created.text
+        added = await platform.client.post(
+            f"/organizations/{slug}/members",
+            json={"username": "alice", "role": "member"},
+            headers=headers("bob"),
+        )
+        assert added.status_code == 201, added.text
+        mine, _ = await _package(platform, "alice", "private")
+        internal, _ = await _package(platform, "bob", "internal", organization=slug)
+        run_id = await _start(
+            platform,
+            [inp("x"), fn("n0", f"{mine}/inc", x="x"), fn("n1", f"{internal}/inc", x="n0.y")],
+            1,
+        )
+        assert _status(await _tick(platform, run_id))["n0"] == "running"
+        removed = await platform.client.delete(
+            f"/organizations/{slug}/members/alice", headers=headers("bob")
+        )
+        assert removed.status_code == 204, removed.text
+
+        run = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
+
+        _assert_refused(run, "n1")
+        assert run["node_states"]["n1"]["job_id"] is None
+
+    async def test_an_admin_ticking_does_not_lend_the_owner_its_rights(
+        self, node_platform: Platform
+    ) -> None:
+        platform = node_platform
+        mine, _ = await _package(platform, "alice", "private")
+        bobs, bobs_id = await _package(platform, "bob", "public")
+        run_id = await _start(
+            platform,
+            [inp("x"), fn("n0", f"{mine}/inc", x="x"), fn("n1", f"{bobs}/inc", x="n0.y")],
+            1,
+        )
+        await _tick(platform, run_id)
+        await _set_visibility(platform, "bob", bobs_id, "private")
+        run: dict[str, Any] = {}
+        for _ in range(60):
+            response = await platform.client.post(
+                f"/workflow-runs/{run_id}/tick",
+                params={"wait": 5},
+                headers=platform.headers("admin", ADMIN),
+            )
+            assert response.status_code == 200, response.text
+            run = response.json()
+            if run["status"] in TERMINAL:
+                break
+        _assert_refused(run, "n1")
+
+
+class TestChainWorkerChecksEachNextNode:
+    async def test_a_later_node_gone_private_is_not_run(self, chain_platform: Platform) -> None:
+        platform = chain_platform
+        mine, _ = await _package(platform, "alice", "private")
+        bobs, bobs_id = await _package(platform, "bob", "public")
+        # One chain: n0 (alice's, 2 s) then n1 and n2 (bob's), run by one worker.
+        nodes = [
+            inp("x"),
+            fn("n0", f"{mine}/slow", x="x"),
+            fn("n1", f"{bobs}/inc", x="n0.y"),
+            fn("n2", f"{bobs}/inc", x="n1.y"),
+        ]
+        run_id = await _start(platform, nodes, 2)
+        first = await _tick(platform, run_id)
+        assert first["plan_snapshot"]["chains"] == [
+            {"id": "chain-0", "node_keys": ["n0", "n1", "n2"]}
+        ]
+        assert first["node_states"]["n0"]["status"] == "running"
+        await _set_visibility(platform, "bob", bobs_id, "private")  # while n0 sleeps
+
+        run = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
+
+        _assert_refused(run, "n1")
+        assert run["node_states"]["n0"]["status"] == "success"
+        assert run["node_states"]["n2"]["status"] == "cancelled"
+        # n1's job was recorded refused, never run: no outputs, no logs.
+        job_id = run["node_states"]["n1"]["job_id"]
+        admin = await platform.client.get(
+            f"/jobs/{job_id}", headers=platform.headers("admin", ADMIN)
+        )
+        assert admin.status_code == 200, admin.text
+        job = admin.json()
+        assert job["status"] == "failed"
+        assert job["error"]["kind"] == "permission_denied"
+        assert job["outputs"] is None
+        assert not job["logs"]
+
+
+RUN_JOBS = """
+query Run($id: ID!) {
+  workflowRun(id: $id) {
+    status
+    nodeStates {
+      nodeKey jobId
+      job { id inputs outputs logs cacheHit package { id } }
+      functionVersion { id }
+    }
+  }
+}
+"""
+
+
+class TestNestedGraphQLFieldsApplyTheTopLevelRules:
+    async def test_a_nodes_job_is_null_when_get_job_refuses_it(
+        self, node_platform: Platform
+    ) -> None:
+        platform = node_platform
+        mine, _ = await _package(platform, "alice", "private")
+        bobs, bobs_id = await _package(platform, "bob", "public")
+        run_id = await _start(
+            platform,
+            [inp("x"), fn("n0", f"{mine}/inc", x="x"), fn("n1", f"{bobs}/inc", x="n0.y")],
+            1,
+        )
+        done = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
+        assert done["status"] == "completed", done
+        hidden_job = done["node_states"]["n1"]["job_id"]
+        before = await _gql(platform, RUN_JOBS, id=run_id)
+        assert "errors" not in before, before
+        by_key = {n["nodeKey"]: n for n in before["data"]["workflowRun"]["nodeStates"]}
+        assert by_key["n1"]["job"]["outputs"] == {"y": 3.0}
+
+        await _set_visibility(platform, "bob", bobs_id, "private")
+
+        refused = await platform.client.get(f"/jobs/{hidden_job}", headers=platform.headers())
+        assert refused.status_code == 403, refused.text
+        top = await _gql(platform, "query($id: ID!) { job(id: $id) { id } }", id=hidden_job)
+        assert top["errors"][0]["extensions"]["code"] == "PermissionDenied"
+        after = await _gql(platform, RUN_JOBS, id=run_id)
+        assert "errors" not in after, after
+        nodes = {n["nodeKey"]: n for n in after["data"]["workflowRun"]["nodeStates"]}
+        assert nodes["n1"]["jobId"] == hidden_job  # the run's own state
+        assert nodes["n1"]["job"] is None  # inputs, outputs and logs: not through here either
+        assert nodes["n1"]["functionVersion"] is None
+        # What stays visible stays there, and an admin reads everything, as at the top level.
+        assert nodes["n0"]["job"]["outputs"] == {"y": 2.0}
+        assert nodes["n0"]["functionVersion"] is not None
+        admin = await _gql(platform, RUN_JOBS, user="admin", id=run_id)
+        assert "errors" not in admin, admin
+        seen = {n["nodeKey"]: n for n in admin["data"]["workflowRun"]["nodeStates"]}
+        assert seen["n1"]["job"]["id"] == hidden_job
+
+
+class TestTheResultCacheIsPerUser:
+    async def test_another_users_identical_call_is_not_a_hit(self, node_platform: Platform) -> None:
+        platform = node_platform
+        bobs, _ = await _package(platform, "carol", "public")
+        path = f"/packages/{bobs}/functions/inc/execute"
+
+        async def call(user: str) -> dict[str, Any]:
+            response = await platform.execute(
+                path, {"x": 41}, wait=20, headers=platform.headers(user)
+            )
+            assert response.status_code == 200, response.text
+            body: dict[str, Any] = response.json()
+            assert body["status"] == "success", body
+            job = await platform.client.get(
+                f"/jobs/{body['job_id']}", headers=platform.headers(user)
+            )
+            assert job.status_code == 200, job.text
+            found: dict[str, Any] = job.json()
+            return found
+
+        first = await call("alice")
+        assert first["cache_hit"] is False
+        again = await call("alice")
+        assert again["cache_hit"] is True  # the same user's identical call still hits
+        assert again["outputs"] == first["outputs"] == {"y": 42.0}
+        bob = await call("bob")
+        assert bob["cache_hit"] is False  # never answered from alice's result
+        bob_again = await call("bob")
+        assert bob_again["cache_hit"] is True
+
+    async def test_workflow_nodes_are_cached_per_run_owner(self, node_platform: Platform) -> None:
+        platform = node_platform
+        shared, _ = await _package(platform, "carol", "public")
+        nodes = [inp("x"), fn("n0", f"{shared}/inc", x="x")]
+        slug = f"wf-{uuid.uuid4().hex[:8]}"
+        body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}, "visibility": "public"}
+        created = await platform.client.post("/workflows", json=body, headers=platform.headers())
+        assert created.status_code == 201, created.text
+
+        async def run_as(user: str) -> dict[str, Any]:
+            started = await platform.client.post(
+                f"/workflows/{slug}/runs", json={"inputs": {"x": 7}}, headers=platform.headers(user)
+            )
+            assert started.status_code == 201, started.text
+            run_id = started.json()["id"]
+            for _ in range(60):
+                response = await platform.client.post(
+                    f"/workflow-runs/{run_id}/tick",
+                    params={"wait": 5},
+                    headers=platform.headers(user),
+                )
+                run: dict[str, Any] = response.json()
+                if run["status"] in TERMINAL:
+                    break
+            assert run["status"] == "completed", run
+            job = await platform.client.get(
+                f"/jobs/{run['node_states']['n0']['job_id']}", headers=platform.headers(user)
+            )
+            found: dict[str, Any] = job.json()
+            return found
+
+        assert (await run_as("alice"))["cache_hit"] is False
+        assert (await run_as("alice"))["cache_hit"] is True
+        assert (await run_as("bob"))["cache_hit"] is False
