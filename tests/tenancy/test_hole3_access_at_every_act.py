@@ -15,6 +15,8 @@ driven by long-poll ticks as a client drives them.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -119,6 +121,17 @@ async def _gql(platform: Platform, query: str, user: str = "alice", **variables:
     )
     assert response.status_code == 200, response.text
     return response.json()
+
+
+async def _claimed(platform: Platform, job_id: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        job = await platform.client.get(f"/jobs/{job_id}", headers=platform.headers())
+        assert job.status_code == 200, job.text
+        if job.json()["status"] != "queued":
+            return
+        assert time.monotonic() < deadline, "no worker claimed the chain's job"
+        await asyncio.sleep(0.02)
 
 
 def _assert_refused(run: dict[str, Any], node: str) -> None:
@@ -236,7 +249,10 @@ class TestChainWorkerChecksEachNextNode:
             {"id": "chain-0", "node_keys": ["n0", "n1", "n2"]}
         ]
         assert first["node_states"]["n0"]["status"] == "running"
-        await _set_visibility(platform, "bob", bobs_id, "private")  # while n0 sleeps
+        # Once the worker holds the chain (its claim checked what lay ahead then, allowed),
+        # and while n0 sleeps: the refusal must be seen between batches.
+        await _claimed(platform, first["node_states"]["n0"]["job_id"])
+        await _set_visibility(platform, "bob", bobs_id, "private")
 
         run = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
 
@@ -254,6 +270,33 @@ class TestChainWorkerChecksEachNextNode:
         assert job["error"]["kind"] == "permission_denied"
         assert job["outputs"] is None
         assert not job["logs"]
+
+    async def test_a_chain_claimed_after_the_refusal_runs_none_of_the_rest(
+        self, chain_platform: Platform
+    ) -> None:
+        platform = chain_platform
+        bobs, bobs_id = await _package(platform, "bob", "public")
+        # One chain of one function version: the worker would run it on one held sandbox.
+        nodes = [inp("x"), *(fn(f"n{i}", f"{bobs}/inc", x=f"n{i - 1}.y") for i in range(1, 4))]
+        nodes[1] = fn("n1", f"{bobs}/inc", x="x")
+        worker = platform.execution.worker
+        assert worker is not None
+        run_id = await _start(platform, nodes, 1)
+        await asyncio.to_thread(worker.pause)
+        try:
+            first = await _tick(platform, run_id)  # n1's chain job, allowed now, waits
+            assert first["node_states"]["n1"]["status"] == "running"
+            await _set_visibility(platform, "bob", bobs_id, "private")
+        finally:
+            await asyncio.to_thread(worker.resume)
+
+        run = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
+
+        # The head was the tick's to check (it was allowed when submitted); every node after
+        # it is the worker's, checked when its batch began: none of them ran.
+        _assert_refused(run, "n2")
+        assert run["node_states"]["n3"]["status"] == "cancelled"
+        assert run["node_states"]["n3"]["job_id"] is None
 
 
 RUN_JOBS = """
