@@ -193,6 +193,7 @@ class WorkflowSubscription:
 
         async with run_tickers.subscribe(run_id, interval, tick, wait) as updates:
             while (view := await updates.get()) is not None:
+                info.context.renew_loaders()  # nested fields read now, under today's rules
                 yield WorkflowRunType.from_view(view)
                 if view.status in RUN_TERMINAL:
                     return

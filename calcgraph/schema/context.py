@@ -31,5 +31,17 @@ class Context:
     workflow_loaders: WorkflowLoaders | None = None
     """Loaders of the run graph (versions, node states, jobs), built on first use."""
 
+    def renew_loaders(self) -> None:
+        """Start a new act of reading: each push of a subscription. Loaders remember what they
+        read, under the access decided when they read it, for as long as the context lives
+        (a subscription's, a WebSocket connection's); a later push reads afresh, so its
+        nested fields show current rows under current rules."""
+        principal = self.principal
+        self.access_loaders = (
+            AccessLoaders.build(self.database, principal) if principal is not None else None
+        )
+        self.package_loaders = None
+        self.workflow_loaders = None
+
 
 Info = strawberry.Info[Context, None]

@@ -16,6 +16,7 @@ driven by long-poll ticks as a client drives them.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -418,3 +419,39 @@ class TestTheResultCacheIsPerUser:
         assert (await run_as("alice"))["cache_hit"] is False
         assert (await run_as("alice"))["cache_hit"] is True
         assert (await run_as("bob"))["cache_hit"] is False
+
+
+SUBSCRIBE_JOBS = """
+subscription Updates($id: ID!) {
+  runUpdates(id: $id, interval: 0.2) {
+    status nodeStates { nodeKey status job { id status outputs } }
+  }
+}
+"""
+
+
+class TestSubscriptionsReadNestedFieldsAtEveryPush:
+    async def test_each_push_reads_the_jobs_as_they_are_then(self, node_platform: Platform) -> None:
+        platform = node_platform
+        mine, _ = await _package(platform, "alice", "private")
+        nodes = [inp("x"), fn("n0", f"{mine}/slow", x="x"), fn("n1", f"{mine}/inc", x="n0.y")]
+        run_id = await _start(platform, nodes, 0.5)
+        response = await platform.client.post(
+            "/graphql",
+            json={"query": SUBSCRIBE_JOBS, "variables": {"id": run_id}},
+            headers={
+                **platform.headers(),
+                "Accept": "multipart/mixed;subscriptionSpec=1.0, application/json",
+            },
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+        parts = [json.loads(line) for line in response.text.splitlines() if line.startswith("{")]
+        pushes = [p["payload"]["data"]["runUpdates"] for p in parts if p.get("payload")]
+        assert pushes[-1]["status"] == "completed", pushes
+        # A push shows each node's job as it is at that push, not as an earlier push read it
+        # (and so, under the access rule as it is then).
+        for push in pushes:
+            for node in push["nodeStates"]:
+                if node["status"] == "success":
+                    assert node["job"]["status"] == "success", pushes
