@@ -1,5 +1,9 @@
 """GraphQL types of users, organizations, packages, functions and jobs. Every nested field
-that reaches one of these goes through the per-request loaders, hence through the policy."""
+that reaches one of these goes through the per-request loaders, hence through the policy,
+with the rule of the matching top-level lookup: a hidden object is `null` where the field is
+nullable (`NodeState.job`, `NodeState.functionVersion`, `FunctionVersion.function`) and an
+error with `extensions.code` `PermissionDenied` where it is not (`Job.package`,
+`Job.function`, `Function.package`, `Package.organization`); lists leave hidden items out."""
 
 from __future__ import annotations
 

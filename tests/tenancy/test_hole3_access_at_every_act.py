@@ -24,7 +24,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import delete, event
 
+from calcgraph.db.engine import Database
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.models import Membership
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.service import access_service
+from tests.access.factories import (
+    create_organization,
+    create_package,
+    create_user,
+    set_visibility,
+)
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import (  # noqa: F401  (exec_url: the committed database)
     Platform,
@@ -455,3 +467,73 @@ class TestSubscriptionsReadNestedFieldsAtEveryPush:
             for node in push["nodeStates"]:
                 if node["status"] == "success":
                     assert node["job"]["status"] == "success", pushes
+
+
+class TestRefusedExecutions:
+    """The access service's answer for acts done on a user's behalf: `policy.can_execute`
+    against current rows, in one statement."""
+
+    async def test_the_rule_of_execute_at_request_time_in_one_statement(
+        self, database: Database, identity_provider: LocalIdentityProvider
+    ) -> None:
+        alice = await create_user(database, identity_provider, "alice")
+        bob = await create_user(database, identity_provider, "bob")
+        root = await create_user(database, identity_provider, "root", ADMIN)
+        org = await create_organization(database, f"o-{uuid.uuid4().hex[:6]}", {bob: "owner"})
+        other = await create_organization(database, f"p-{uuid.uuid4().hex[:6]}", {bob: "owner"})
+        await create_organization(database, f"q-{uuid.uuid4().hex[:6]}", {alice: "member"})
+        rows = {
+            "alices-private": await create_package(database, alice, _name(), "private"),
+            "bobs-private": await create_package(database, bob, _name(), "private"),
+            "bobs-public": await create_package(database, bob, _name(), "public"),
+            "internal-member": await create_package(database, bob, _name(), "internal", org),
+            "internal-other": await create_package(database, bob, _name(), "internal", other),
+        }
+        versions = {key: row.function_version_id for key, row in rows.items()}
+        async with database.write_session() as session:
+            session.add(Membership(organization_id=org.id, user_id=alice.user_id, role="member"))
+
+        async def refused(user_id: str, ids: set[str]) -> tuple[frozenset[str], int]:
+            statements: list[str] = []
+
+            def count(*args: Any) -> None:
+                statements.append(str(args[2]))
+
+            engine = database.engine.sync_engine
+            event.listen(engine, "before_cursor_execute", count)
+            try:
+                async with database.read_session() as session:
+                    found = await access_service.refused_executions(session, user_id, ids)
+            finally:
+                event.remove(engine, "before_cursor_execute", count)
+            return found, len([s for s in statements if s.lstrip().upper().startswith("SELECT")])
+
+        wanted = {*versions.values(), "no-such-version"}
+        found, selects = await refused(alice.user_id, wanted)
+        assert selects == 1
+        assert found == {versions["bobs-private"], versions["internal-other"], "no-such-version"}
+        # Each check is now: alice leaves the organization, bob's public package goes private.
+        async with database.write_session() as session:
+            await session.execute(
+                delete(Membership).where(
+                    Membership.organization_id == org.id, Membership.user_id == alice.user_id
+                )
+            )
+        await set_visibility(database, rows["bobs-public"].package_id, "private")
+        found, _ = await refused(alice.user_id, wanted)
+        assert found == wanted - {versions["alices-private"]}
+        # Admins execute everything; a user who is gone executes nothing; nothing asked, no SQL.
+        assert (await refused(root.user_id, wanted))[0] == {"no-such-version"}
+        assert (await refused("no-such-user", wanted))[0] == wanted
+        assert await refused(alice.user_id, set()) == (frozenset(), 0)
+        # The same rule as the policy's request-time decision, cell by cell.
+        facts = policy.PackageFacts("u1", "o1", "internal")
+        who = Principal("u2", "s", "u2", frozenset({"user"}))
+        for member in (True, False):
+            assert policy.can_execute(who, facts, member) is policy.can_see_package(
+                who, facts, member
+            )
+
+
+def _name() -> str:
+    return f"pkg-{uuid.uuid4().hex[:8]}"
