@@ -23,6 +23,10 @@ the tick's own rule) as soon as the predecessor succeeded, and run it before any
   execution. With `queued`, the next job is written `queued` (after an infrastructure failure,
   for the retry; with `send`, a hand-off: a new chain message for it leaves after the commit,
   so a long chain spans several messages, each within the actor's time limit).
+- Access at every act (contract section 3): the run owner's right to execute the chain ahead
+  is checked once per batch, in one statement, at `start` and in each `record` that starts a
+  next batch. A refused node is never run nor answered from the cache: its job is written
+  born `failed` with kind `permission_denied`, the tick adopts it and fails the run.
 """
 
 from __future__ import annotations
