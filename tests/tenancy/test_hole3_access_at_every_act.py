@@ -46,6 +46,7 @@ from tests.execution.conftest import (  # noqa: F401  (exec_url: the committed d
 )
 from tests.packages.publishing import publish, small_body
 from tests.runs.test_tick_api import CODE, FUNCTIONS, TERMINAL, _status, _until
+from tests.sandbox.conftest import SELECTED, _make_backend
 from tests.workflows.graphs import fn, inp
 
 pytestmark = pytest.mark.db
@@ -75,6 +76,25 @@ async def chain_platform(
     """A chain runs on one worker without a tick between its nodes: the worker's check."""
     async with running_platform(
         exec_url, identity_provider, tmp_path, default_sandbox(), chain_execution="chain"
+    ) as platform:
+        yield platform
+
+
+@pytest.fixture(params=SELECTED)
+async def every_sandbox_platform(
+    request: pytest.FixtureRequest,
+    exec_url: str,  # noqa: F811  (the fixture imported above)
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+) -> AsyncIterator[Platform]:
+    """Node execution on each sandbox backend the machine has (the rules are the platform's,
+    whichever backend runs the code)."""
+    name = str(request.param)
+    found = _make_backend(name)
+    if isinstance(found, str):
+        pytest.skip(found)
+    async with running_platform(
+        exec_url, identity_provider, tmp_path, name, chain_execution="node"
     ) as platform:
         yield platform
 
@@ -160,9 +180,9 @@ def _assert_refused(run: dict[str, Any], node: str) -> None:
 
 class TestTickChecksTheOwnerNow:
     async def test_a_function_gone_private_mid_run_fails_its_node(
-        self, node_platform: Platform
+        self, every_sandbox_platform: Platform
     ) -> None:
-        platform = node_platform
+        platform = every_sandbox_platform
         mine, _ = await _package(platform, "alice", "private")
         bobs, bobs_id = await _package(platform, "bob", "public")
         # n0 runs alice's own function; n1, after it, runs bob's public one.
@@ -368,8 +388,10 @@ class TestNestedGraphQLFieldsApplyTheTopLevelRules:
 
 
 class TestTheResultCacheIsPerUser:
-    async def test_another_users_identical_call_is_not_a_hit(self, node_platform: Platform) -> None:
-        platform = node_platform
+    async def test_another_users_identical_call_is_not_a_hit(
+        self, every_sandbox_platform: Platform
+    ) -> None:
+        platform = every_sandbox_platform
         bobs, _ = await _package(platform, "carol", "public")
         path = f"/packages/{bobs}/functions/inc/execute"
 
