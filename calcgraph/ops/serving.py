@@ -44,11 +44,6 @@ class HeaderLimitProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._in_head = True
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._head_bytes = 0
-        self._in_head = True
-
     def on_headers_complete(self) -> None:
         self._in_head = False
         super().on_headers_complete()
