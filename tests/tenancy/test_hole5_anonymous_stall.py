@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +23,7 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.errors import Unauthenticated
 from calcgraph.settings import Settings
 from tests.auth.idp import AUDIENCE, LocalIdentityProvider
+from tests.auth.test_dev_identity import env, free_port
 from tests.client.conftest import Served
 
 pytestmark = pytest.mark.db
@@ -254,3 +258,35 @@ async def test_tokens_over_16_kib_are_refused(identity_provider: LocalIdentityPr
     verifier = TokenVerifier(OidcProvider(identity_provider.issuer), AUDIENCE)
     with pytest.raises(Unauthenticated, match="longer than 16384 bytes"):
         await verifier.verify(token)
+
+
+def test_calcgraph_serve_answers_431(tmp_path: Path) -> None:
+    """The product's own command runs the protocol, not only the tests' server."""
+    api_port, idp_port = free_port(), free_port()
+    environment = env(tmp_path, dev_idp_port=str(idp_port))
+    with (tmp_path / "serve.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "calcgraph", "serve", "--port", str(api_port)],
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+        base = f"http://127.0.0.1:{api_port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        status, body, _ = _raw_request(base, 4 * 1024 * 1024)
+        assert status == 431
+        assert json.loads(body)["detail"].startswith("RequestHeaderFieldsTooLarge: ")
+        assert httpx.get(f"{base}/health").status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
