@@ -100,6 +100,9 @@ def serve(workers: int = 1) -> Iterator[Server]:
                 "--log-level",
                 "warning",
                 "--no-access-log",
+                # What `calcgraph serve` runs: the contract's header limit.
+                "--http",
+                "calcgraph.ops.serving:HeaderLimitProtocol",
             ]
             command = f"uvicorn --workers {workers}"
         with log_path.open("wb") as log:

@@ -9,12 +9,9 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Route
-from strawberry.subscriptions import (
-    GRAPHQL_TRANSPORT_WS_PROTOCOL,
-    GRAPHQL_WS_PROTOCOL,
-    MULTIPART_SUBSCRIPTION_PROTOCOL,
-)
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, MULTIPART_SUBSCRIPTION_PROTOCOL
 
 from calcgraph import heap
 from calcgraph.auth.authenticate import AuthenticationMiddleware
@@ -23,7 +20,7 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
 from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.metrics import Metrics
-from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter
+from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
 from calcgraph.rest_compat import (
     errors,
     openapi,
@@ -51,15 +48,12 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     db = database or Database(
         settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
     )
-    # Subscriptions (runUpdates) over plain HTTP too: multipart/mixed responses.
+    # Subscriptions (runUpdates) over WebSocket (graphql-transport-ws only: the legacy
+    # graphql-ws protocol is off) and over plain HTTP as multipart/mixed responses.
     graphql = GraphQLView(
         settings,
         db,
-        subscription_protocols=(
-            GRAPHQL_TRANSPORT_WS_PROTOCOL,
-            GRAPHQL_WS_PROTOCOL,
-            MULTIPART_SUBSCRIPTION_PROTOCOL,
-        ),
+        subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, MULTIPART_SUBSCRIPTION_PROTOCOL),
     )
     identity = build_identity(settings, db)
     # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
@@ -69,6 +63,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
 
     routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
+        WebSocketRoute("/graphql", graphql),
         *routes_health.routes,
         *routes_metrics.routes,
         *routes_types.routes,
@@ -95,9 +90,24 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         if owns_database:
             await db.dispose()
 
+    cors: list[Middleware] = []
+    if settings.cors_origin_list:
+        # Outside everything else: a preflight is answered here, and every answer (errors
+        # included) carries the allowed origin. Unset: no CORS headers at all.
+        cors.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.cors_origin_list,
+                allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                allow_headers=["Authorization", "Content-Type"],
+                expose_headers=["Retry-After", "X-Request-ID"],
+                max_age=600,
+            )
+        )
     app = Starlette(
         routes=routes,
         middleware=[
+            *cors,
             # Outermost: request id, metrics and access log see every answer, errors included.
             Middleware(RequestMiddleware, routes=routes, metrics=metrics),
             Middleware(MediaTypeMiddleware),
@@ -105,7 +115,10 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
             # Every routed path outside the contract's public list needs a bearer token.
             Middleware(
-                AuthenticationMiddleware, authenticator=identity.authenticator, routes=routes
+                AuthenticationMiddleware,
+                authenticator=identity.authenticator,
+                routes=routes,
+                throttle=refused_token_throttle(limiter, metrics),
             ),
             # After authentication: the caller is its user when known, else its address.
             Middleware(RateLimitMiddleware, limiter=limiter, metrics=metrics),

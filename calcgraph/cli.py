@@ -36,6 +36,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from calcgraph.ops.logs import setup_logging
+    from calcgraph.ops.serving import HTTP_PROTOCOL
 
     settings = get_settings()
     setup_logging(settings)
@@ -69,6 +70,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port or settings.port,
             log_level=settings.log_level,
             proxy_headers=True,
+            # The contract's 431 for oversized headers, before they are read whole.
+            http=HTTP_PROTOCOL,
             # Logging is ours (JSON or text, with request ids); the app logs each request.
             log_config=None,
             access_log=False,

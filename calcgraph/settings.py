@@ -79,7 +79,7 @@ class Settings(BaseSettings):
     oidc_scopes: str = "openid profile email"
     oidc_leeway_seconds: float = 30.0
     oidc_jwks_refetch_seconds: float = Field(
-        default=30.0, description="at most one JWKS refetch per interval on an unknown kid"
+        default=5.0, description="at most one JWKS refetch per interval on an unknown kid"
     )
     dev_idp_port: int = Field(
         default=8400, description="loopback port of the development identity provider"
@@ -87,6 +87,20 @@ class Settings(BaseSettings):
     graphql_max_depth: int = 12
     graphql_max_aliases: int = 30
     graphql_max_tokens: int = 5000
+    graphql_max_selections: int = Field(
+        default=5000, gt=0, description="field selections of a document, fragments expanded"
+    )
+    graphql_max_cost: int = Field(
+        default=1_000_000,
+        gt=0,
+        description="estimated cost of a document: fields, list fields times their limit or 20",
+    )
+
+    cors_origins: str | None = Field(
+        default=None,
+        description="comma-separated origins allowed to call the API from a browser; "
+        "unset: no cross-origin access",
+    )
 
     host: str = "127.0.0.1"
     port: int = 8000
@@ -164,6 +178,12 @@ class Settings(BaseSettings):
         if self.database_url.startswith("sqlite+aiosqlite"):
             return "sqlite+aiosqlite"
         return "postgresql+asyncpg"
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        if self.cors_origins is None:
+            return []
+        return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
 
     @property
     def sandbox_kind(self) -> SandboxKind:

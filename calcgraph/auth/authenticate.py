@@ -4,7 +4,7 @@ once per request at the edge of the REST and GraphQL doors."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from sqlalchemy.exc import IntegrityError
 from starlette.datastructures import Headers
@@ -100,11 +100,18 @@ class AuthenticationMiddleware:
     token gets 401 here; unrouted paths fall through to the router's 404 and 405."""
 
     def __init__(
-        self, app: ASGIApp, authenticator: Authenticator, routes: Sequence[BaseRoute]
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        routes: Sequence[BaseRoute],
+        throttle: Callable[[Scope], Awaitable[DomainError | None]] | None = None,
     ) -> None:
         self.app = app
         self.authenticator = authenticator
         self.routes = list(routes)
+        # Asked before answering a refused token: a 429 instead when the address is over its
+        # rate (the rate limiter after this middleware never sees refused requests).
+        self.throttle = throttle
 
     def _routed(self, scope: Scope) -> bool:
         return any(route.matches(scope)[0] == Match.FULL for route in self.routes)
@@ -126,7 +133,10 @@ class AuthenticationMiddleware:
                     "this route needs a bearer token: Authorization: Bearer <access token>"
                 )
         except DomainError as exc:
-            await render(exc)(scope, receive, send)
+            error = exc
+            if header is not None and self.throttle is not None:
+                error = await self.throttle(scope) or exc
+            await render(error)(scope, receive, send)
             return
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)

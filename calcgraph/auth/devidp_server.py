@@ -23,13 +23,17 @@ import time
 import uuid
 import warnings
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import flask
+import jinja2
 import jwt
 import werkzeug.serving
 
 from calcgraph.auth.devidp import DEV_USERS, TOKEN_LIFETIME, is_loopback
+from calcgraph.ops.logs import setup_logging
+from calcgraph.settings import get_settings
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -67,8 +71,19 @@ def _access_token_generator(audience: str, lifetime: timedelta) -> Any:
     return generate
 
 
+TEMPLATES = Path(__file__).with_name("devidp_templates")
+
+
 def build_app(audience: str, lifetime: timedelta = TOKEN_LIFETIME) -> flask.Flask:
     app = flask.Flask("calcgraph.devidp")
+    # The provider's blueprint names no template folder: its pages (the sign-in form) are
+    # found through the application's loader. Ours first: a page frame without a CDN.
+    app.jinja_loader = jinja2.ChoiceLoader(
+        [
+            jinja2.FileSystemLoader(TEMPLATES),
+            jinja2.PackageLoader("oidc_provider_mock", "templates"),
+        ]
+    )
     # Read by authlib when the provider registers its token endpoint: set before init_app.
     app.config["OAUTH2_ACCESS_TOKEN_GENERATOR"] = _access_token_generator(audience, lifetime)
     oidc_provider_mock.init_app(
@@ -99,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"refusing to serve the development provider on {args.host}\n")
         return 2
     warnings.simplefilter("ignore", DeprecationWarning)
+    # The project's logging (JSON off a terminal): the provider's, Flask's and werkzeug's
+    # records, tracebacks included, are one JSON object per line like the API's.
+    setup_logging(get_settings())
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = werkzeug.serving.make_server(
         args.host, args.port, build_app(args.audience), threaded=True

@@ -62,7 +62,7 @@ class OidcProvider:
         self,
         issuer: str,
         *,
-        refetch_interval: float = 30.0,
+        refetch_interval: float = 5.0,
         max_age: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

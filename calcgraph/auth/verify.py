@@ -19,6 +19,10 @@ REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub"]
 # bring its own key. PyJWT ignores them; refusing them outright keeps the intent visible.
 FOREIGN_KEY_HEADERS = ("jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256")
 MAX_KID_LENGTH = 200
+MAX_TOKEN_BYTES = 16 * 1024  # contract section 3
+# RFC 7519 section 2: NumericDate is a JSON number. PyJWT takes int() of whatever it finds, so
+# a numeric string would pass its checks.
+TIME_CLAIMS = ("exp", "nbf", "iat")
 
 
 class TokenVerifier:
@@ -29,6 +33,8 @@ class TokenVerifier:
 
     async def verify(self, token: str) -> dict[str, Any]:
         """The claims of a valid access token, or Unauthenticated saying what is wrong."""
+        if len(token) > MAX_TOKEN_BYTES:
+            raise Unauthenticated(f"the bearer token is longer than {MAX_TOKEN_BYTES} bytes")
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -69,6 +75,12 @@ class TokenVerifier:
             raise Unauthenticated("the token's signature does not verify") from None
         except jwt.PyJWTError:
             raise Unauthenticated("the bearer token is invalid") from None
+        for name in TIME_CLAIMS:
+            value = claims.get(name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise Unauthenticated(f"the token's {name!r} claim is not a number of seconds")
         # Keycloak marks the kind of token in `typ`: refresh and ID tokens are signed by the
         # same keys but are not credentials for an API.
         typ = claims.get("typ")

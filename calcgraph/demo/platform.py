@@ -93,6 +93,7 @@ class InProcessPlatform:
         from calcgraph.app import create_app
         from calcgraph.db.engine import Database
         from calcgraph.db.migrate import upgrade
+        from calcgraph.ops.serving import HTTP_PROTOCOL
 
         database = Database(
             self.settings.database_url, busy_timeout_ms=self.settings.sqlite_busy_timeout_ms
@@ -104,7 +105,12 @@ class InProcessPlatform:
                 return
             app = create_app(self.settings, database)
             config = uvicorn.Config(
-                app, log_level="warning", access_log=False, lifespan="on", loop="asyncio"
+                app,
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+                loop="asyncio",
+                http=HTTP_PROTOCOL,
             )
             self._server = uvicorn.Server(config)
             if self._stopping:

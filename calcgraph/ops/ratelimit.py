@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -145,6 +146,36 @@ def build_limiter(settings: Settings) -> Limiter | None:
     return MemoryLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
 
 
+async def _refusal(limiter: Limiter, metrics: Metrics, key: str, who: str) -> RateLimited | None:
+    wait = await limiter.acquire(key)
+    if wait <= 0:
+        return None
+    metrics.rate_limited.inc()
+    retry_after = max(1, math.ceil(wait))
+    return RateLimited(
+        f"{who} is over the rate limit of {limiter.per_minute:g} requests per minute "
+        f"(bursts of {limiter.burst}); retry after {retry_after} s",
+        {"retry_after": retry_after},
+    )
+
+
+def refused_token_throttle(
+    limiter: Limiter | None, metrics: Metrics
+) -> Callable[[Scope], Awaitable[RateLimited | None]] | None:
+    """For the authentication middleware: a request whose token is refused counts against
+    its address, loopback included (an invalid token is no operator's tool), so guessing
+    tokens or flooding the verifier is as limited as any other traffic."""
+    if limiter is None:
+        return None
+
+    async def throttle(scope: Scope) -> RateLimited | None:
+        client = scope.get("client")
+        address = client[0] if client else "unknown"
+        return await _refusal(limiter, metrics, f"ip:{address}", f"address {address}")
+
+    return throttle
+
+
 class RateLimitMiddleware:
     """After authentication (the user is known), before routing: REST and GraphQL alike."""
 
@@ -170,15 +201,8 @@ class RateLimitMiddleware:
                 await self.app(scope, receive, send)
                 return
             key, who = f"ip:{address}", f"address {address}"
-        wait = await limiter.acquire(key)
-        if wait <= 0:
+        error = await _refusal(limiter, self.metrics, key, who)
+        if error is None:
             await self.app(scope, receive, send)
             return
-        self.metrics.rate_limited.inc()
-        retry_after = max(1, math.ceil(wait))
-        error = RateLimited(
-            f"{who} is over the rate limit of {limiter.per_minute:g} requests per minute "
-            f"(bursts of {limiter.burst}); retry after {retry_after} s",
-            {"retry_after": retry_after},
-        )
         await render(error)(scope, receive, send)

@@ -8,6 +8,7 @@ from typing import TypeVar
 import pydantic
 from starlette.requests import Request
 
+from calcgraph.domain import json_limits
 from calcgraph.domain.errors import FieldError, ValidationError
 
 T = TypeVar("T", bound=pydantic.BaseModel)
@@ -25,7 +26,7 @@ async def parse_body(request: Request, model: type[T]) -> T:
             [FieldError(("body",), "empty body")],
         )
     try:
-        data = json.loads(raw)
+        data = json_limits.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         where = (
             f" at line {exc.lineno} column {exc.colno}"

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
+from calcgraph.domain import json_limits
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
@@ -49,7 +50,7 @@ async def _inputs(request: Request) -> object:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = json_limits.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise ValidationError(
             "request body is not valid JSON", [FieldError(("body",), "invalid JSON")]

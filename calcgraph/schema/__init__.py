@@ -24,6 +24,7 @@ from calcgraph.resolvers.catalog import CatalogQuery
 from calcgraph.resolvers.execute import ExecuteMutation
 from calcgraph.resolvers.packages import PackageMutation, PackageQuery
 from calcgraph.resolvers.workflows import WorkflowMutation, WorkflowQuery, WorkflowSubscription
+from calcgraph.schema.bounds import DocumentBounds
 from calcgraph.schema.document_cache import DocumentCache
 from calcgraph.schema.errors import ContractErrors
 from calcgraph.schema.fast_execution import FastExecutionContext
@@ -64,6 +65,8 @@ def build_schema(
     max_depth: int = 12,
     max_aliases: int = 30,
     max_tokens: int = 5000,
+    max_selections: int = 5000,
+    max_cost: int = 1_000_000,
 ) -> strawberry.Schema:
     # Limits against expensive documents: depth and aliases are counted through fragments,
     # tokens are counted by the parser before anything else runs.
@@ -78,6 +81,9 @@ def build_schema(
         extensions.append(DisableIntrospection)
     # Last: its rules are all above, fixed for this schema, so a text validated once stays valid.
     extensions.append(DocumentCache().extension())
+    # After the cache (a remembered document was checked when it was validated), before the
+    # rules strawberry runs: they expand fragments per spread, this check does it once.
+    extensions.append(partial(DocumentBounds, max_selections=max_selections, max_cost=max_cost))
     return Schema(
         query=Query,
         mutation=Mutation,

@@ -19,7 +19,15 @@ class ContractErrors(MaskErrors):
         processed: list[GraphQLError] = []
         for error in errors:
             original = error.original_error
-            if original is None:
+            if isinstance(original, RecursionError):
+                # The parser recurses per nesting level: a deeply nested literal ends here.
+                processed.append(
+                    GraphQLError(
+                        "the document is nested too deeply to parse",
+                        extensions={"code": "ValidationError"},
+                    )
+                )
+            elif original is None:
                 error.extensions = {**(error.extensions or {}), "code": "ValidationError"}
                 processed.append(error)
             elif isinstance(original, DomainError):

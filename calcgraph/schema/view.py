@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.requests import Request
@@ -11,13 +12,18 @@ from strawberry.asgi import GraphQL
 
 from calcgraph.auth.authenticate import current_principal
 from calcgraph.db.engine import Database
+from calcgraph.domain import json_limits
+from calcgraph.domain.errors import ValidationError
 from calcgraph.schema import build_schema
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.context import Context
+from calcgraph.schema.websocket import AuthenticatedTransportWS
 from calcgraph.settings import Settings
 
 
 class GraphQLView(GraphQL[Context, None]):
+    graphql_transport_ws_handler_class = AuthenticatedTransportWS
+
     def __init__(self, settings: Settings, database: Database, **kwargs: Any) -> None:
         super().__init__(
             build_schema(
@@ -25,12 +31,32 @@ class GraphQLView(GraphQL[Context, None]):
                 max_depth=settings.graphql_max_depth,
                 max_aliases=settings.graphql_max_aliases,
                 max_tokens=settings.graphql_max_tokens,
+                max_selections=settings.graphql_max_selections,
+                max_cost=settings.graphql_max_cost,
             ),
             graphql_ide="graphiql" if settings.graphql_ide else None,
+            # Cross-origin WebSocket handshakes: the same origins CORS lets call the API.
+            allowed_origins=settings.cors_origin_list,
             **kwargs,
         )
         self.settings = settings
         self.database = database
+
+    def parse_json(self, data: str | bytes) -> Any:
+        # HTTP bodies and query parameters: the contract's bounds answer 422 like the REST
+        # door's (the error reaches the error middleware); text that is not JSON stays 400.
+        try:
+            return json_limits.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise json.JSONDecodeError(str(exc), "", 0) from None
+
+    def decode_json(self, data: str | bytes) -> object:
+        # WebSocket messages: a message the bounds refuse is one the protocol cannot read, so
+        # strawberry closes the socket with 4400 as for any other unreadable message.
+        try:
+            return json_limits.loads(data)
+        except (ValidationError, UnicodeDecodeError) as exc:
+            raise json.JSONDecodeError(str(exc), "", 0) from None
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket

@@ -25,6 +25,7 @@ import uvicorn
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.demo import PACKAGE_DIR, workflow_document
+from calcgraph.ops.serving import HTTP_PROTOCOL
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import TEST_TIMEOUT, default_sandbox, exec_url  # noqa: F401
@@ -69,7 +70,10 @@ def serve(url: str, idp: LocalIdentityProvider, tmp: Path, **overrides: Any) -> 
     database = Database(url)
     app = create_app(settings, database)
     port = free_port()
-    config = uvicorn.Config(app, host=HOST, port=port, lifespan="on", log_level="warning")
+    # The protocol `calcgraph serve` runs (the contract's header limit).
+    config = uvicorn.Config(
+        app, host=HOST, port=port, lifespan="on", log_level="warning", http=HTTP_PROTOCOL
+    )
     server = uvicorn.Server(config)
 
     async def run() -> None:
