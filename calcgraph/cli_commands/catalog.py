@@ -194,7 +194,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_ownership_options(publish)
     publish.set_defaults(func=command(_publish))
     git = packages.add_parser("deploy-git", parents=common, help="deploy a git repository ref")
-    git.add_argument("git_url", metavar="URL", help="https:// (or file://) repository URL")
+    git.add_argument(
+        "git_url",
+        metavar="URL",
+        help="https:// repository URL (file:// only inside the server's CALCGRAPH_GIT_LOCAL_ROOTS)",
+    )
     git.add_argument("ref", metavar="REF", help="tag, branch or commit SHA")
     add_ownership_options(git)
     git.set_defaults(func=command(_deploy_git))
