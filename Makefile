@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PORT ?= 8000
 
 .PHONY: install run serve test services lint typecheck pytest bench clean
 
@@ -19,9 +20,9 @@ install: $(STAMP)
 run: install
 	$(BIN)/calcgraph demo
 
-## Serve calcgraph on the embedded default at http://127.0.0.1:8000
+## Serve calcgraph on the embedded default at http://127.0.0.1:$(PORT) (`make serve PORT=8080`)
 serve: install
-	$(BIN)/calcgraph serve
+	$(BIN)/calcgraph serve --port $(PORT)
 
 services:
 	bash scripts/ensure-services.sh

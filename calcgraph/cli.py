@@ -8,6 +8,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError as SettingsError
+
+from calcgraph import __version__
 from calcgraph.settings import Settings, get_settings
 
 
@@ -145,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=cli_commands.EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"calcgraph {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the API (GraphQL at /graphql, REST at the root)")
@@ -206,14 +210,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def describe_settings_error(error: SettingsError) -> str:
+    """A bad setting named as the operator wrote it: the variable, not the field."""
+    prefix = str(Settings.model_config.get("env_prefix", ""))
+    lines = []
+    for problem in error.errors():
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        variable = f"{prefix}{field}".upper()
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        if message.startswith(variable):  # a validator that already names the variable
+            lines.append(message)
+        else:
+            lines.append(f"{variable}={problem.get('input')!s}: {message}")
+    return "bad setting: " + "; ".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # Warnings only until a command sets up its own logging (serve and worker do): a client
+    # command prints its answer, never the HTTP library's request lines.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
         result: int = args.func(args)
     except KeyboardInterrupt:
         return 130
+    except SettingsError as exc:
+        print(f"calcgraph: {describe_settings_error(exc)}", file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"calcgraph: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +35,9 @@ query RunOutputUnits($id: ID!) {
 
 Units = Mapping[str, Mapping[str, str]]
 """node key -> output port -> unit symbol, for ports whose type has a unit."""
+
+CacheLookup = Callable[[str], bool]
+"""job id -> whether the job was answered from the result cache (`GET /jobs/{id}`)."""
 
 _STYLE = {
     "pending": "dim",
@@ -117,6 +120,8 @@ class RunProgress:
         live: bool | None = None,
         units: Units | None = None,
         title: str = "",
+        cache_lookup: CacheLookup | None = None,
+        show_computed: bool = False,
     ) -> None:
         self.console = console or Console()
         self.live = (
@@ -126,6 +131,10 @@ class RunProgress:
         )
         self.units: Units = units or {}
         self.title = title
+        self.cache_lookup = cache_lookup
+        self.show_computed = show_computed
+        """Also list every intermediate output at the end (the demo's checks)."""
+        self._cache_hits: dict[str, bool] = {}
         self._run: Mapping[str, Any] = {}
         self._seen: dict[str, tuple[Any, ...]] = {}
         self._spinners: dict[str, Spinner] = {}
@@ -142,6 +151,7 @@ class RunProgress:
 
     def update(self, run: Mapping[str, Any]) -> None:
         self._run = run
+        self._look_up_cache_hits(run)
         if not self.live:
             self._print_changes(run)
             return
@@ -162,6 +172,19 @@ class RunProgress:
         else:
             for line in self._plain_summary(run):
                 self._line(line)
+
+    def _look_up_cache_hits(self, run: Mapping[str, Any]) -> None:
+        """Node states do not say whether their job came from the result cache; the job
+        does. One lookup per finished job, never again."""
+        if self.cache_lookup is None:
+            return
+        for state in (run.get("node_states") or {}).values():
+            job_id = state.get("job_id")
+            if state.get("status") == "success" and job_id and job_id not in self._cache_hits:
+                self._cache_hits[job_id] = self.cache_lookup(job_id)
+
+    def cached(self, row: Mapping[str, Any]) -> bool:
+        return self._cache_hits.get(str(row.get("job_id")), False)
 
     def _stop(self) -> None:
         if self._display is not None:
@@ -220,20 +243,23 @@ class RunProgress:
                 Text(row["node_key"], style="bold"),
                 Text(row["kind"], style="dim"),
                 row["function"],
-                self._status_cell(row["node_key"], state),
+                self._status_cell(row["node_key"], state, self.cached(row)),
                 _duration(_seconds(row.get("started_at"), row.get("finished_at"), now)),
                 Text(_short(row.get("job_id")), style="dim"),
             )
         return table
 
-    def _status_cell(self, key: str, state: str) -> RenderableType:
+    def _status_cell(self, key: str, state: str, cached: bool = False) -> RenderableType:
         if state == "running":
             spinner = self._spinners.setdefault(
                 key, Spinner("dots", text=Text("running", style="yellow"), style="yellow")
             )
             return spinner
         self._spinners.pop(key, None)
-        return Text(f"{_MARK.get(state, ' ')} {state}", style=_STYLE.get(state, ""))
+        cell = Text(f"{_MARK.get(state, ' ')} {state}", style=_STYLE.get(state, ""))
+        if cached:
+            cell.append(" (cache hit)", style="cyan")
+        return cell
 
     def summary(self, run: Mapping[str, Any]) -> RenderableType:
         """The final panel: terminal outputs with units, or the failed node and its error."""
@@ -243,6 +269,11 @@ class RunProgress:
             outputs = Table.grid(padding=(0, 2))
             outputs.add_column(style="bold")
             outputs.add_column()
+            computed = self.computed_lines(run) if self.show_computed else []
+            for label, value in computed:
+                outputs.add_row(Text(label, style="dim"), value)
+            if computed:
+                outputs.add_row("", "")
             for label, value in self.output_lines(run):
                 outputs.add_row(label, value)
             return Panel(
@@ -275,6 +306,19 @@ class RunProgress:
                 lines.append((f"{node_key}.{port}", format_value(value, units.get(port))))
         return lines
 
+    def computed_lines(self, run: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(`node.port`, value with unit) of every function node that is not terminal, in
+        plan order: what the run computed on the way (the demo's checks)."""
+        terminal = run.get("terminal_outputs") or {}
+        lines = []
+        for row in self.rows(run):
+            if row["kind"] != "function" or row["node_key"] in terminal:
+                continue
+            units = self.units.get(row["node_key"], {})
+            for port, value in (row.get("outputs") or {}).items():
+                lines.append((f"{row['node_key']}.{port}", format_value(value, units.get(port))))
+        return lines
+
     @staticmethod
     def failure_lines(run: Mapping[str, Any]) -> list[str]:
         key = run.get("first_failed_node_key")
@@ -303,6 +347,8 @@ class RunProgress:
                 line += f" {_duration(seconds)}" if seconds is not None else ""
             if row.get("job_id"):
                 line += f" job {_short(row['job_id'])}"
+            if row.get("status") == "success" and self.cached(row):
+                line += " cache hit"
             if row.get("status") == "failed" and row.get("error"):
                 error = row["error"]
                 line += f" {error.get('kind')}: {error.get('message')}"
@@ -323,6 +369,10 @@ class RunProgress:
         if status == "completed":
             lines[0] += "; terminal outputs:"
             lines += [f"  {label} = {value}" for label, value in self.output_lines(run)]
+            computed = self.computed_lines(run) if self.show_computed else []
+            if computed:
+                lines.append("computed on the way:")
+                lines += [f"  {label} = {value}" for label, value in computed]
         else:
             lines += [f"  {line}" for line in self.failure_lines(run)]
         return lines

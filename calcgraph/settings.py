@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
@@ -125,9 +125,13 @@ class Settings(BaseSettings):
     # POST /packages/from-git: limits of one clone, passed to calcgraph.sources.git.
     git_clone_timeout_seconds: float = Field(default=120.0, gt=0)
     git_max_repository_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
-    # `file` lets the embedded platform and its tests deploy from local repositories; a
-    # production deployment that must not read the server's disk sets ["https"].
-    git_allowed_schemes: list[Literal["https", "file"]] = ["https", "file"]
+    git_allowed_schemes: list[Literal["https"]] = ["https"]
+    # Folders of the server from which `file://` URLs and local paths may be deployed
+    # (comma-separated in CALCGRAPH_GIT_LOCAL_ROOTS); unset: none, the server's disk is not a
+    # package source for its users.
+    git_local_roots: Annotated[list[Path], NoDecode] = Field(
+        default=[], description="comma-separated folders local git deploys may read"
+    )
 
     # Builds from submitted code (POST /functions). "Code of 1 MB or more" and "50 or more
     # dependencies" are refused; the contract writes MiB where it means binary units, so 1 MB
@@ -172,6 +176,21 @@ class Settings(BaseSettings):
                 f"postgresql+asyncpg://, not {driver}://"
             )
         return url
+
+    @field_validator("git_local_roots", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("git_local_roots")
+    @classmethod
+    def _absolute_roots(cls, roots: list[Path]) -> list[Path]:
+        for root in roots:
+            if not root.is_absolute():
+                raise ValueError(f"CALCGRAPH_GIT_LOCAL_ROOTS: {root} is not an absolute path")
+        return roots
 
     @property
     def db_driver(self) -> DbDriver:

@@ -5,17 +5,60 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from calcgraph.cli_commands.common import FAILED, OK, Context, command, global_options, table
+from calcgraph.cli_commands.common import (
+    FAILED,
+    OK,
+    Context,
+    closest,
+    command,
+    global_options,
+    table,
+)
 from calcgraph.client import models as m
 from calcgraph.client.values import parse_assignments
 from calcgraph.progress import format_value
 
 VISIBILITIES = ("private", "internal", "public")
+_SUGGESTION_PAGES = 4  # at most 2,000 names are compared
+
+
+def _visible(context: Context, lister: Any) -> Iterator[Any]:
+    """The first pages of a listing: what the caller can see, for suggestions."""
+    cursor = None
+    for _ in range(_SUGGESTION_PAGES):
+        page = lister(limit=500, cursor=cursor)
+        yield from page.items
+        cursor = page.next_cursor
+        if not cursor:
+            return
+
+
+def suggest_workflow(context: Context, args: argparse.Namespace, detail: str) -> str | None:
+    slug = getattr(args, "slug", None) or getattr(args, "workflow", None)
+    if not slug or repr(slug) not in detail:
+        return None
+    return closest(slug, (w.slug for w in _visible(context, context.client.list_workflows)))
+
+
+def suggest_function(context: Context, args: argparse.Namespace, detail: str) -> str | None:
+    """`package/function`: the closest package, or the closest function of that package."""
+    package, slash, rest = str(args.function).partition("/")
+    name = rest.partition("@")[0]
+    if not slash:
+        return None
+    functions = list(_visible(context, context.client.list_functions))
+    if f"no package {package!r}" in detail:
+        return closest(package, (f.package for f in functions))
+    if f"no function {name!r}" in detail:
+        found = closest(name, (f.name for f in functions if f.package == package))
+        return f"{package}/{found}" if found else None
+    return None
 
 
 def show_report(console: Console, report: m.DeploymentReport) -> None:
@@ -194,7 +237,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_ownership_options(publish)
     publish.set_defaults(func=command(_publish))
     git = packages.add_parser("deploy-git", parents=common, help="deploy a git repository ref")
-    git.add_argument("git_url", metavar="URL", help="https:// (or file://) repository URL")
+    git.add_argument(
+        "git_url",
+        metavar="URL",
+        help="https:// repository URL (file:// only inside the server's CALCGRAPH_GIT_LOCAL_ROOTS)",
+    )
     git.add_argument("ref", metavar="REF", help="tag, branch or commit SHA")
     add_ownership_options(git)
     git.set_defaults(func=command(_deploy_git))
@@ -220,7 +267,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     execute.add_argument(
         "--wait", type=float, default=30.0, help="seconds to wait for the result (default 30)"
     )
-    execute.set_defaults(func=command(_execute))
+    execute.set_defaults(func=command(_execute, suggest_function))
     listing = functions.add_parser("list", parents=common, help="functions you can see")
     add_listing_options(listing)
     listing.set_defaults(func=command(_list_functions))
@@ -247,7 +294,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     create.set_defaults(func=command(_create_workflow))
     show = workflows.add_parser("show", parents=common, help="a workflow's latest version")
     show.add_argument("slug", metavar="SLUG")
-    show.set_defaults(func=command(_show_workflow))
+    show.set_defaults(func=command(_show_workflow, suggest_workflow))
     listing = workflows.add_parser("list", parents=common, help="workflows you can see")
     add_listing_options(listing)
     listing.set_defaults(func=command(_list_workflows))

@@ -4,6 +4,7 @@ people, one JSON document with `--json`) and the exit code of each error kind.""
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -132,33 +133,73 @@ class Context:
 
     def fail(self, message: str, error: e.CalcgraphError | None = None) -> None:
         self.errors.print(f"error: {message}", markup=False, highlight=False)
-        for item in error.errors if error is not None else []:
-            loc = ".".join(str(part) for part in item.get("loc", []))
-            self.errors.print(f"  {loc}: {item.get('msg', '')}", markup=False, highlight=False)
-        if error is not None and error.report:
-            for problem, entries in error.report.items():
-                for entry in entries or []:
-                    self.errors.print(f"  {problem}: {entry}", markup=False, highlight=False)
+        # A workflow report is also flattened into `errors`: show it once, as the report.
+        report = error.report if error is not None else None
+        lines = report_lines(report) if report else error_lines(error)
+        for line in lines:
+            self.errors.print(f"  {line}", markup=False, highlight=False)
         if self.as_json:
             body: dict[str, Any] = {"detail": message}
             if error is not None:
-                body = {**error.body, "detail": error.detail, "kind": error.kind}
+                body = {**error.body, "detail": message, "kind": error.kind}
                 body["status"] = error.status
             sys.stdout.write(json.dumps({"error": body}) + "\n")
 
 
+def error_lines(error: e.CalcgraphError | None) -> list[str]:
+    """`loc: msg` of each problem of a ValidationError."""
+    lines = []
+    for item in error.errors if error is not None else []:
+        loc = ".".join(str(part) for part in item.get("loc", []))
+        lines.append(f"{loc}: {item.get('msg', '')}")
+    return lines
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """A workflow validation report for people: `problem: node[.port]: reason`."""
+    lines = []
+    for problem, entries in report.items():
+        for entry in entries or []:
+            if not isinstance(entry, dict):
+                lines.append(f"{problem}: {entry}")
+                continue
+            where = str(entry.get("node_key", ""))
+            if entry.get("port"):
+                where += f".{entry['port']}"
+            lines.append(f"{problem}: {where}: {entry.get('reason', '')}")
+    return lines
+
+
 Command = Callable[[Context, argparse.Namespace], int]
+Suggest = Callable[[Context, argparse.Namespace, str], str | None]
+"""The closest name the user can see to the one a NotFound names, if any."""
 
 
-def command(function: Command) -> Callable[[argparse.Namespace], int]:
-    """The argparse handler of a client command: one context, errors to exit codes."""
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    matches = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def command(
+    function: Command, suggest: Suggest | None = None
+) -> Callable[[argparse.Namespace], int]:
+    """The argparse handler of a client command: one context, errors to exit codes.
+    `suggest` adds "did you mean ...?" to a NotFound, from what the caller can list."""
 
     def handler(args: argparse.Namespace) -> int:
         context = Context(args)
         try:
             return function(context, args)
         except e.CalcgraphError as error:
-            context.fail(error.detail, error)
+            detail = error.detail
+            if isinstance(error, e.NotFound) and suggest is not None:
+                try:
+                    hint = suggest(context, args, detail)
+                except e.CalcgraphError:
+                    hint = None  # a suggestion is a courtesy: never a second failure
+                if hint:
+                    detail += f"; did you mean {hint!r}?"
+            context.fail(detail, error)
             return exit_code(error)
         except TimeoutError as error:
             context.fail(str(error))

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from calcgraph.cli_commands.catalog import add_listing_options
+from calcgraph.cli_commands.catalog import add_listing_options, suggest_workflow
 from calcgraph.cli_commands.common import FAILED, OK, Context, command, global_options, table
 from calcgraph.client import CalcgraphError
 from calcgraph.client import models as m
@@ -40,7 +40,12 @@ def _follow(context: Context, run: m.Run, args: argparse.Namespace) -> m.Run:
             run.id, period=args.period, long_poll=long_poll, timeout=args.timeout
         )
     units = _units(client, run.id)
-    with RunProgress(context.console, units=units, title=args.slug) as progress:
+    with RunProgress(
+        context.console,
+        units=units,
+        title=args.slug,
+        cache_lookup=lambda job_id: client.get_job(job_id).cache_hit,
+    ) as progress:
         progress.update(run.model_dump(mode="json"))
         final = client.run_until_done(
             run.id,
@@ -137,7 +142,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="tick every --period seconds instead of long-polling the tick",
     )
     start.add_argument("--timeout", type=float, default=None, help="give up after S seconds")
-    start.set_defaults(func=command(_start))
+    start.set_defaults(func=command(_start, suggest_workflow))
     show = runs.add_parser("show", parents=common, help="a run's node states and outputs")
     show.add_argument("run_id", metavar="ID")
     show.set_defaults(func=command(_show))

@@ -40,11 +40,16 @@ class AsyncClient(ClientBase):
     # Drivers -----------------------------------------------------------------------------
 
     async def send(self, call: Call[R]) -> R:
-        try:
-            response = await self._http.request(**self._request(call))
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from exc
-        return self._read(call, response)
+        clock = self._retry_clock()
+        while True:
+            try:
+                response = await self._http.request(**self._request(call))
+            except httpx.TransportError as exc:
+                raise self._unreachable(exc) from exc
+            wait = clock.delay(response)
+            if wait is None:
+                return self._read(call, response)
+            await asyncio.sleep(wait)
 
     async def drive(self, flow: Flow[R]) -> R:
         try:

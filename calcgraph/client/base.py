@@ -3,6 +3,9 @@ answers and errors. Only sending (and sleeping) differs between them."""
 
 from __future__ import annotations
 
+import email.utils
+import time
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
@@ -14,6 +17,52 @@ from calcgraph.client.settings import ClientSettings, resolve
 
 R = TypeVar("R")
 DEFAULT_TIMEOUT = 30.0
+# 429 (rate limited) and 503 (busy, e.g. the database) are answered before anything was
+# done: the same request is retried after the server's Retry-After, a few times, within a
+# total budget, so a script driving many calls rides out a burst instead of failing.
+RETRY_STATUSES = frozenset({429, 503})
+DEFAULT_RETRIES = 4
+DEFAULT_RETRY_BUDGET = 60.0
+_BACKOFF_START, _BACKOFF_MAX = 0.5, 8.0
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """`Retry-After` in seconds: delta-seconds or an HTTP date; None when absent or bad."""
+    value = response.headers.get("Retry-After", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class RetryClock:
+    """One call's retries: how long to wait before the next attempt, or None to give up."""
+
+    def __init__(self, retries: int, budget: float) -> None:
+        self.retries = retries
+        self.budget = budget
+        self.attempt = 0
+        self.started = time.monotonic()
+
+    def delay(self, response: httpx.Response) -> float | None:
+        if response.status_code not in RETRY_STATUSES or self.attempt >= self.retries:
+            return None
+        wait = retry_after_seconds(response)
+        if wait is None:
+            wait = min(_BACKOFF_START * 2**self.attempt, _BACKOFF_MAX)
+        if time.monotonic() - self.started + wait > self.budget:
+            return None  # the server asks for longer than the caller allows: answer now
+        self.attempt += 1
+        return wait
 
 
 class ClientBase:
@@ -24,11 +73,20 @@ class ClientBase:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         settings: ClientSettings | None = None,
+        retries: int = DEFAULT_RETRIES,
+        retry_budget: float = DEFAULT_RETRY_BUDGET,
     ) -> None:
+        """`retries` and `retry_budget` (seconds) bound the retries of a call answered 429
+        or 503; `retries=0` raises `RateLimited`/`Unavailable` at once."""
         connection = resolve(url, token, settings)
         self.url = connection.url
         self.token = connection.token
         self.timeout = timeout
+        self.retries = retries
+        self.retry_budget = retry_budget
+
+    def _retry_clock(self) -> RetryClock:
+        return RetryClock(self.retries, self.retry_budget)
 
     def __repr__(self) -> str:
         signed = "with a token" if self.token else "without a token"

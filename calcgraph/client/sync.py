@@ -46,11 +46,16 @@ class Client(ClientBase):
     # Drivers -----------------------------------------------------------------------------
 
     def send(self, call: Call[R]) -> R:
-        try:
-            response = self._http.request(**self._request(call))
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from exc
-        return self._read(call, response)
+        clock = self._retry_clock()
+        while True:
+            try:
+                response = self._http.request(**self._request(call))
+            except httpx.TransportError as exc:
+                raise self._unreachable(exc) from exc
+            wait = clock.delay(response)
+            if wait is None:
+                return self._read(call, response)
+            time.sleep(wait)
 
     def drive(self, flow: Flow[R]) -> R:
         try:

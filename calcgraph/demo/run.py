@@ -148,7 +148,13 @@ def _run(client: Client, console: Console, timeout_seconds: float) -> dict[str, 
     started = client.start_run(WORKFLOW_SLUG, DEMO_INPUTS)
     console.print("inputs: " + ", ".join(f"{k}={_quantity(v)}" for k, v in DEMO_INPUTS.items()))
     units = output_units(client.graphql(OUTPUT_UNITS_QUERY, {"id": started.id}).get("data") or {})
-    with RunProgress(console, units=units, title=WORKFLOW_SLUG) as progress:
+    with RunProgress(
+        console,
+        units=units,
+        title=WORKFLOW_SLUG,
+        cache_lookup=lambda job_id: client.get_job(job_id).cache_hit,
+        show_computed=True,
+    ) as progress:
         progress.update(started.model_dump(mode="json"))
         # Long-poll ticks: each waits on the server until a job of the run finishes.
         final = client.run_until_done(

@@ -139,7 +139,11 @@ class PublishFromGitBody(Body):
         }
     )
 
-    git_url: str = Field(min_length=1, max_length=2048, description="https:// or file:// URL")
+    git_url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="https:// URL, or a file:// URL or path inside CALCGRAPH_GIT_LOCAL_ROOTS",
+    )
     ref: str = Field(min_length=1, max_length=255, description="tag, branch or commit SHA")
     visibility: VisibilityValue | None = Field(
         default=None, description="new package: default private; existing: unchanged if unset"

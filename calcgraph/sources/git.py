@@ -4,12 +4,16 @@ The git CLI runs as an asyncio subprocess, so nothing blocks the event loop, and
 that runs over its time or size limit is killed with its whole process group (transport
 helpers included). Hardening, because the URL and the repository come from users:
 
-- only `https://` and (when allowed) `file://` URLs or absolute paths; transport helpers
-  (`ext::`), ssh, scp-like and option-looking (`-...`) URLs are refused; git is also told
-  `protocol.allow=never` except for those schemes, which covers redirects and submodules;
-- no hooks (`core.hooksPath=/dev/null`, no template), no system or user git config, no
-  credential prompt; symlinks are checked out as plain files (`core.symlinks=false`), so
-  reading the working tree can never follow a link out of it; objects are fsck-checked;
+- only `https://` URLs, and `file://` URLs or absolute paths that resolve (symlinks and `..`
+  followed) inside one of the operator's local roots (`CALCGRAPH_GIT_LOCAL_ROOTS`, none by
+  default): the server's own disk is not a package source. A refusal reads the same whether
+  the path exists or not. Transport helpers (`ext::`), ssh, scp-like and option-looking
+  (`-...`) URLs are refused; git is also told `protocol.allow=never` except for those
+  schemes, which covers redirects and submodules;
+- no hooks (`core.hooksPath=/dev/null`, no template), no submodules, no LFS or other filter
+  driver, no system or user git config, no credential prompt; symlinks are checked out as
+  plain files (`core.symlinks=false`), so reading the working tree can never follow a link
+  out of it; objects are fsck-checked;
 - shallow fetches (`--depth=1`) of exactly the wanted ref; only a short commit SHA that no
   branch or tag points at needs the full history to be resolved.
 
@@ -25,11 +29,11 @@ import re
 import shutil
 import signal
 import tempfile
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from calcgraph.domain.errors import FieldError, InvalidRequest, NotFound, ValidationError
 
@@ -60,8 +64,17 @@ def redact(text: str) -> str:
     return _CREDENTIALS.sub(r"\1***@", text)
 
 
-def check_git_url(git_url: object, allowed_schemes: Collection[str] = ("https", "file")) -> str:
-    """The URL git should fetch (absolute paths become file URLs); ValidationError if refused."""
+def check_git_url(
+    git_url: object,
+    allowed_schemes: Collection[str] = ("https",),
+    local_roots: Collection[Path] = (),
+) -> str:
+    """The URL git should fetch; ValidationError if refused.
+
+    A local source (`file://` URL or absolute path) is accepted only when it resolves inside
+    one of `local_roots`, and is then handed to git as the file URL of its resolved path, so
+    git reads exactly the directory that was checked. Refusals never depend on what exists.
+    """
 
     def refuse(msg: str) -> ValidationError:
         return ValidationError("git_url is invalid", [FieldError(("git_url",), msg)])
@@ -69,7 +82,8 @@ def check_git_url(git_url: object, allowed_schemes: Collection[str] = ("https", 
     if not isinstance(git_url, str) or not git_url.strip():
         raise refuse("must be a non-empty string")
     url = git_url.strip()
-    allowed = ", ".join(f"{s}://" for s in sorted(allowed_schemes))
+    remote = sorted(s for s in allowed_schemes if s != "file")
+    allowed = ", ".join(f"{s}://" for s in remote)
     if url.startswith("-"):
         raise refuse("must not start with '-'")
     if any(ord(c) < 0x21 or c == "\x7f" for c in url):
@@ -77,21 +91,43 @@ def check_git_url(git_url: object, allowed_schemes: Collection[str] = ("https", 
     if _HELPER_SYNTAX.match(url):
         raise refuse(f"transport helpers ('<name>::') are not allowed; use {allowed}")
     if url.startswith("/"):
-        if "file" not in allowed_schemes:
-            raise refuse(f"local paths are not allowed; use {allowed}")
-        return Path(url).as_uri()
+        return _local_source(url, local_roots, refuse, allowed)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if not scheme or "://" not in url:
         raise refuse(f"must be a URL with one of the schemes {allowed}")
-    if scheme not in allowed_schemes:
-        raise refuse(f"scheme {scheme}:// is not allowed; use {allowed}")
     if scheme == "file":
         if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
             raise refuse("a file URL must be file:///absolute/path")
-    elif not parts.hostname:
+        return _local_source(unquote(parts.path), local_roots, refuse, allowed)
+    if scheme not in remote:
+        raise refuse(f"scheme {scheme}:// is not allowed; use {allowed}")
+    if not parts.hostname:
         raise refuse("must name a host")
     return url
+
+
+def _local_source(
+    path: str,
+    roots: Collection[Path],
+    refuse: Callable[[str], ValidationError],
+    allowed: str,
+) -> str:
+    """The file URL of `path` resolved, when that lies inside a local root."""
+    if not roots:
+        raise refuse(f"local repositories are not allowed on this server; use {allowed}")
+    if "\x00" in path:
+        raise refuse("must not contain NUL")
+    # resolve() follows symlinks and `..`; strict=False resolves as far as the disk goes, so
+    # a missing path gets the same answer as a present one outside the roots.
+    resolved = Path(os.path.normpath(path)).resolve()
+    for root in roots:
+        if resolved.is_relative_to(Path(root).resolve()):
+            return resolved.as_uri()
+    raise refuse(
+        "local repositories are allowed only inside the folders this server's operator "
+        f"configured (CALCGRAPH_GIT_LOCAL_ROOTS); use {allowed}"
+    )
 
 
 def check_ref(ref: object) -> str:
@@ -132,6 +168,11 @@ class _Git:
             "-c", "core.fsmonitor=false",
             "-c", "transfer.fsckObjects=true",
             "-c", "submodule.recurse=false",
+            "-c", "fetch.recurseSubmodules=false",
+            # No LFS nor any other filter driver runs on checkout.
+            "-c", "filter.lfs.smudge=",
+            "-c", "filter.lfs.process=",
+            "-c", "filter.lfs.required=false",
             "-c", "credential.helper=",
             "-c", "advice.detachedHead=false",
         ]  # fmt: skip
@@ -146,6 +187,8 @@ class _Git:
             "GIT_ASKPASS": "",
             "GIT_NO_REPLACE_OBJECTS": "1",
             "LC_ALL": "C",
+            "GIT_LFS_SKIP_SMUDGE": "1",
+            "GIT_PROTOCOL_FROM_USER": "0",
         }
 
     async def run(self, *args: str, watch: bool = False) -> tuple[int, str, str]:
@@ -336,17 +379,21 @@ async def fetch_repository(
     *,
     timeout_seconds: float,
     max_bytes: int,
-    allowed_schemes: Collection[str] = ("https", "file"),
+    allowed_schemes: Collection[str] = ("https",),
+    local_roots: Collection[Path] = (),
 ) -> GitCheckout:
     """Check out `ref` of `git_url` into `destination` (created; must not exist or be empty).
 
     `timeout_seconds` bounds the whole operation and `max_bytes` the repository on disk
     (`.git` included) and the files read; the caller passes them from settings.
     """
-    url = check_git_url(git_url, allowed_schemes)
+    url = check_git_url(git_url, allowed_schemes, local_roots)
     ref = check_ref(ref)
     home = await asyncio.to_thread(_prepare, destination)
-    git = _Git(url, destination, home, max_bytes, allowed_schemes)
+    schemes = {s for s in allowed_schemes if s != "file"}
+    if url.startswith("file:"):
+        schemes.add("file")
+    git = _Git(url, destination, home, max_bytes, schemes)
     try:
         async with asyncio.timeout(timeout_seconds):
             kind, commit = await _fetch(git, ref)

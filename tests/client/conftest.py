@@ -102,7 +102,11 @@ def served(
     identity_provider: LocalIdentityProvider,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Served]:
-    with serve(exec_url, identity_provider, tmp_path_factory.mktemp("served")) as running:
+    # Git deploys in these tests come from repositories under pytest's temporary folder.
+    roots = [tmp_path_factory.getbasetemp()]
+    with serve(
+        exec_url, identity_provider, tmp_path_factory.mktemp("served"), git_local_roots=roots
+    ) as running:
         yield running
 
 

@@ -174,7 +174,8 @@ def test_rate_limited_says_when_to_retry(
     with serve(
         exec_url, identity_provider, tmp_path, rate_limit_per_minute=1, rate_limit_burst=1
     ) as limited:
-        with Client(limited.url, limited.token("rita")) as client:
+        # retries=0: the refusal itself, as a caller that does not retry sees it.
+        with Client(limited.url, limited.token("rita"), retries=0) as client:
             client.list_packages()
             with pytest.raises(RateLimited) as caught:
                 client.list_packages()

@@ -92,6 +92,15 @@ class TestDemo:
         printed = dict(re.findall(r"^  verdict\.(\w+) = (.+)$", out, re.MULTILINE))
         assert float(printed["safety_factor"]) == pytest.approx(want["safety_factor"], rel=1e-5)
         assert printed["verdict"] == want["verdict"]
+        # The checks it computed on the way, with their units (issue 15), not only the verdict.
+        checks = dict(re.findall(r"^  (\w+\.\w+) = (.+)$", out, re.MULTILINE))
+        assert checks["beam.moment"] == "36000 N·m"
+        assert checks["beam.shear"] == "12000 N"
+        assert checks["beam.deflection"].endswith(" m")
+        assert checks["strength.stress"].endswith(" Pa")
+        assert float(checks["strength.utilisation"]) > 0
+        assert float(checks["stiffness.ratio"]) > 0
+        assert "cache hit" not in out
 
         # Not a terminal: one line per state change, in order, never a repeated state.
         changes = _changes(out)

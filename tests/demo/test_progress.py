@@ -210,3 +210,57 @@ def test_format_value() -> None:
     assert format_value(True) == "true"
     assert format_value([1.0, 2.0], "N") == "[1.0, 2.0] N"
     assert format_value("PASS") == "PASS"
+
+
+class TestCacheHitsAndComputedOutputs:
+    """Issue 15: the live table marks cache hits; the demo lists the checks it computed."""
+
+    def _finished(self) -> dict[str, Any]:
+        run = _run(
+            "completed",
+            beam={**DONE, "job_id": "cached-job", "outputs": {"moment": 36000.0}},
+            moment={**DONE, "job_id": None, "outputs": {"value": 36000.0}},
+            check={**DONE, "job_id": "fresh-job", "outputs": {"utilisation": 0.18}},
+        )
+        run["terminal_outputs"] = {"check": {"utilisation": 0.18}}
+        return run
+
+    def test_cache_hits_are_looked_up_once_and_marked(self) -> None:
+        asked: list[str] = []
+
+        def lookup(job_id: str) -> bool:
+            asked.append(job_id)
+            return job_id == "cached-job"
+
+        buffer = io.StringIO()
+        progress = RunProgress(Console(file=buffer, width=100), live=False, cache_lookup=lookup)
+        run = self._finished()
+        progress.update(run)
+        progress.update(run)
+        assert sorted(asked) == ["cached-job", "fresh-job"]
+        lines = buffer.getvalue().splitlines()
+        assert any("] beam " in line and line.endswith("cache hit") for line in lines)
+        assert not any("] check " in line and "cache hit" in line for line in lines)
+
+        live = RunProgress(Console(file=io.StringIO(), width=120), live=True, cache_lookup=lookup)
+        live.update(run)
+        live._stop()
+        console = Console(file=io.StringIO(), width=120, record=True)
+        console.print(live.table(run))
+        rows = {line.split()[0]: line for line in console.export_text().splitlines() if line}
+        assert "(cache hit)" in rows["beam"]
+        assert "(cache hit)" not in rows["check"]
+
+    def test_computed_outputs_with_units_before_the_terminal_ones(self) -> None:
+        buffer = io.StringIO()
+        progress = RunProgress(
+            Console(file=buffer, width=100),
+            live=False,
+            units={"beam": {"moment": "N·m"}},
+            show_computed=True,
+        )
+        progress.finish(self._finished())
+        out = buffer.getvalue()
+        assert "  beam.moment = 36000 N·m" in out
+        assert "  check.utilisation = 0.18" in out
+        assert "moment.value" not in out  # extract nodes repeat what they pick

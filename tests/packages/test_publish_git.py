@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from calcgraph.demo import package_files
+from calcgraph.settings import Settings
 from tests.packages.publishing import Bearer, by_name
 
 pytestmark = pytest.mark.skipif(
@@ -77,6 +78,12 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     git(path, "checkout", "-q", "main")
     untagged = commit(path, demo_tree("1.3.1", "160.0"), "1.3.1")
     return Repo(path, v120, v130, feature, untagged)
+
+
+@pytest.fixture
+def settings(settings: Settings, repo: Repo) -> Settings:
+    """The operator allows local deploys from the folder holding the test repository."""
+    return settings.model_copy(update={"git_local_roots": [repo.path.parent]})
 
 
 async def deploy(

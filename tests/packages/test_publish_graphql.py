@@ -14,6 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from calcgraph.demo import package_files
+from calcgraph.settings import Settings
 from tests.packages.publishing import Bearer, demo_body, small_body
 
 PUBLISH = """
@@ -142,6 +143,12 @@ async def test_errors_carry_contract_codes(client: httpx.AsyncClient, bearer: Be
     body = await gql(client, visibility, alice)
     assert body["data"] == {"setPackageVisibility": {"visibility": "public"}}
     assert "errors" not in await gql(client, GRAPH, bearer("bob"), {"package": "gql-errors"})
+
+
+@pytest.fixture
+def settings(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Local git deploys from the tests' temporary folders only."""
+    return settings.model_copy(update={"git_local_roots": [tmp_path_factory.getbasetemp()]})
 
 
 @pytest.fixture

@@ -85,6 +85,7 @@ async def fetch(repo: Repo, ref: str, dest: Path, **limits: float) -> GitCheckou
         dest,
         timeout_seconds=limits.get("timeout_seconds", 60),
         max_bytes=int(limits.get("max_bytes", LIMIT)),
+        local_roots=[repo.path.parent],
     )
 
 
@@ -123,7 +124,12 @@ class TestResolve:
 
     async def test_a_local_path_works_like_a_file_url(self, repo: Repo, tmp_path: Path) -> None:
         checkout = await fetch_repository(
-            str(repo.path), "v1.1.0", tmp_path / "c", timeout_seconds=60, max_bytes=LIMIT
+            str(repo.path),
+            "v1.1.0",
+            tmp_path / "c",
+            timeout_seconds=60,
+            max_bytes=LIMIT,
+            local_roots=[repo.path.parent],
         )
         assert checkout.commit == repo.release
 
@@ -168,11 +174,12 @@ class TestRefusals:
             check_git_url(url)
         assert caught.value.errors[0].loc == ("git_url",)
 
-    def test_file_urls_can_be_switched_off(self, repo: Repo) -> None:
+    def test_local_sources_need_a_local_root(self, repo: Repo) -> None:
         with pytest.raises(ValidationError, match="git_url"):
-            check_git_url(repo.url, ["https"])
+            check_git_url(repo.url)
         with pytest.raises(ValidationError):
-            check_git_url(str(repo.path), ["https"])
+            check_git_url(str(repo.path))
+        assert check_git_url(repo.url, local_roots=[repo.path.parent]) == repo.url
         assert check_git_url("https://example.com/org/repo.git", ["https"])
 
     @pytest.mark.parametrize(
@@ -191,6 +198,7 @@ class TestRefusals:
                 tmp_path / "c",
                 timeout_seconds=30,
                 max_bytes=LIMIT,
+                local_roots=[tmp_path],
             )
 
     async def test_destination_must_be_empty(self, repo: Repo, tmp_path: Path) -> None:

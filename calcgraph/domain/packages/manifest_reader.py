@@ -22,21 +22,25 @@ MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_VERSION_LENGTH = 100  # the width of the version columns
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys and aliases.
+MAX_EXPANDED_NODES = 10_000
+MAX_EXPANDED_BYTES = 2 * 1024 * 1024  # the default request body limit
 
-    PyYAML keeps the last of two equal keys, which hides typos; aliases let a small file
-    expand into a huge structure once walked (the inline struct of a type is walked
-    recursively), and a manifest has no use for them.
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and bounds what aliases expand to.
+
+    PyYAML keeps the last of two equal keys, which hides typos. Anchors and aliases are YAML
+    1.1 as `yaml.safe_dump` writes them (it anchors a dict that appears twice), so they are
+    read; but a small file of aliases of aliases expands into a huge structure once walked
+    (the inline struct of a type is walked recursively), so the expansion is measured on the
+    composed node graph, before anything is constructed, and refused past a bound.
     """
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]  # stubs lack it
-            raise yaml.composer.ComposerError(
-                None, None, "YAML aliases (*name) are not allowed in a manifest", event.start_mark
-            )
-        return super().compose_node(parent, index)
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None:
+            _Expansion().measure(node)
+        return node
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[object] = set()
@@ -52,6 +56,71 @@ class _StrictLoader(yaml.SafeLoader):
                     None, None, f"duplicate key {key!r}", key_node.start_mark
                 )
         return super().construct_mapping(node, deep=deep)
+
+
+class _AliasError(yaml.composer.ComposerError):
+    """Aliases that expand too far or into themselves (the YAML itself is well formed)."""
+
+
+class _Expansion:
+    """Nodes and scalar bytes of a composed document with every alias expanded in place.
+
+    Sizes are memoised per node, so the walk is linear in the file however much the aliases
+    multiply; an alias inside the node it names (a cycle) is refused outright.
+    """
+
+    def __init__(self) -> None:
+        self.sizes: dict[int, tuple[int, int]] = {}
+        self.open: set[int] = set()
+
+    def measure(self, root: yaml.Node) -> None:
+        nodes, size = self.size(root)
+        if nodes > MAX_EXPANDED_NODES or size > MAX_EXPANDED_BYTES:
+            what = (
+                f"{nodes} nodes (the limit is {MAX_EXPANDED_NODES})"
+                if nodes > MAX_EXPANDED_NODES
+                else f"{size} bytes (the limit is {MAX_EXPANDED_BYTES})"
+            )
+            raise _AliasError(
+                None, None, f"with its aliases expanded the manifest has {what}", root.start_mark
+            )
+
+    def size(self, node: yaml.Node) -> tuple[int, int]:
+        key = id(node)
+        if key in self.sizes:
+            return self.sizes[key]
+        if key in self.open:
+            raise _AliasError(
+                None, None, "an alias refers to the node that contains it", node.start_mark
+            )
+        self.open.add(key)
+        nodes, size = 1, 0
+        if isinstance(node, yaml.ScalarNode):
+            size = len(str(node.value).encode())
+        else:
+            children: list[yaml.Node] = (
+                [part for pair in node.value for part in pair]
+                if isinstance(node, yaml.MappingNode)
+                else list(node.value)
+            )
+            for child in children:
+                child_nodes, child_size = self.size(child)
+                nodes, size = nodes + child_nodes, size + child_size
+                if nodes > MAX_EXPANDED_NODES or size > MAX_EXPANDED_BYTES:
+                    break  # already refused: no need to count further
+        self.open.discard(key)
+        self.sizes[key] = (nodes, size)
+        return nodes, size
+
+
+def _unshared(value: object) -> object:
+    """The loaded document with every alias a copy of its own: checks that normalise a
+    mapping in place must not change the other places an anchor was used."""
+    if isinstance(value, dict):
+        return {key: _unshared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unshared(item) for item in value]
+    return value
 
 
 # Dates stay strings: PyYAML's timestamp resolver raises a bare ValueError on `2024-13-01`,
@@ -71,7 +140,10 @@ def load_yaml(text: str | bytes) -> object:
             [FieldError((), f"the manifest is {size} bytes; the limit is {MAX_MANIFEST_BYTES}")],
         )
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+        # A SafeLoader subclass: no arbitrary objects.
+        return _unshared(yaml.load(text, Loader=_StrictLoader))
+    except _AliasError as exc:
+        message = f"YAML aliases refused: {exc.problem}"
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -1,17 +1,21 @@
 """Type expressions: a canonical name, `list[T]`, `dict[str, T]`, or an inline struct.
 
-An inline struct is written `{field: T, other: list[T]}` in a string, or given as a JSON
-object mapping field names to type expressions. Whitespace is free everywhere.
+An inline struct is written `{field: T, other: list[T]}` in a string, as JSON text in a
+string (`{"field": "T", "other": "list[T]"}`: quoted field names and quoted expressions, as
+a client that serialises a dict writes it), or given as a JSON object mapping field names to
+type expressions. All three mean the same type. Whitespace is free everywhere.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from calcgraph.domain.types.catalog import CATALOG
 
+_JSON = json.JSONDecoder()
 MAX_DEPTH = 32
 MAX_LENGTH = 4096
 
@@ -104,6 +108,31 @@ class _Parser:
             raise self.error(what)
         return self.text[start : self.pos], start
 
+    def quoted(self, what: str) -> tuple[str, int]:
+        """A JSON string literal at the current position: its text and where it starts."""
+        self.skip()
+        start = self.pos
+        if self.peek() != '"':
+            raise self.error(what)
+        try:
+            text, end = _JSON.raw_decode(self.text, start)
+        except json.JSONDecodeError as exc:
+            raise TypeExprError(
+                f"unterminated or malformed string at position {start}: {exc.msg}", start
+            ) from None
+        self.pos = end
+        return str(text), start
+
+    def field_name(self) -> tuple[str, int]:
+        if self.peek() != '"':
+            return self.ident("a field name")
+        name, start = self.quoted("a field name")
+        if not name.isidentifier() or not name.isascii():
+            raise TypeExprError(
+                f"struct field name {name!r} at position {start} is not an identifier", start
+            )
+        return name, start
+
     def parse(self) -> TypeExpr:
         result = self.expr(0)
         if self.peek() != "":
@@ -115,6 +144,8 @@ class _Parser:
             raise TypeExprError(f"type expression nests deeper than {MAX_DEPTH} levels", self.pos)
         if self.peek() == "{":
             return self.struct(depth)
+        if self.peek() == '"':
+            return self.quoted_expr(depth)
         name, start = self.ident("a type name")
         if name == "list":
             self.expect("[")
@@ -136,6 +167,22 @@ class _Parser:
             raise _unknown(name, start)
         return Named(name)
 
+    def quoted_expr(self, depth: int) -> TypeExpr:
+        """`"list[Force]"`: a type expression as a JSON string, in JSON-text structs."""
+        text, start = self.quoted("a type name")
+        inner = _Parser(text)
+        try:
+            if not text.strip():
+                raise TypeExprError("type expression is empty", 0)
+            result = inner.expr(depth + 1)
+            if inner.peek() != "":
+                raise inner.error("end of expression")
+        except TypeExprError as exc:
+            raise TypeExprError(
+                f"in the string at position {start}: {exc.message}", start
+            ) from None
+        return result
+
     def struct(self, depth: int) -> Struct:
         self.expect("{")
         fields: list[tuple[str, TypeExpr]] = []
@@ -143,7 +190,7 @@ class _Parser:
         if self.peek() == "}":
             raise self.error("a field name (a struct needs at least one field)")
         while True:
-            name, start = self.ident("a field name")
+            name, start = self.field_name()
             if name in seen:
                 raise TypeExprError(f"duplicate struct field {name!r} at position {start}", start)
             seen.add(name)

@@ -189,7 +189,7 @@ class SandboxBackend(ABC):
 
     name: ClassVar[str]
     unenforceable: frozenset[str] = frozenset()
-    """Limits this backend documents as not enforced (README, section Sandboxes); a backend may
+    """Limits this backend documents as not enforced (docs/sandboxes.md); a backend may
     narrow or widen it per machine (the process backend running as root or not)."""
 
     @abstractmethod

@@ -300,6 +300,7 @@ class PublishingService:
                 timeout_seconds=settings.git_clone_timeout_seconds,
                 max_bytes=settings.git_max_repository_bytes,
                 allowed_schemes=settings.git_allowed_schemes,
+                local_roots=settings.git_local_roots,
             )
         finally:
             await asyncio.to_thread(shutil.rmtree, workdir, True)
