@@ -113,7 +113,9 @@ class Execution:
         """Wait for a job submitted just now (the execute doors, right after their commit)."""
         return await wait_for_job(self.notifier, job_id, seconds, read, fresh=True)
 
-    async def tick(self, principal: Principal, run_id: str, wait: float = 0.0) -> RunView:
+    async def tick(
+        self, principal: Principal, run_id: str, wait: float = 0.0, *, since: int | None = None
+    ) -> RunView:
         """A tick as every door drives it: with `wait`, first until a job of the run finishes
         (or `wait` seconds pass, holding no transaction); then the tick's one unit of work,
         commit included, timed for /metrics."""
@@ -122,7 +124,7 @@ class Execution:
         with self.metrics.tick_seconds.time():
             async with self.database.write_session() as session:
                 return await run_service.tick(
-                    session, principal, run_id, self.cache, chains=self.chains
+                    session, principal, run_id, self.cache, chains=self.chains, since=since
                 )
 
     def stop_workers(self) -> None:
