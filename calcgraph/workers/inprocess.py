@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
@@ -20,7 +20,7 @@ from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
-from calcgraph.workers.broker import QUEUE, build_broker, declare_actors, send
+from calcgraph.workers.broker import QUEUE, build_broker, declare_actors, send, send_many
 from calcgraph.workers.flush import attach
 from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier, wait_for_job
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
@@ -55,7 +55,7 @@ class Execution:
         self.broker = build_broker(settings)
         self.cache, self.notifier = build_cache_and_notifier(settings)
         self.metrics.watch(cache=self.cache)
-        attach(database, self.send)
+        attach(database, self.send, self.send_many, off_loop=not self.in_process)
         self.runtime: WorkerRuntime | None = None
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
@@ -72,6 +72,9 @@ class Execution:
 
     def send(self, message: Message) -> None:
         send(self.broker, message)
+
+    def send_many(self, messages: Sequence[Message]) -> int:
+        return send_many(self.broker, messages)
 
     def start_workers(self, backend: SandboxBackend | None = None) -> WorkerRuntime:
         """Run the workers in this process (the embedded setup, and tests)."""
