@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from sqlalchemy import event
+from sqlalchemy import ARRAY, String, bindparam, event, func, select, true
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -72,3 +73,18 @@ def locked(dialect_name: str, query: Any, of: Any = None) -> Any:
     if dialect_name == "postgresql":
         return query.with_for_update(of=of)
     return query
+
+
+def by_keys(dialect_name: str, columns: Sequence[Any], key: Any, param: str, *where: Any) -> Any:
+    """SELECT `columns` (of one table) of the rows whose `key` column is one of the list bound
+    to `param` (and match `where`), each row read by its key whatever the statistics.
+
+    PostgreSQL: one LATERAL probe per key of the list (`unnest`), a nested loop over the key's
+    index by construction. A plain `IN` (or a join with the list) of 100 job ids let it hash
+    the whole table on fresh tables, whose size it underestimates. SQLite: `IN`, which it
+    always reads by key."""
+    if dialect_name != "postgresql":
+        return select(*columns).where(key.in_(bindparam(param, expanding=True)), *where)
+    keys = func.unnest(bindparam(param, type_=ARRAY(String))).table_valued("key").render_derived()
+    probe = select(*columns).where(key == keys.c.key, *where).limit(1).lateral()
+    return select(*probe.c).select_from(keys).join(probe, true())

@@ -30,7 +30,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import locked
+from calcgraph.db.dialect import by_keys, locked
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -69,7 +69,7 @@ _CHAIN_STARTS = cast(Table, ChainStart.__table__)
 # Each hot statement reaches its rows by key or by an index whatever the statistics say (fresh
 # tables or after ANALYZE): a join let PostgreSQL pick a scan of the run's node rows or of every
 # job, so the tick's reads are split into steps that each have one possible plan
-# (`tests/runs/test_tick_plans_api.py` runs EXPLAIN on them at 10,000 nodes).
+# (`tests/runs/test_tick_plans.py` runs EXPLAIN on them at 10,000 nodes).
 _RUNNING = select(_NODES.c.job_id).where(
     _NODES.c.run_id == bindparam("run_id"), _NODES.c.status == "running"
 )
@@ -83,14 +83,7 @@ _JOB_COLUMNS = (
     _JOBS.c.attempt,
     _JOBS.c.started_at,
 )
-_FINISHED = select(*_JOB_COLUMNS[:5]).where(
-    _JOBS.c.id.in_(bindparam("ids", expanding=True)), _JOBS.c.status.in_(("success", "failed"))
-)
-_JOB_STATUSES = select(_JOBS.c.id, _JOBS.c.status).where(
-    _JOBS.c.id.in_(bindparam("ids", expanding=True))
-)
 _STARTED_IDS = select(_CHAIN_STARTS.c.job_id).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
-_STARTED = select(*_JOB_COLUMNS).where(_JOBS.c.id.in_(bindparam("ids", expanding=True)))
 _ADOPTED = delete(_CHAIN_STARTS).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
 _STATES_SINCE = select(*_STATE_COLUMNS).where(
     NodeRowModel.run_id == bindparam("run_id"), NodeRowModel.revision > bindparam("since")
@@ -119,6 +112,17 @@ _WRITE_STATE = (
 @functools.cache
 def _locked_run_with_facts(dialect_name: str) -> Any:
     return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun)
+
+
+@functools.cache
+def _jobs_by_id(dialect_name: str, what: str) -> Any:
+    """Jobs by the ids bound to `ids`, one probe of the primary key each."""
+    if what == "finished":
+        finished = _JOBS.c.status.in_(("success", "failed"))
+        return by_keys(dialect_name, _JOB_COLUMNS[:5], _JOBS.c.id, "ids", finished)
+    if what == "status":
+        return by_keys(dialect_name, (_JOBS.c.id, _JOBS.c.status), _JOBS.c.id, "ids")
+    return by_keys(dialect_name, _JOB_COLUMNS, _JOBS.c.id, "ids")
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,10 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         )
         return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows]
 
+    @property
+    def _dialect(self) -> str:
+        return self.session.get_bind().dialect.name
+
     async def running_job_ids(self, run_id: str) -> list[str]:
         """The jobs the run's running nodes wait on (by the (run, status) index): as many as
         the run has nodes in flight, not as many as it has nodes."""
@@ -230,7 +238,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         """Results of the finished ones among `job_ids`, by primary key."""
         if not job_ids:
             return {}
-        rows = await self.session.execute(_FINISHED, {"ids": list(job_ids)})
+        rows = await self.session.execute(
+            _jobs_by_id(self._dialect, "finished"), {"ids": list(job_ids)}
+        )
         return {
             row[0]: JobResult(row[1], outputs=row[2], error=row[3], finished_at=row[4])
             for row in rows
@@ -245,7 +255,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             return {}, {}
         results: dict[str, JobResult] = {}
         adopted: dict[str, StartedJob] = {}
-        for row in await self.session.execute(_STARTED, {"ids": ids}):
+        for row in await self.session.execute(_jobs_by_id(self._dialect, "started"), {"ids": ids}):
             if row[1] in ("success", "failed"):
                 results[row[0]] = JobResult(
                     row[1], outputs=row[2], error=row[3], finished_at=row[4]
@@ -259,7 +269,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         ids = await self.running_job_ids(run_id)
         if not ids:
             return []
-        rows = await self.session.execute(_JOB_STATUSES, {"ids": ids})
+        rows = await self.session.execute(_jobs_by_id(self._dialect, "status"), {"ids": ids})
         return [(row[0], row[1]) for row in rows]
 
     async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
