@@ -295,7 +295,10 @@ class RunService:
             changed = await repository.states_since(run.id, since)
             return replace(run_view(run, changed, {}), since=since)
         if snapshot is None:
-            snapshot = (await self._plan(repository, run.id))[0]
+            remembered = self.memo.plan(run.id)
+            snapshot = (
+                remembered[0] if remembered is not None else await repository.plan_snapshot(run.id)
+            )
         if states is None:
             states = self.memo.states(run.id, run.revision)
         if states is None:
