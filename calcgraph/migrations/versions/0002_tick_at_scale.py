@@ -36,6 +36,15 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("run_id", "job_id", name=op.f("pk_chain_starts")),
     )
+    # Jobs chain workers started before this revision and no tick adopted yet: what the tick
+    # found by probing every job of the run until now (a job at the attempt after a pending
+    # node's). Without them, a run in flight would resubmit those nodes.
+    op.execute(
+        "INSERT INTO chain_starts (run_id, job_id) "
+        "SELECT jobs.workflow_run_id, jobs.id FROM jobs JOIN node_states "
+        "ON node_states.run_id = jobs.workflow_run_id AND node_states.node_key = jobs.node_key "
+        "WHERE node_states.status = 'pending' AND jobs.attempt = node_states.attempt + 1"
+    )
 
 
 def downgrade() -> None:
