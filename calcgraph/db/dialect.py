@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from sqlalchemy import ARRAY, String, bindparam, event, func, select, true
+from sqlalchemy import ARRAY, String, bindparam, event, func, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -88,3 +88,22 @@ def by_keys(dialect_name: str, columns: Sequence[Any], key: Any, param: str, *wh
     keys = func.unnest(bindparam(param, type_=ARRAY(String))).table_valued("key").render_derived()
     probe = select(*columns).where(key == keys.c.key, *where).limit(1).lateral()
     return select(*probe.c).select_from(keys).join(probe, true())
+
+
+def update_from_arrays(table: Any, key: str, arrays: Mapping[str, Any], where: Any) -> Any:
+    """PostgreSQL: one UPDATE of many rows of `table` (narrowed by `where`): the row whose `key`
+    column is the i-th of the array bound to `<key>s` gets each column of `arrays` (name ->
+    element type) from the i-th of the array bound to `<name>s`. The caller adds `.values()`
+    for what all rows share. An executemany runs one statement per row on the server."""
+    rows = select(
+        func.unnest(bindparam(f"{key}s", type_=ARRAY(table.c[key].type))).label(key),
+        *(
+            func.unnest(bindparam(f"{name}s", type_=ARRAY(kind))).label(name)
+            for name, kind in arrays.items()
+        ),
+    ).subquery("rows")
+    return (
+        update(table)
+        .where(where, table.c[key] == rows.c[key])
+        .values({name: rows.c[name] for name in arrays})
+    )

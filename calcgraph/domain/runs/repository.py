@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
+    Integer,
+    String,
     Table,
     and_,
     bindparam,
@@ -30,7 +32,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import by_keys, locked
+from calcgraph.db.dialect import by_keys, locked, update_from_arrays
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -107,6 +109,32 @@ _WRITE_STATE = (
         }
     )
 )
+
+
+# The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays.
+_START_MANY = update_from_arrays(
+    _NODES,
+    "node_key",
+    {"job_id": String(), "attempt": Integer()},
+    _NODES.c.run_id == bindparam("k_run_id"),
+).values(
+    status="running",
+    outputs=None,
+    error=None,
+    started_at=bindparam("v_started_at", type_=_NODES.c.started_at.type),
+    finished_at=None,
+    revision=bindparam("v_revision", type_=Integer),
+)
+
+
+def _just_started(state: NodeState) -> bool:
+    return (
+        state.status == "running"
+        and state.job_id is not None
+        and state.outputs is None
+        and state.error is None
+        and state.finished_at is None
+    )
 
 
 @functools.cache
@@ -280,9 +308,35 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     async def write_states(
         self, run_id: str, changed: Mapping[str, NodeState], revision: int
     ) -> None:
-        """Only the changed rows, in one executemany UPDATE by primary key (Core: the ORM's
+        """Only the changed rows: on PostgreSQL the nodes a tick submitted in one UPDATE from
+        arrays (1,000 rows took 185 ms as an executemany, one statement per row on the
+        server), every other row in one executemany UPDATE by primary key (Core: the ORM's
         bulk path costs more than the statement for a tick that submits 100 nodes)."""
         if not changed:
+            return
+        rest = dict(changed)
+        if self._dialect == "postgresql":
+            submitted: dict[datetime | None, list[tuple[str, NodeState]]] = {}
+            for key, state in changed.items():
+                if _just_started(state):
+                    submitted.setdefault(state.started_at, []).append((key, state))
+            for started_at, group in submitted.items():
+                if len(group) < 2:
+                    continue
+                await self.session.execute(
+                    _START_MANY,
+                    {
+                        "k_run_id": run_id,
+                        "node_keys": [key for key, _ in group],
+                        "job_ids": [state.job_id for _, state in group],
+                        "attempts": [state.attempt for _, state in group],
+                        "v_started_at": started_at,
+                        "v_revision": revision,
+                    },
+                )
+                for key, _ in group:
+                    del rest[key]
+        if not rest:
             return
         await self.session.execute(
             _WRITE_STATE,
@@ -299,7 +353,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                     "v_finished_at": state.finished_at,
                     "v_revision": revision,
                 }
-                for key, state in changed.items()
+                for key, state in rest.items()
             ],
         )
 
