@@ -6,10 +6,20 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from sqlalchemy import ARRAY, String, bindparam, event, func, select, true, update
+from sqlalchemy import (
+    ARRAY,
+    String,
+    bindparam,
+    event,
+    func,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.expression import ColumnClause
 
 BeginMode = Literal["DEFERRED", "IMMEDIATE"]
 
@@ -90,20 +100,46 @@ def by_keys(dialect_name: str, columns: Sequence[Any], key: Any, param: str, *wh
     return select(*probe.c).select_from(keys).join(probe, true())
 
 
-def update_from_arrays(table: Any, key: str, arrays: Mapping[str, Any], where: Any) -> Any:
-    """PostgreSQL: one UPDATE of many rows of `table` (narrowed by `where`): the row whose `key`
-    column is the i-th of the array bound to `<key>s` gets each column of `arrays` (name ->
-    element type) from the i-th of the array bound to `<name>s`. The caller adds `.values()`
-    for what all rows share. An executemany runs one statement per row on the server."""
+def update_from_arrays(
+    table: Any, scalars: Mapping[str, str], key: str, arrays: Mapping[str, Any]
+) -> Any:
+    """PostgreSQL: one UPDATE of many rows of `table`: the row whose `scalars` columns equal
+    the values bound to their names (column -> parameter) and whose `key` column is the i-th
+    of the array bound to `<key>s` gets each column of `arrays` (name -> element type) from
+    the i-th of the array bound to `<name>s`. The caller adds `.values()` for what all rows
+    share. An executemany runs one statement per row on the server (1,000 rows: 185 ms).
+
+    Each row is found by one LATERAL probe of the primary key and updated by its `ctid` (a
+    TID scan): a plain join of the table with the arrays let PostgreSQL hash every row of the
+    run, or scan the table, depending on statistics. The caller holds the lock that keeps
+    other writers off these rows (a concurrent update would make the row's ctid stale)."""
     rows = select(
+        *(
+            bindparam(parameter, type_=table.c[column].type).label(column)
+            for column, parameter in scalars.items()
+        ),
         func.unnest(bindparam(f"{key}s", type_=ARRAY(table.c[key].type))).label(key),
         *(
             func.unnest(bindparam(f"{name}s", type_=ARRAY(kind))).label(name)
             for name, kind in arrays.items()
         ),
     ).subquery("rows")
+    probe = table.alias("probe")
+    found = (
+        select(ColumnClause("ctid", _selectable=probe).label("tid"))
+        .select_from(probe)
+        .where(*(probe.c[column] == rows.c[column] for column in (*scalars, key)))
+        .limit(1)
+        .lateral("found")
+    )
+    targets = (
+        select(*(rows.c[name] for name in arrays), found.c.tid)
+        .select_from(rows)
+        .join(found, true())
+        .subquery("targets")
+    )
     return (
         update(table)
-        .where(where, table.c[key] == rows.c[key])
-        .values({name: rows.c[name] for name in arrays})
+        .where(ColumnClause("ctid", _selectable=table) == targets.c.tid)
+        .values({name: targets.c[name] for name in arrays})
     )

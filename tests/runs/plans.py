@@ -154,13 +154,15 @@ async def seed(
     return SeededRun(run_id, chains, length, revision)
 
 
-Statement = tuple[str, str, Any]
-"""(label, SQL as sent, its parameters)."""
+Statement = tuple[str, str, dict[str, Any]]
+"""(label, SQL as sent, its plan)."""
 
 
 async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statement]:
-    """Every statement the hot paths send for `run`, in order, labelled by what sends it."""
-    sent: list[Statement] = []
+    """Every statement the hot paths send for `run`, in order, labelled by what sends it, each
+    with its plan as PostgreSQL runs it right after the call that sent it."""
+    sent: list[tuple[str, str, Any]] = []
+    planned: list[Statement] = []
     current = [""]
 
     def record(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
@@ -190,6 +192,17 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
                 run.run_id, {_key(0, 0): NodeState("success")}, run.revision + 1
             ),
         ),
+        (
+            "tick: write submitted states",
+            lambda: runs.write_states(
+                run.run_id,
+                {
+                    _key(c, middle): NodeState("running", job_id=f"j{c}", attempt=1, started_at=NOW)
+                    for c in range(run.chains)
+                },
+                run.revision + 1,
+            ),
+        ),
         ("tick?since: changed states", lambda: runs.states_since(run.run_id, run.revision - 1)),
         ("wait: running jobs", lambda: runs.running_jobs(run.run_id)),
         ("chain: place", lambda: chains.place(job_ids[0])),
@@ -207,9 +220,14 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
         for label, call in calls:
             current[0] = label
             await call()
+            event.remove(sync_engine, "before_cursor_execute", record)
+            for _, statement, parameters in sent:
+                planned.append((label, statement, await explain(session, statement, parameters)))
+            sent.clear()
+            event.listen(sync_engine, "before_cursor_execute", record)
     finally:
         event.remove(sync_engine, "before_cursor_execute", record)
-    return sent
+    return planned
 
 
 async def explain(session: AsyncSession, statement: str, parameters: Any) -> dict[str, Any]:

@@ -113,10 +113,7 @@ _WRITE_STATE = (
 
 # The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays.
 _START_MANY = update_from_arrays(
-    _NODES,
-    "node_key",
-    {"job_id": String(), "attempt": Integer()},
-    _NODES.c.run_id == bindparam("k_run_id"),
+    _NODES, {"run_id": "k_run_id"}, "node_key", {"job_id": String(), "attempt": Integer()}
 ).values(
     status="running",
     outputs=None,
