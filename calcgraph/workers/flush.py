@@ -20,14 +20,22 @@ BatchSender = Callable[[Sequence[Message]], int]
 
 class Outbox:
     """A `UnitHook` for `Database.write_session`. With `off_loop`, the (blocking) send runs in
-    a thread: a tick that submits 1,000 jobs does not hold up every other request meanwhile."""
+    a thread: a tick that submits 1,000 jobs does not hold up every other request meanwhile.
+    With `detach` too, the unit of work does not wait for it either (its response leaves while
+    the messages go; `drain` waits for those under way, at shutdown)."""
 
     def __init__(
-        self, send: Sender, send_many: BatchSender | None = None, off_loop: bool = False
+        self,
+        send: Sender,
+        send_many: BatchSender | None = None,
+        off_loop: bool = False,
+        detach: bool = False,
     ) -> None:
         self.send = send
         self.send_many = send_many if send_many is not None else self._each
         self.off_loop = off_loop
+        self.detach = detach
+        self._sending: set[asyncio.Task[None]] = set()
 
     def _each(self, messages: Sequence[Message]) -> int:
         failed = 0
@@ -49,15 +57,30 @@ class Outbox:
         pending, buffer[:] = list(buffer), []
         if not pending:
             return
+        if self.off_loop and self.detach:
+            task = asyncio.get_running_loop().create_task(self._send_off_loop(pending))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+        elif self.off_loop:
+            await self._send_off_loop(pending)
+        else:
+            self._send_now(pending)
+
+    def _send_now(self, pending: list[Message]) -> None:
         # A message not sent leaves its row committed and `queued`: the sweeper re-sends it.
         # Failing the request here would tell the caller the job does not exist when it does.
         try:
-            if self.off_loop:
-                await asyncio.to_thread(self.send_many, pending)
-            else:
-                self.send_many(pending)
+            self.send_many(pending)
         except Exception:
             log.exception("could not send %d messages; the sweeper will re-send them", len(pending))
+
+    async def _send_off_loop(self, pending: list[Message]) -> None:
+        await asyncio.to_thread(self._send_now, pending)
+
+    async def drain(self) -> None:
+        """Wait until the detached sends under way are done (before the broker closes)."""
+        while self._sending:
+            await asyncio.gather(*list(self._sending), return_exceptions=True)
 
     def end(self, state: Any) -> None:
         manager, buffer = state
@@ -71,11 +94,13 @@ def attach(
     send_many: BatchSender | None = None,
     *,
     off_loop: bool = False,
+    detach: bool = False,
 ) -> Outbox:
     """Give `database`'s write sessions an outbox that sends through `send`, or `send_many` a
     unit's messages at once (replacing an earlier one: two outboxes would send every message
-    twice); `off_loop`: the send blocks (Redis), run it in a thread."""
-    outbox = Outbox(send, send_many, off_loop)
+    twice); `off_loop`: the send blocks (Redis), run it in a thread; `detach`: without the
+    unit of work waiting for it (an event loop that lives as long as the outbox)."""
+    outbox = Outbox(send, send_many, off_loop, detach)
     database.unit_hooks[:] = [h for h in database.unit_hooks if not isinstance(h, Outbox)]
     database.unit_hooks.append(outbox)
     return outbox

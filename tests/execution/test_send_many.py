@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import dramatiq
 import pytest
@@ -81,3 +81,23 @@ async def test_the_outbox_sends_off_the_event_loop() -> None:
     outbox.end(state)
     assert len(threads) == 1
     assert threads[0] != loop_thread
+
+
+async def test_a_detached_send_does_not_hold_up_the_unit_of_work() -> None:
+    release = threading.Event()
+    sent: list[int] = []
+
+    def slow(batch: Sequence[Message]) -> int:
+        release.wait(5)
+        sent.append(len(batch))
+        return 0
+
+    outbox = Outbox(lambda message: None, slow, off_loop=True, detach=True)
+    state = outbox.begin()
+    enqueue("jobs.run", job_id="a")
+    await outbox.committed(state)  # returns while the send waits
+    outbox.end(state)
+    assert sent == []
+    release.set()
+    await outbox.drain()
+    assert sent == [1]
