@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from sqlalchemy import event
+from sqlalchemy import (
+    ARRAY,
+    String,
+    bindparam,
+    event,
+    func,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.expression import ColumnClause
 
 BeginMode = Literal["DEFERRED", "IMMEDIATE"]
 
@@ -72,3 +83,63 @@ def locked(dialect_name: str, query: Any, of: Any = None) -> Any:
     if dialect_name == "postgresql":
         return query.with_for_update(of=of)
     return query
+
+
+def by_keys(dialect_name: str, columns: Sequence[Any], key: Any, param: str, *where: Any) -> Any:
+    """SELECT `columns` (of one table) of the rows whose `key` column is one of the list bound
+    to `param` (and match `where`), each row read by its key whatever the statistics.
+
+    PostgreSQL: one LATERAL probe per key of the list (`unnest`), a nested loop over the key's
+    index by construction. A plain `IN` (or a join with the list) of 100 job ids let it hash
+    the whole table on fresh tables, whose size it underestimates. SQLite: `IN`, which it
+    always reads by key."""
+    if dialect_name != "postgresql":
+        return select(*columns).where(key.in_(bindparam(param, expanding=True)), *where)
+    keys = func.unnest(bindparam(param, type_=ARRAY(String))).table_valued("key").render_derived()
+    probe = select(*columns).where(key == keys.c.key, *where).limit(1).lateral()
+    return select(*probe.c).select_from(keys).join(probe, true())
+
+
+def update_from_arrays(
+    table: Any, scalars: Mapping[str, str], key: str, arrays: Mapping[str, Any]
+) -> Any:
+    """PostgreSQL: one UPDATE of many rows of `table`: the row whose `scalars` columns equal
+    the values bound to their names (column -> parameter) and whose `key` column is the i-th
+    of the array bound to `<key>s` gets each column of `arrays` (name -> element type) from
+    the i-th of the array bound to `<name>s`. The caller adds `.values()` for what all rows
+    share. An executemany runs one statement per row on the server (1,000 rows: 185 ms).
+
+    Each row is found by one LATERAL probe of the primary key and updated by its `ctid` (a
+    TID scan): a plain join of the table with the arrays let PostgreSQL hash every row of the
+    run, or scan the table, depending on statistics. The caller holds the lock that keeps
+    other writers off these rows (a concurrent update would make the row's ctid stale)."""
+    rows = select(
+        *(
+            bindparam(parameter, type_=table.c[column].type).label(column)
+            for column, parameter in scalars.items()
+        ),
+        func.unnest(bindparam(f"{key}s", type_=ARRAY(table.c[key].type))).label(key),
+        *(
+            func.unnest(bindparam(f"{name}s", type_=ARRAY(kind))).label(name)
+            for name, kind in arrays.items()
+        ),
+    ).subquery("rows")
+    probe = table.alias("probe")
+    found = (
+        select(ColumnClause("ctid", _selectable=probe).label("tid"))
+        .select_from(probe)
+        .where(*(probe.c[column] == rows.c[column] for column in (*scalars, key)))
+        .limit(1)
+        .lateral("found")
+    )
+    targets = (
+        select(*(rows.c[name] for name in arrays), found.c.tid)
+        .select_from(rows)
+        .join(found, true())
+        .subquery("targets")
+    )
+    return (
+        update(table)
+        .where(ColumnClause("ctid", _selectable=table) == targets.c.tid)
+        .values({name: targets.c[name] for name in arrays})
+    )

@@ -11,12 +11,13 @@ from calcgraph.domain.packages.models import (
     PackageVersion,
     PackageVersionFunction,
 )
-from calcgraph.domain.runs.models import NodeState, WorkflowRun
+from calcgraph.domain.runs.models import ChainStart, NodeState, WorkflowRun
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 
 __all__ = [
     "Base",
     "Build",
+    "ChainStart",
     "CodeBlob",
     "Function",
     "FunctionVersion",

@@ -350,8 +350,16 @@ class RunSummaryOut(BaseModel):
 
 
 class RunOut(RunSummaryOut):
-    plan_snapshot: dict[str, Any] = Field(description="chains, waves and nodes (contract 5)")
-    node_states: dict[str, NodeStateOut]
+    plan_snapshot: dict[str, Any] = Field(
+        description="chains, waves and nodes (contract 5); empty in a tick asked with `since`"
+    )
+    node_states: dict[str, NodeStateOut] = Field(
+        description="every function and extract node; in a tick asked with `since`, only "
+        "those changed after that revision"
+    )
+    since: int | None = Field(
+        default=None, description="the `since` of a tick asked with it: node_states is partial"
+    )
 
 
 class PlanOut(BaseModel):

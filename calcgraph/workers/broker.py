@@ -7,7 +7,8 @@ messages are built by actor name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import wraps
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from calcgraph.domain.jobs.enqueue import Message
 if TYPE_CHECKING:
     from calcgraph.settings import Settings
     from calcgraph.workers.runtime import WorkerRuntime
+
+log = logging.getLogger("calcgraph.workers.broker")
 
 QUEUE = "calcgraph.jobs"
 # Above the sandbox timeout: the sandbox kills user code first and the job records `timeout`;
@@ -63,17 +66,71 @@ def build_broker(settings: Settings) -> dramatiq.Broker:
     return broker
 
 
+def _message(message: Message) -> dramatiq.Message[Any]:
+    return dramatiq.Message(
+        queue_name=QUEUE, actor_name=message.actor, args=(), kwargs=dict(message.kwargs), options={}
+    )
+
+
 def send(broker: dramatiq.Broker, message: Message) -> None:
     """Send by actor name: the sender needs no actor objects (the API process has none)."""
-    broker.enqueue(
-        dramatiq.Message(
-            queue_name=QUEUE,
-            actor_name=message.actor,
-            args=(),
-            kwargs=dict(message.kwargs),
-            options={},
+    broker.enqueue(_message(message))
+
+
+def send_many(broker: dramatiq.Broker, messages: Sequence[Message]) -> int:
+    """Send a unit of work's messages; to Redis in one pipelined round trip (a tick that
+    submits 1,000 jobs paid 1,000 round trips, ~0.4 ms each). Blocking: callers on an event
+    loop run it in a thread. Returns how many could not be sent (logged; the sweeper
+    re-sends their queued rows)."""
+    from dramatiq.brokers.redis import RedisBroker
+
+    if not isinstance(broker, RedisBroker) or len(messages) == 1:
+        failed = 0
+        for message in messages:
+            try:
+                send(broker, message)
+            except Exception:
+                log.exception("could not send %s; the sweeper will re-send it", message.actor)
+                failed += 1
+        return failed
+    pipeline = broker.client.pipeline(transaction=False)
+    batch = _Pipelined(broker, pipeline)
+    for message in messages:
+        # Dramatiq's own enqueue (message ids, middleware), with its script bound to the
+        # pipeline. Its "after enqueue" hooks run before the pipeline does; none of ours acts.
+        RedisBroker.enqueue(batch, _message(message))  # type: ignore[arg-type]
+    try:
+        results = pipeline.execute(raise_on_error=False)
+    except Exception:
+        log.exception("could not send %d messages; the sweeper will re-send them", len(messages))
+        return len(messages)
+    failed = sum(isinstance(r, Exception) for r in results)
+    if failed:
+        log.error(
+            "could not send %d of %d messages; the sweeper will re-send them", failed, len(messages)
         )
-    )
+    return failed
+
+
+class _Pipelined:
+    """A Redis broker as its `enqueue` sees it, with the dispatch script queued on a pipeline
+    instead of run: every attribute but the scripts is the broker's."""
+
+    def __init__(self, broker: Any, pipeline: Any) -> None:
+        self._broker = broker
+        script = broker.scripts["dispatch"]
+
+        def dispatch(keys: Any = None, args: Any = None) -> Any:
+            return script(keys=keys, args=args, client=pipeline)
+
+        self.scripts = {**broker.scripts, "dispatch": dispatch}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("do_"):
+            from dramatiq.brokers.redis import RedisBroker
+
+            return RedisBroker._dispatch(self, name[len("do_") :])  # type: ignore[arg-type, no-untyped-call]
+        return getattr(self._broker, name)
 
 
 def declare_actors(broker: dramatiq.Broker, runtime: WorkerRuntime) -> None:

@@ -3,8 +3,9 @@ after its commit, and dropped when it rolls back. This is the one place the rule
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from calcgraph.db.engine import Database
@@ -13,13 +14,38 @@ from calcgraph.domain.jobs.enqueue import Message, collecting
 log = logging.getLogger("calcgraph.workers.outbox")
 
 Sender = Callable[[Message], None]
+BatchSender = Callable[[Sequence[Message]], int]
+"""Sends a unit of work's messages at once; returns how many could not be sent (it logs them)."""
 
 
 class Outbox:
-    """A `UnitHook` for `Database.write_session`."""
+    """A `UnitHook` for `Database.write_session`. With `off_loop`, the (blocking) send runs in
+    a thread: a tick that submits 1,000 jobs does not hold up every other request meanwhile.
+    With `detach` too, the unit of work does not wait for it either (its response leaves while
+    the messages go; `drain` waits for those under way, at shutdown)."""
 
-    def __init__(self, send: Sender) -> None:
+    def __init__(
+        self,
+        send: Sender,
+        send_many: BatchSender | None = None,
+        off_loop: bool = False,
+        detach: bool = False,
+    ) -> None:
         self.send = send
+        self.send_many = send_many if send_many is not None else self._each
+        self.off_loop = off_loop
+        self.detach = detach
+        self._sending: set[asyncio.Task[None]] = set()
+
+    def _each(self, messages: Sequence[Message]) -> int:
+        failed = 0
+        for message in messages:
+            try:
+                self.send(message)
+            except Exception:
+                log.exception("could not send %s; the sweeper will re-send it", message.actor)
+                failed += 1
+        return failed
 
     def begin(self) -> Any:
         manager = collecting()
@@ -29,13 +55,32 @@ class Outbox:
     async def committed(self, state: Any) -> None:
         _, buffer = state
         pending, buffer[:] = list(buffer), []
-        for message in pending:
-            try:
-                self.send(message)
-            except Exception:
-                # The row is committed and `queued`: the sweeper re-sends it. Failing the
-                # request here would tell the caller the job does not exist when it does.
-                log.exception("could not send %s; the sweeper will re-send it", message.actor)
+        if not pending:
+            return
+        if self.off_loop and self.detach:
+            task = asyncio.get_running_loop().create_task(self._send_off_loop(pending))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+        elif self.off_loop:
+            await self._send_off_loop(pending)
+        else:
+            self._send_now(pending)
+
+    def _send_now(self, pending: list[Message]) -> None:
+        # A message not sent leaves its row committed and `queued`: the sweeper re-sends it.
+        # Failing the request here would tell the caller the job does not exist when it does.
+        try:
+            self.send_many(pending)
+        except Exception:
+            log.exception("could not send %d messages; the sweeper will re-send them", len(pending))
+
+    async def _send_off_loop(self, pending: list[Message]) -> None:
+        await asyncio.to_thread(self._send_now, pending)
+
+    async def drain(self) -> None:
+        """Wait until the detached sends under way are done (before the broker closes)."""
+        while self._sending:
+            await asyncio.gather(*list(self._sending), return_exceptions=True)
 
     def end(self, state: Any) -> None:
         manager, buffer = state
@@ -43,10 +88,19 @@ class Outbox:
         manager.__exit__(None, None, None)
 
 
-def attach(database: Database, send: Sender) -> Outbox:
-    """Give `database`'s write sessions an outbox that sends through `send` (replacing an
-    earlier one: two outboxes would send every message twice)."""
-    outbox = Outbox(send)
+def attach(
+    database: Database,
+    send: Sender,
+    send_many: BatchSender | None = None,
+    *,
+    off_loop: bool = False,
+    detach: bool = False,
+) -> Outbox:
+    """Give `database`'s write sessions an outbox that sends through `send`, or `send_many` a
+    unit's messages at once (replacing an earlier one: two outboxes would send every message
+    twice); `off_loop`: the send blocks (Redis), run it in a thread; `detach`: without the
+    unit of work waiting for it (an event loop that lives as long as the outbox)."""
+    outbox = Outbox(send, send_many, off_loop, detach)
     database.unit_hooks[:] = [h for h in database.unit_hooks if not isinstance(h, Outbox)]
     database.unit_hooks.append(outbox)
     return outbox

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
@@ -20,7 +20,7 @@ from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
-from calcgraph.workers.broker import QUEUE, build_broker, declare_actors, send
+from calcgraph.workers.broker import QUEUE, build_broker, declare_actors, send, send_many
 from calcgraph.workers.flush import attach
 from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier, wait_for_job
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
@@ -55,7 +55,15 @@ class Execution:
         self.broker = build_broker(settings)
         self.cache, self.notifier = build_cache_and_notifier(settings)
         self.metrics.watch(cache=self.cache)
-        attach(database, self.send)
+        # Through Redis, a tick's response does not wait for its messages: they leave in a
+        # thread while it is answered (a tick submitting 1,000 jobs spent 90 ms sending).
+        self.outbox = attach(
+            database,
+            self.send,
+            self.send_many,
+            off_loop=not self.in_process,
+            detach=not self.in_process,
+        )
         self.runtime: WorkerRuntime | None = None
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
@@ -72,6 +80,9 @@ class Execution:
 
     def send(self, message: Message) -> None:
         send(self.broker, message)
+
+    def send_many(self, messages: Sequence[Message]) -> int:
+        return send_many(self.broker, messages)
 
     def start_workers(self, backend: SandboxBackend | None = None) -> WorkerRuntime:
         """Run the workers in this process (the embedded setup, and tests)."""
@@ -113,7 +124,9 @@ class Execution:
         """Wait for a job submitted just now (the execute doors, right after their commit)."""
         return await wait_for_job(self.notifier, job_id, seconds, read, fresh=True)
 
-    async def tick(self, principal: Principal, run_id: str, wait: float = 0.0) -> RunView:
+    async def tick(
+        self, principal: Principal, run_id: str, wait: float = 0.0, *, since: int | None = None
+    ) -> RunView:
         """A tick as every door drives it: with `wait`, first until a job of the run finishes
         (or `wait` seconds pass, holding no transaction); then the tick's one unit of work,
         commit included, timed for /metrics."""
@@ -122,7 +135,7 @@ class Execution:
         with self.metrics.tick_seconds.time():
             async with self.database.write_session() as session:
                 return await run_service.tick(
-                    session, principal, run_id, self.cache, chains=self.chains
+                    session, principal, run_id, self.cache, chains=self.chains, since=since
                 )
 
     def stop_workers(self) -> None:
@@ -138,6 +151,7 @@ class Execution:
         self.sweeper = self.worker = self.runtime = None
 
     async def close(self) -> None:
+        await self.outbox.drain()
         await asyncio.to_thread(self.stop_workers)
         await self.cache.close()
         await self.notifier.close()

@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,9 @@ class InProcessResultCache:
     async def get(self, key: str) -> CachedResult | None:
         return self.lookup(key)
 
+    async def get_many(self, keys: Sequence[str]) -> list[CachedResult | None]:
+        return [self.lookup(key) for key in keys]
+
     def put(self, key: str, result: CachedResult) -> None:
         with self._lock:
             self._entries[key] = (time.monotonic() + self.ttl, result)
@@ -100,6 +104,13 @@ class RedisResultCache:
     async def get(self, key: str) -> CachedResult | None:
         raw = await self._client().get(self.prefix + key)
         return self.stats.looked_up(_decode(raw))
+
+    async def get_many(self, keys: Sequence[str]) -> list[CachedResult | None]:
+        """One MGET: a tick submitting 1,000 jobs made 1,000 round trips, most of its time."""
+        if not keys:
+            return []
+        raws = await self._client().mget([self.prefix + key for key in keys])
+        return [self.stats.looked_up(_decode(raw)) for raw in raws]
 
     def lookup(self, key: str) -> CachedResult | None:
         return self.stats.looked_up(_decode(self._sync.get(self.prefix + key)))

@@ -23,7 +23,7 @@ from calcgraph.domain.jobs.execution.service import job_execution_service as ser
 from calcgraph.domain.jobs.inputs import output_ports
 from calcgraph.ops.metrics import WorkerMetrics
 from calcgraph.settings import Settings
-from calcgraph.workers.broker import send
+from calcgraph.workers.broker import send, send_many
 from calcgraph.workers.code_cache import CodeCache, CodeError
 from calcgraph.workers.flush import attach
 from calcgraph.workers.job_store import JobStore
@@ -78,7 +78,12 @@ class WorkerRuntime:
             busy_timeout_ms=settings.sqlite_busy_timeout_ms,
             pre_ping=False,
         )
-        attach(self.database, lambda message: send(broker, message))
+        attach(
+            self.database,
+            lambda message: send(broker, message),
+            lambda messages: send_many(broker, messages),
+            off_loop=settings.redis_url is not None,
+        )
         self.store = JobStore(self.database)
         self._owns_backend = backend is None
         self.backend = backend or create_backend(settings)

@@ -185,7 +185,11 @@ class TestNodeStates:
         try:
             async with database.write_session() as session:
                 states = (
-                    await session.scalars(select(NodeState).where(NodeState.run_id == run.id))
+                    await session.scalars(
+                        select(NodeState)
+                        .where(NodeState.run_id == run.id)
+                        .order_by(NodeState.node_key)
+                    )
                 ).all()
                 for state in states[:2]:
                     state.status = "running"

@@ -11,6 +11,8 @@ import pytest
 from sqlalchemy import event
 
 from calcgraph.db.engine import Database
+from calcgraph.domain.runs.memo import RunMemo
+from calcgraph.domain.runs.service import run_service
 from tests.packages.publishing import Bearer, publish, small_body
 from tests.workflows.graphs import fn, inp
 
@@ -71,3 +73,33 @@ async def test_statements_do_not_grow_with_the_run(
     submitting, idle_count = counts[40]
     assert submitting <= 12, counted.statements
     assert idle_count <= 6, counted.statements
+
+
+async def test_an_idle_tick_out_of_memo_reads_what_changed(
+    client: httpx.AsyncClient, bearer: Bearer, counted: _Counter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not in the process's memo (a process serving more runs than it remembers), an idle
+    tick asked with `since` reads neither the plan nor the run's node states: its statements,
+    and what they read, do not grow with the run."""
+    await publish(client, bearer("alice"), small_body("wide", "1.0.0"))
+    counts = {}
+    for width in (2, 40):
+        run_id = await _run(client, bearer, width)
+        submit = await client.post(f"/workflow-runs/{run_id}/tick", headers=bearer("alice"))
+        revision = submit.json()["revision"]
+        monkeypatch.setattr(run_service, "memo", RunMemo())
+        counted.statements.clear()
+        idle = await client.post(
+            f"/workflow-runs/{run_id}/tick", params={"since": revision}, headers=bearer("alice")
+        )
+        assert idle.status_code == 200, idle.text
+        assert idle.json()["revision"] == revision
+        assert idle.json()["node_states"] == {}
+        reads = [s for s in counted.statements if s.startswith("SELECT")]
+        assert not [s for s in reads if "PLAN_SNAPSHOT" in s.split("FROM")[0]], reads
+        # Node rows only by status (running) or by revision, never the whole run.
+        for statement in reads:
+            if "FROM NODE_STATES" in statement:
+                assert "NODE_STATES.STATUS =" in statement or "NODE_STATES.REVISION >" in statement
+        counts[width] = len(counted.statements)
+    assert counts[2] == counts[40], counts

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,3 +47,7 @@ class ResultLookup(Protocol):
     """The read side of the result cache, as the execute use case sees it."""
 
     async def get(self, key: str) -> CachedResult | None: ...
+
+    async def get_many(self, keys: Sequence[str]) -> list[CachedResult | None]:
+        """Each key's result, in order, in one round trip (a tick looks up all its jobs)."""
+        ...

@@ -39,7 +39,12 @@ class NodeState(Base):
     """One row per function or extract node of a run, so a tick writes only what changed."""
 
     __tablename__ = "node_states"
-    __table_args__ = (Index("ix_node_states_run_status", "run_id", "status"),)
+    __table_args__ = (
+        # The tick's "running nodes" probe: rows by (run, status), never a scan of the run.
+        Index("ix_node_states_run_status", "run_id", "status"),
+        # Node states changed after a revision (`POST .../tick?since=N`): O(changed rows).
+        Index("ix_node_states_run_revision", "run_id", "revision"),
+    )
 
     run_id: Mapped[str] = mapped_column(
         ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
@@ -54,3 +59,18 @@ class NodeState(Base):
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The run's revision when the tick last wrote this row (0: as created)."""
+
+
+class ChainStart(Base):
+    """A job a chain worker started for a node its run still shows pending, not yet adopted by
+    a tick: written with the job under the run's lock, deleted by the tick that adopts it. The
+    tick reads these few rows instead of probing every job of the run."""
+
+    __tablename__ = "chain_starts"
+
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("workflow_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    job_id: Mapped[str] = mapped_column(String(36), primary_key=True)

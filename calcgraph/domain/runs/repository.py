@@ -1,8 +1,9 @@
 """All SQL of workflow runs and their node states.
 
-A tick reads the run row (locked), every node row of the run and the results of the jobs its
-running nodes wait on, then writes only the node rows that changed: a fixed number of
-statements whatever the size of the run.
+A tick reads the run row (locked), the jobs its running nodes wait on and those chain workers
+started since the last tick; only when one of them finished does it need every node row (from
+the process's memo when it has them), and it writes only the node rows that changed: a fixed
+number of statements whatever the size of the run, each reaching its rows by key or index.
 """
 
 from __future__ import annotations
@@ -14,30 +15,30 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
+    Integer,
+    String,
     Table,
     and_,
     bindparam,
-    case,
+    delete,
     event,
     insert,
-    literal,
     or_,
     select,
     true,
-    union_all,
     update,
 )
 from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import locked
+from calcgraph.db.dialect import by_keys, locked, update_from_arrays
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
-from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.state import JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.views import NodeRow, RunView
 from calcgraph.domain.workflows.models import Workflow
@@ -66,14 +67,28 @@ _RUN_WITH_FACTS = (
     .options(defer(WorkflowRun.plan_snapshot, raiseload=True))
     .execution_options(populate_existing=True)
 )
-_FINISHED = (
-    select(_JOBS.c.id, _JOBS.c.status, _JOBS.c.outputs, _JOBS.c.error, _JOBS.c.finished_at)
-    .join(_NODES, _NODES.c.job_id == _JOBS.c.id)
-    .where(
-        _NODES.c.run_id == bindparam("run_id"),
-        _NODES.c.status == "running",
-        _JOBS.c.status.in_(("success", "failed")),
-    )
+_CHAIN_STARTS = cast(Table, ChainStart.__table__)
+# Each hot statement reaches its rows by key or by an index whatever the statistics say (fresh
+# tables or after ANALYZE): a join let PostgreSQL pick a scan of the run's node rows or of every
+# job, so the tick's reads are split into steps that each have one possible plan
+# (`tests/runs/test_tick_plans.py` runs EXPLAIN on them at 10,000 nodes).
+_RUNNING = select(_NODES.c.job_id).where(
+    _NODES.c.run_id == bindparam("run_id"), _NODES.c.status == "running"
+)
+_JOB_COLUMNS = (
+    _JOBS.c.id,
+    _JOBS.c.status,
+    _JOBS.c.outputs,
+    _JOBS.c.error,
+    _JOBS.c.finished_at,
+    _JOBS.c.node_key,
+    _JOBS.c.attempt,
+    _JOBS.c.started_at,
+)
+_STARTED_IDS = select(_CHAIN_STARTS.c.job_id).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
+_ADOPTED = delete(_CHAIN_STARTS).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
+_STATES_SINCE = select(*_STATE_COLUMNS).where(
+    NodeRowModel.run_id == bindparam("run_id"), NodeRowModel.revision > bindparam("since")
 )
 _WRITE_STATE = (
     update(_NODES)
@@ -89,15 +104,50 @@ _WRITE_STATE = (
                 "attempt",
                 "started_at",
                 "finished_at",
+                "revision",
             )
         }
     )
 )
 
 
+# The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays.
+_START_MANY = update_from_arrays(
+    _NODES, {"run_id": "k_run_id"}, "node_key", {"job_id": String(), "attempt": Integer()}
+).values(
+    status="running",
+    outputs=None,
+    error=None,
+    started_at=bindparam("v_started_at", type_=_NODES.c.started_at.type),
+    finished_at=None,
+    revision=bindparam("v_revision", type_=Integer),
+)
+
+
+def _just_started(state: NodeState) -> bool:
+    return (
+        state.status == "running"
+        and state.job_id is not None
+        and state.outputs is None
+        and state.error is None
+        and state.finished_at is None
+    )
+
+
 @functools.cache
 def _locked_run_with_facts(dialect_name: str) -> Any:
     return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun)
+
+
+@functools.cache
+def _jobs_by_id(dialect_name: str, what: str) -> Any:
+    """Jobs by the ids bound to `ids`, one probe of the primary key each."""
+    if what == "finished":
+        finished = _JOBS.c.status.in_(("success", "failed"))
+        return by_keys(dialect_name, _JOB_COLUMNS[:5], _JOBS.c.id, "ids", finished)
+    if what == "status":
+        return by_keys(dialect_name, (_JOBS.c.id, _JOBS.c.status), _JOBS.c.id, "ids")
+    return by_keys(dialect_name, _JOB_COLUMNS, _JOBS.c.id, "ids")
 
 
 @dataclass(frozen=True)
@@ -199,63 +249,91 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         )
         return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows]
 
-    async def finished_results(self, run_id: str) -> dict[str, JobResult]:
-        """Results of the finished jobs that running nodes of the run wait on."""
-        rows = await self.session.execute(_FINISHED, {"run_id": run_id})
+    @property
+    def _dialect(self) -> str:
+        return self.session.get_bind().dialect.name
+
+    async def running_job_ids(self, run_id: str) -> list[str]:
+        """The jobs the run's running nodes wait on (by the (run, status) index): as many as
+        the run has nodes in flight, not as many as it has nodes."""
+        rows = await self.session.execute(_RUNNING, {"run_id": run_id})
+        return [row[0] for row in rows if row[0] is not None]
+
+    async def finished_results(self, job_ids: Sequence[str]) -> dict[str, JobResult]:
+        """Results of the finished ones among `job_ids`, by primary key."""
+        if not job_ids:
+            return {}
+        rows = await self.session.execute(
+            _jobs_by_id(self._dialect, "finished"), {"ids": list(job_ids)}
+        )
         return {
             row[0]: JobResult(row[1], outputs=row[2], error=row[3], finished_at=row[4])
             for row in rows
         }
 
-    async def tick_jobs(self, run_id: str) -> tuple[dict[str, JobResult], dict[str, StartedJob]]:
-        """`finished_results`, plus the jobs chain workers started for pending nodes (by node
-        key; finished ones are in the results too), in one statement."""
-        columns = (Job.id, Job.status, Job.outputs, Job.error, Job.finished_at)
-        extra = (Job.node_key, Job.attempt, Job.started_at)
-        running = (
-            select(*columns, *extra, literal("finished").label("why"))
-            .join(NodeRowModel, NodeRowModel.job_id == Job.id)
-            .where(
-                NodeRowModel.run_id == run_id,
-                NodeRowModel.status == "running",
-                Job.status.in_(("success", "failed")),
-            )
-        )
-        # Driven by the run's jobs, each probing its node row by primary key: a plan that
-        # stays linear in jobs whatever the statistics say (a join let PostgreSQL pick a
-        # nested loop over every pending node per job on fresh tables).
-        next_attempt = (
-            select(case((NodeRowModel.status == "pending", NodeRowModel.attempt + 1)))
-            .where(NodeRowModel.run_id == run_id, NodeRowModel.node_key == Job.node_key)
-            .scalar_subquery()
-        )
-        started = select(*columns, *extra, literal("started").label("why")).where(
-            Job.workflow_run_id == run_id, Job.attempt == next_attempt
-        )
+    async def chain_starts(self, run_id: str) -> tuple[dict[str, JobResult], dict[str, StartedJob]]:
+        """The jobs chain workers started for pending nodes since the last tick (by node key),
+        with the results of those already finished; forgotten in this unit of work, which
+        adopts them (the run is locked: no chain worker adds one meanwhile)."""
+        ids = [row[0] for row in await self.session.execute(_STARTED_IDS, {"run_id": run_id})]
+        if not ids:
+            return {}, {}
         results: dict[str, JobResult] = {}
         adopted: dict[str, StartedJob] = {}
-        for row in await self.session.execute(union_all(running, started)):
+        for row in await self.session.execute(_jobs_by_id(self._dialect, "started"), {"ids": ids}):
             if row[1] in ("success", "failed"):
                 results[row[0]] = JobResult(
                     row[1], outputs=row[2], error=row[3], finished_at=row[4]
                 )
-            if row[8] == "started":
-                adopted[row[5]] = StartedJob(row[0], row[6], row[7])
+            adopted[row[5]] = StartedJob(row[0], row[6], row[7])
+        await self.session.execute(_ADOPTED, {"run_id": run_id})
         return results, adopted
 
     async def running_jobs(self, run_id: str) -> list[tuple[str, str]]:
         """(job id, job status) of every job a running node of the run waits on."""
-        rows = await self.session.execute(
-            select(Job.id, Job.status)
-            .join(NodeRowModel, NodeRowModel.job_id == Job.id)
-            .where(NodeRowModel.run_id == run_id, NodeRowModel.status == "running")
-        )
+        ids = await self.running_job_ids(run_id)
+        if not ids:
+            return []
+        rows = await self.session.execute(_jobs_by_id(self._dialect, "status"), {"ids": ids})
         return [(row[0], row[1]) for row in rows]
 
-    async def write_states(self, run_id: str, changed: Mapping[str, NodeState]) -> None:
-        """Only the changed rows, in one executemany UPDATE by primary key (Core: the ORM's
+    async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
+        """The node states a tick wrote after revision `since` (by the (run, revision) index)."""
+        rows = await self.session.execute(_STATES_SINCE, {"run_id": run_id, "since": since})
+        return {row[0]: _state(row) for row in rows}
+
+    async def write_states(
+        self, run_id: str, changed: Mapping[str, NodeState], revision: int
+    ) -> None:
+        """Only the changed rows: on PostgreSQL the nodes a tick submitted in one UPDATE from
+        arrays (1,000 rows took 185 ms as an executemany, one statement per row on the
+        server), every other row in one executemany UPDATE by primary key (Core: the ORM's
         bulk path costs more than the statement for a tick that submits 100 nodes)."""
         if not changed:
+            return
+        rest = dict(changed)
+        if self._dialect == "postgresql":
+            submitted: dict[datetime | None, list[tuple[str, NodeState]]] = {}
+            for key, state in changed.items():
+                if _just_started(state):
+                    submitted.setdefault(state.started_at, []).append((key, state))
+            for started_at, group in submitted.items():
+                if len(group) < 2:
+                    continue
+                await self.session.execute(
+                    _START_MANY,
+                    {
+                        "k_run_id": run_id,
+                        "node_keys": [key for key, _ in group],
+                        "job_ids": [state.job_id for _, state in group],
+                        "attempts": [state.attempt for _, state in group],
+                        "v_started_at": started_at,
+                        "v_revision": revision,
+                    },
+                )
+                for key, _ in group:
+                    del rest[key]
+        if not rest:
             return
         await self.session.execute(
             _WRITE_STATE,
@@ -270,8 +348,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                     "v_attempt": state.attempt,
                     "v_started_at": state.started_at,
                     "v_finished_at": state.finished_at,
+                    "v_revision": revision,
                 }
-                for key, state in changed.items()
+                for key, state in rest.items()
             ],
         )
 

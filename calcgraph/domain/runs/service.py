@@ -22,6 +22,7 @@ Decisions where the specification and contract are silent:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,8 +43,8 @@ from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
 from calcgraph.domain.runs.state import (
     RUN_TERMINAL,
+    NodeState,
     RunState,
-    StartedJob,
     TickResult,
     initial_states,
 )
@@ -58,6 +59,14 @@ from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.views import WorkflowVersionView
 
 RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+
+
+def _check_since(since: int | None, revision: int) -> None:
+    if since is not None and not 0 <= since <= revision:
+        raise ValidationError(
+            f"since must be a revision of this run, from 0 to {revision}",
+            [FieldError(("query", "since"), f"expected an integer from 0 to {revision}")],
+        )
 
 
 def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dict[str, Any]:
@@ -193,39 +202,37 @@ class RunService:
         cache: ResultLookup,
         *,
         chains: bool = False,
+        since: int | None = None,
     ) -> RunView:
         """One advance of the run (reconcile, submit, finalise), in the caller's one commit.
         `chains`: submit a chain's remaining nodes as one chain job (settings' chain_execution).
+        `since`: answer only the node states changed after that revision (and no plan).
 
         A tick that finds no finished job to reconcile, on a run ticked before, changes
         nothing: the previous tick submitted every node that was ready (and evaluated every
-        ready extract), so no pending node can have become ready since. That tick answers from
-        the states remembered at the current revision, in two statements."""
+        ready extract), so no pending node can have become ready since, unless a chain worker
+        started one's job (listed in `chain_starts` until a tick adopts it). That tick reads
+        the run row, the jobs of its running nodes and the chain starts, by key or index, and
+        neither the plan nor the node states unless it must answer them: its cost does not
+        grow with the run, in this process's memo or not."""
         repository = RunRepository.from_session(session)
         locked = await repository.locked_run(run_id)
         if locked is None:
             raise NotFound(f"no workflow run {run_id!r}")
         run, facts = locked
         await self._ensure_visible(session, principal, run, facts)
-        remembered = self.memo.plan(run_id)
-        if remembered is None:
-            snapshot = await repository.plan_snapshot(run_id)
-            remembered = self.memo.remember_plan(run_id, snapshot, Plan.from_dict(snapshot))
-        snapshot, frozen = remembered
-        started: dict[str, StartedJob] = {}
-        results = await repository.finished_results(run_id)
-        if results and any(len(chain.node_keys) > 1 for chain in frozen.chains):
-            # Whatever this tick's mode: a run may have chain jobs from an earlier setting. A
-            # chain worker starts a pending node's job in the commit that finishes its
-            # predecessor's, so with no finished job to reconcile there is none to adopt, and
-            # the idle tick skips the costlier read (a probe per pending node).
-            results, started = await repository.tick_jobs(run_id)
+        _check_since(since, run.revision)
+        results = await repository.finished_results(await repository.running_job_ids(run_id))
+        # Whatever this tick's mode: a run may have chain jobs from an earlier setting.
+        finished, started = await repository.chain_starts(run_id)
+        results.update(finished)
+        if not results and not started and (run.revision > 0 or run.status in RUN_TERMINAL):
+            return await self._view(repository, run, since)
+        snapshot, frozen = await self._plan(repository, run_id)
         states = self.memo.states(run_id, run.revision)
         if states is None:
             states = await repository.states(run_id)
             self.memo.remember_states(run_id, run.revision, states)
-        if not results and not started and (run.revision > 0 or run.status in RUN_TERMINAL):
-            return run_view(run, states, snapshot)
         before = RunState(
             status=run.status,  # type: ignore[arg-type]
             completed_at=run.completed_at,
@@ -262,8 +269,9 @@ class RunService:
             if refused:
                 result = advance(refused)
         if not result.changed:
-            return run_view(run, states, snapshot)
-        await repository.write_states(run_id, result.nodes)
+            return await self._view(repository, run, since, states, snapshot)
+        revision = run.revision
+        await repository.write_states(run_id, result.nodes, revision + 1)
         after = result.run
         await repository.write_run(
             run,
@@ -274,16 +282,48 @@ class RunService:
             ),
             error_message=after.error_message,
             first_failed_node_key=after.first_failed_node_key,
-            revision=run.revision + 1,
+            revision=revision + 1,
         )
         if result.jobs:
             await job_execution_service.submit_node_jobs(
                 session, await self._node_jobs(repository, run, result), cache
             )
         new_states = {**states, **result.nodes}
-        revision = run.revision
-        repository.after_commit(lambda: self.memo.remember_states(run_id, revision, new_states))
-        return run_view(run, new_states, snapshot)
+        repository.after_commit(lambda: self.memo.remember_states(run_id, revision + 1, new_states))
+        return await self._view(repository, run, since, new_states, snapshot)
+
+    async def _plan(self, repository: RunRepository, run_id: str) -> tuple[dict[str, Any], Plan]:
+        remembered = self.memo.plan(run_id)
+        if remembered is None:
+            snapshot = await repository.plan_snapshot(run_id)
+            remembered = self.memo.remember_plan(run_id, snapshot, Plan.from_dict(snapshot))
+        return remembered
+
+    async def _view(
+        self,
+        repository: RunRepository,
+        run: WorkflowRun,
+        since: int | None,
+        states: Mapping[str, NodeState] | None = None,
+        snapshot: dict[str, Any] | None = None,
+    ) -> RunView:
+        """The run as a tick answers it: every node state and the plan, or with `since` only
+        the node states changed after that revision (read in this unit of work, so a tick's
+        own writes are in)."""
+        if since is not None:
+            changed = await repository.states_since(run.id, since)
+            return replace(run_view(run, changed, {}), since=since)
+        if snapshot is None:
+            remembered = self.memo.plan(run.id)
+            snapshot = (
+                remembered[0] if remembered is not None else await repository.plan_snapshot(run.id)
+            )
+        if states is None:
+            states = self.memo.states(run.id, run.revision)
+        if states is None:
+            states = await repository.states(run.id)
+            self.memo.remember_states(run.id, run.revision, states)
+        return run_view(run, states, snapshot)
 
     async def _node_jobs(
         self, repository: RunRepository, run: WorkflowRun, result: TickResult

@@ -27,6 +27,9 @@ class RunView:
     completed_at: datetime | None
     node_states: Mapping[str, NodeState] | None = None
     """Every function and extract node; None in listings, which leave them out."""
+    since: int | None = None
+    """Set when `node_states` holds only the nodes changed after this revision (and
+    `plan_snapshot` is left empty): a poller's answer that costs what changed."""
 
     def sort_key(self) -> tuple[str, str]:
         return (self.started_at.isoformat(), self.id)

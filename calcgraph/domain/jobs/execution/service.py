@@ -133,7 +133,13 @@ class JobExecutionService:
         by the tick; the (run, node, attempt) unique key refuses a node submitted twice."""
         rows: list[dict[str, Any]] = []
         to_send: list[tuple[str, str]] = []
-        for spec in jobs:
+        hits = await cache.get_many(
+            [
+                result_key(spec.user_id, spec.function_version_id, spec.resolved_inputs)
+                for spec in jobs
+            ]
+        )
+        for spec, hit in zip(jobs, hits, strict=True):
             row: dict[str, Any] = {
                 "id": spec.job_id,
                 "function_id": spec.function_id,
@@ -152,8 +158,6 @@ class JobExecutionService:
                 "started_at": None,
                 "finished_at": None,
             }
-            key = result_key(spec.user_id, spec.function_version_id, spec.resolved_inputs)
-            hit = await cache.get(key)
             if hit is not None:
                 now = utcnow()
                 row.update(

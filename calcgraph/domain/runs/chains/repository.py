@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, insert, select
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import insert_ignoring_duplicates, locked
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
-from calcgraph.domain.runs.models import WorkflowRun
 
 
 class ChainRepository(RepositoryBase[Job]):
@@ -28,16 +28,17 @@ class ChainRepository(RepositoryBase[Job]):
             return None
         return row[0], row[1]
 
-    async def run(self, run_id: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
-        """(user id, resolved inputs, plan snapshot) of a run."""
+    async def run(self, run_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(user id, resolved inputs) of a run; its plan is read once per process (a 10,000-node
+        plan is megabytes)."""
         row = (
             await self.session.execute(
-                select(
-                    WorkflowRun.user_id, WorkflowRun.resolved_inputs, WorkflowRun.plan_snapshot
-                ).where(WorkflowRun.id == run_id)
+                select(WorkflowRun.user_id, WorkflowRun.resolved_inputs).where(
+                    WorkflowRun.id == run_id
+                )
             )
         ).first()
-        return None if row is None else (row[0], dict(row[1]), dict(row[2]))
+        return None if row is None else (row[0], dict(row[1]))
 
     async def lock_run(self, run_id: str) -> None:
         """The run's row lock until the end of the unit of work: the one a tick takes, so a
@@ -74,9 +75,10 @@ class ChainRepository(RepositoryBase[Job]):
         )
         return {row[0]: (row[1], row[2]) for row in rows}
 
-    async def add_jobs(self, rows: Sequence[dict[str, Any]]) -> set[str]:
+    async def add_jobs(self, run_id: str, rows: Sequence[dict[str, Any]]) -> set[str]:
         """Insert nodes' jobs, each unless its (run, node, attempt) already has one, in one
-        statement; the ids inserted."""
+        statement, and list the inserted ones for the tick to adopt (`chain_starts`); the ids
+        inserted."""
         if not rows:
             return set()
         dialect = self.session.get_bind().dialect.name
@@ -86,4 +88,10 @@ class ChainRepository(RepositoryBase[Job]):
         inserted = await self.session.execute(
             insert_ignoring_duplicates(dialect, table).returning(table.c.id), list(rows)
         )
-        return {row[0] for row in inserted}
+        ids = {row[0] for row in inserted}
+        if ids:
+            await self.session.execute(
+                insert(cast(Table, ChainStart.__table__)),
+                [{"run_id": run_id, "job_id": i} for i in ids],
+            )
+        return ids

@@ -158,9 +158,10 @@ class ChainService:
         found = await ChainRepository.from_session(session).run(run_id)
         if found is None:
             return None
-        user_id, inputs, snapshot = found
+        user_id, inputs = found
         remembered = self.memo.plan(run_id)
         if remembered is None:
+            snapshot = await RunRepository.from_session(session).plan_snapshot(run_id)
             remembered = self.memo.remember_plan(run_id, snapshot, Plan.from_dict(snapshot))
         plan = remembered[1]
         versions = {n.function_version_id for n in plan.nodes.values() if n.function_version_id}
@@ -254,7 +255,7 @@ class ChainService:
                     next_step = None
                 else:
                     rows.append(self._row(context, next_step, attempt, None, queued, started_at))
-        inserted = await repository.add_jobs(rows)
+        inserted = await repository.add_jobs(context.run_id, rows)
         # The run's lock makes the tick and the worker start a node at most once between them:
         # a row already there (the unique (run, node, attempt)) ends the chain at that node.
         done = [head.step.job_id]

@@ -1,0 +1,420 @@
+"""The tick and a run's storage at scale (issue 14, goals 1, 2 and 4), on PostgreSQL.
+
+- `scale_run_10000_inprocess`: a run of 10,000 nodes (100 chains of 100 trivial functions),
+  created and ticked through the REST door (ASGI, `?wait=5&since=<revision>`), in-process
+  workers (4 threads), process sandbox: on fresh tables (no statistics), then again after
+  ANALYZE of tables holding the first run. Target: each ≤ 30 s.
+- `scale_run_10000_redis`: the same through Redis and one `calcgraph worker` process.
+- `scale_tick_idle_cold`: an idle tick (nothing finished since the last) of a run of 1,000 and
+  of 10,000 nodes that is not in the process's memo (a fresh memo before each tick), the
+  service call with its commit: answering every node state (what the specification's tick
+  answers), and answering `since` the run's revision (`?since=N`). Target: ≤ 10 ms cold.
+- `scale_tick_submit_redis`: a tick that submits 100 and 1,000 jobs, through the REST door
+  (ASGI), with the real Redis send (pipelined, in a thread): end to end. Target: 1,000 ≤ 150 ms.
+- `scale_tick_plans`: EXPLAIN ANALYZE of every hot statement of the tick and of chain recording
+  on a 10,000-node run (`tests/runs/plans.py`), fresh and analyzed, written to
+  `bench/results/tick_plans_10000.txt`.
+
+Every figure carries the load average (1, 5, 15 min) at its end: the machine is shared.
+PostgreSQL: `CALCGRAPH_BENCH_POSTGRES_URL` (default .../cg_scale_tick_bench, reset at start);
+Redis: `CALCGRAPH_BENCH_REDIS_URL` (default redis://127.0.0.1:6379/12, a fresh key prefix).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from sqlalchemy import text
+
+from bench.core import Options, Result, summarise
+from calcgraph.app import create_app
+from calcgraph.db.engine import Database
+from calcgraph.db.migrate import upgrade
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.runs.memo import RunMemo
+from calcgraph.domain.runs.service import run_service
+from calcgraph.settings import Settings
+from calcgraph.workers.result_cache import InProcessResultCache
+from tests.access.factories import create_user
+from tests.auth.idp import LocalIdentityProvider
+from tests.conftest import _reset_postgres
+from tests.execution.factories import deploy
+from tests.runs import plans
+
+POSTGRES_URL = os.environ.get(
+    "CALCGRAPH_BENCH_POSTGRES_URL",
+    "postgresql+asyncpg://postgres@127.0.0.1:5432/cg_scale_tick_bench",
+)
+REDIS_URL = os.environ.get("CALCGRAPH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
+PLANS = Path(__file__).resolve().parent / "results" / "tick_plans_10000.txt"
+CODE = """
+def inc(x):
+    return {"y": x + 1}
+"""
+FUNCTIONS = {
+    "inc": {
+        "handler": "main:inc",
+        "inputs": {"x": {"type": "Float", "required": True}},
+        "outputs": {"y": {"type": "Float"}},
+    }
+}
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def load() -> str:
+    return "/".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def chains_graph(pkg: str, chains: int, length: int) -> list[dict[str, Any]]:
+    def fn(key: str, source: str | None) -> dict[str, Any]:
+        binding = (
+            {"source": "input_node", "input_key": "x", "from_port": "value"}
+            if source is None
+            else {"source": "edge", "from_node_key": source, "from_port": "y"}
+        )
+        return {
+            "node_key": key,
+            "kind": "function",
+            "function": f"{pkg}/inc",
+            "input_bindings": {"x": binding},
+        }
+
+    nodes: list[dict[str, Any]] = [
+        {"node_key": "x", "kind": "input", "input_spec": {"type_expr": "Float"}}
+    ]
+    for c in range(chains):
+        nodes += [fn(f"c{c}n{i}", None if i == 0 else f"c{c}n{i - 1}") for i in range(length)]
+    return nodes
+
+
+class Bench:
+    def __init__(
+        self, client: httpx.AsyncClient, database: Database, headers: dict[str, str], pkg: str
+    ) -> None:
+        self.client, self.database, self.headers, self.pkg = client, database, headers, pkg
+        self.owner: Principal | None = None
+
+    async def workflow(self, chains: int, length: int) -> str:
+        slug = f"scale-{uuid.uuid4().hex[:8]}"
+        body = {
+            "slug": slug,
+            "name": slug,
+            "graph": {"nodes": chains_graph(self.pkg, chains, length)},
+        }
+        response = await self.client.post("/workflows", json=body, headers=self.headers)
+        if response.status_code != 201:
+            raise RuntimeError(f"workflow refused: {response.text[:2000]}")
+        return slug
+
+    async def start(self, slug: str, x: float = 1.0) -> dict[str, Any]:
+        created = await self.client.post(
+            f"/workflows/{slug}/runs", json={"inputs": {"x": x}}, headers=self.headers
+        )
+        if created.status_code != 201:
+            raise RuntimeError(f"run refused: {created.text[:2000]}")
+        run: dict[str, Any] = created.json()
+        return run
+
+    async def tick(self, run_id: str, **params: Any) -> dict[str, Any]:
+        response = await self.client.post(
+            f"/workflow-runs/{run_id}/tick", params=params, headers=self.headers, timeout=120
+        )
+        if response.status_code != 200:
+            raise RuntimeError(f"tick refused: {response.text[:2000]}")
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def run_to_end(self, slug: str, x: float) -> tuple[float, int]:
+        """Seconds from creation to completion, and the ticks it took (long-polled, `since`).
+        A new `x` for each run: no node's result is in the result cache."""
+        began = time.perf_counter()
+        run = await self.start(slug, x)
+        revision, ticks = run["revision"], 0
+        while run["status"] not in TERMINAL:
+            run = await self.tick(run["id"], wait=5, since=revision)
+            revision, ticks = run["revision"], ticks + 1
+        seconds = time.perf_counter() - began
+        if run["status"] != "completed":
+            raise RuntimeError(f"run ended {run['status']}: {run['error_message']}")
+        return seconds, ticks
+
+
+async def _fresh_database() -> str:
+    await _reset_postgres(POSTGRES_URL)
+    migrator = Database(POSTGRES_URL)
+    try:
+        await upgrade(migrator)
+    finally:
+        await migrator.dispose()
+    return POSTGRES_URL
+
+
+@contextlib.asynccontextmanager
+async def platform(*, workers: bool = True, **overrides: Any) -> AsyncIterator[Bench]:
+    idp = LocalIdentityProvider().start()
+    tmp = Path(tempfile.mkdtemp(prefix="calcgraph-bench-scale-"))
+    url = await _fresh_database()
+    settings = Settings(
+        _env_file=None,
+        database_url=url,
+        oidc_issuer=idp.issuer,
+        code_cache_dir=tmp / "code",
+        inprocess_worker_threads=4,
+        sandbox="process",
+        **overrides,
+    )
+    database = Database(url)
+    app = create_app(settings, database)
+    try:
+        lifespan = app.router.lifespan_context(app) if workers else contextlib.nullcontext()
+        async with lifespan:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+                owner = await create_user(database, idp, "alice")
+                deployed = await deploy(
+                    database, owner, files={"main.py": CODE}, functions=FUNCTIONS
+                )
+                bench = Bench(client, database, idp.headers("alice"), deployed.package_name)
+                bench.owner = owner
+                yield bench
+    finally:
+        if not workers:
+            await app.state.execution.close()
+        await database.dispose()
+        idp.stop()
+
+
+async def _analyze(database: Database) -> None:
+    async with database.write_session() as session:
+        await session.execute(text("ANALYZE"))
+
+
+def _run_result(name: str, setup: str, scenario: str, seconds: float, ticks: int) -> Result:
+    return Result(
+        benchmark=name,
+        scenario=scenario,
+        setup=setup,
+        requests=ticks,
+        seconds=round(seconds, 2),
+        rps=ticks / seconds,
+        p50_us=seconds * 1e6,
+        p99_us=seconds * 1e6,
+        extra={"run_seconds": round(seconds, 2), "ticks": ticks, "load": load()},
+    )
+
+
+async def _two_runs(bench: Bench, name: str, setup: str) -> list[Result]:
+    slug = await bench.workflow(100, 100)
+    results = []
+    seconds, ticks = await bench.run_to_end(slug, 1.0)
+    results.append(_run_result(name, setup, "10,000 nodes, fresh tables", seconds, ticks))
+    await _analyze(bench.database)
+    seconds, ticks = await bench.run_to_end(slug, 1000.0)
+    results.append(_run_result(name, setup, "10,000 nodes, after ANALYZE", seconds, ticks))
+    return results
+
+
+def run_10000_inprocess(options: Options) -> list[Result]:
+    async def run() -> list[Result]:
+        async with platform() as bench:
+            setup = "REST via ASGI, in-process workers (4 threads), process sandbox, PostgreSQL"
+            return await _two_runs(bench, "scale_run_10000_inprocess", setup)
+
+    return asyncio.run(run())
+
+
+@contextlib.contextmanager
+def _redis_prefix() -> Any:
+    redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    prefix = f"bench-{uuid.uuid4().hex[:8]}:"
+    try:
+        yield prefix
+    finally:
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+
+
+def run_10000_redis(options: Options) -> list[Result]:
+    async def run(prefix: str) -> list[Result]:
+        tmp = Path(tempfile.mkdtemp(prefix="calcgraph-bench-worker-"))
+        async with platform(redis_url=REDIS_URL, redis_key_prefix=prefix) as bench:
+            env = {
+                **os.environ,
+                "CALCGRAPH_DATABASE_URL": POSTGRES_URL,
+                "CALCGRAPH_REDIS_URL": REDIS_URL,
+                "CALCGRAPH_REDIS_KEY_PREFIX": prefix,
+                "CALCGRAPH_SANDBOX": "process",
+                "CALCGRAPH_CODE_CACHE_DIR": str(tmp / "code"),
+            }
+            worker = subprocess.Popen(  # noqa: ASYNC220 (once, before anything is measured)
+                [sys.executable, "-m", "calcgraph", "worker", "--processes", "1"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                setup = "REST via ASGI, Redis, one `calcgraph worker` (8 threads), process sandbox"
+                return await _two_runs(bench, "scale_run_10000_redis", setup)
+            finally:
+                worker.send_signal(signal.SIGTERM)
+                try:
+                    worker.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+
+    with _redis_prefix() as prefix:
+        return asyncio.run(run(prefix))
+
+
+async def _idle_cold(
+    bench: Bench, chains: int, length: int, since: bool
+) -> tuple[list[int], list[float]]:
+    """Idle ticks of one run (submitted once, no workers: nothing ever finishes), each on a
+    fresh memo: the run is not in this process's memory."""
+    run = await bench.start(await bench.workflow(chains, length))
+    first = await bench.tick(run["id"])
+    assert bench.owner is not None
+    cache = InProcessResultCache()
+    latencies, cpu = [], []
+    for _ in range(30):
+        run_service.memo = RunMemo()
+        began, cpu_began = time.perf_counter_ns(), time.process_time()
+        async with bench.database.write_session() as session:
+            await run_service.tick(
+                session,
+                bench.owner,
+                run["id"],
+                cache,
+                chains=True,
+                since=first["revision"] if since else None,
+            )
+        latencies.append(time.perf_counter_ns() - began)
+        cpu.append(time.process_time() - cpu_began)
+    return latencies, sorted(cpu)
+
+
+def tick_idle_cold(options: Options) -> list[Result]:
+    async def run() -> list[Result]:
+        results = []
+        async with platform(workers=False) as bench:
+            for chains, length in ((10, 100), (100, 100)):
+                nodes = chains * length
+                for since in (False, True):
+                    began = time.perf_counter()
+                    latencies, cpu = await _idle_cold(bench, chains, length, since)
+                    answer = "changed states (since)" if since else "every node state"
+                    results.append(
+                        summarise(
+                            "scale_tick_idle_cold",
+                            f"{nodes:,} nodes, not in memo, answers {answer}",
+                            "service call, one commit, PostgreSQL",
+                            latencies,
+                            time.perf_counter() - began,
+                            extra={
+                                "api_cpu_p50_ms": round(cpu[len(cpu) // 2] * 1000, 2),
+                                "load": load(),
+                            },
+                        )
+                    )
+        return results
+
+    return asyncio.run(run())
+
+
+def tick_submit_redis(options: Options) -> list[Result]:
+    async def run(prefix: str) -> list[Result]:
+        results = []
+        # No worker consumes: the messages only pile up under this run's fresh prefix.
+        async with platform(redis_url=REDIS_URL, redis_key_prefix=prefix) as bench:
+            for width in (100, 1000):
+                slug = await bench.workflow(width, 1)
+                latencies = []
+                began = time.perf_counter()
+                for _ in range(10):
+                    run = await bench.start(slug)
+                    start = time.perf_counter_ns()
+                    body = await bench.tick(run["id"])
+                    latencies.append(time.perf_counter_ns() - start)
+                    assert (
+                        sum(s["status"] == "running" for s in body["node_states"].values()) == width
+                    )
+                results.append(
+                    summarise(
+                        "scale_tick_submit_redis",
+                        f"tick submits {width:,} jobs, real Redis send",
+                        "REST via ASGI, full answer, PostgreSQL, Redis (pipelined, off the loop)",
+                        latencies,
+                        time.perf_counter() - began,
+                        extra={"load": load()},
+                    )
+                )
+        return results
+
+    with _redis_prefix() as prefix:
+        return asyncio.run(run(prefix))
+
+
+def tick_plans(options: Options) -> list[Result]:
+    async def run() -> list[Result]:
+        url = await _fresh_database()
+        database = Database(url)
+        lines: list[str] = []
+        began = time.perf_counter()
+        try:
+            for statistics in (False, True):
+                async with database.write_session() as session:
+                    for _ in range(3):
+                        await plans.seed(session, 10, 100, done=100)
+                    big = await plans.seed(session, 100, 100)
+                    if statistics:
+                        await session.execute(text("ANALYZE"))
+                    title = "after ANALYZE" if statistics else "fresh tables, no statistics"
+                    lines.append(f"=== 10,000-node run (100 chains of 100, half done), {title}")
+                    for label, sql, plan in await plans.hot_statements(session, big):
+                        lines += [f"--- {label}", sql.strip(), plans.describe(plan), ""]
+                    await session.rollback()
+        finally:
+            await database.dispose()
+        PLANS.parent.mkdir(parents=True, exist_ok=True)
+        PLANS.write_text("\n".join(lines) + "\n")
+        seconds = time.perf_counter() - began
+        return [
+            Result(
+                "scale_tick_plans",
+                f"EXPLAIN ANALYZE written to {PLANS.name}",
+                "PostgreSQL",
+                1,
+                round(seconds, 2),
+                1 / seconds,
+                seconds * 1e6,
+                seconds * 1e6,
+                extra={"file": str(PLANS), "load": load()},
+            )
+        ]
+
+    return asyncio.run(run())
+
+
+BENCHMARKS = {
+    "scale_run_10000_inprocess": run_10000_inprocess,
+    "scale_run_10000_redis": run_10000_redis,
+    "scale_tick_idle_cold": tick_idle_cold,
+    "scale_tick_submit_redis": tick_submit_redis,
+    "scale_tick_plans": tick_plans,
+}

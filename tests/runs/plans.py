@@ -1,0 +1,292 @@
+"""The hot statements of the tick and of chain recording, as PostgreSQL plans them.
+
+`seed` writes a run's data the way a 10,000-node run (100 chains of 100) looks half-way: the
+first half of each chain succeeded, one node per chain running, and half of the chains with a
+job a chain worker started for the next node (`chain_starts`); a small run of 100 chains of 2
+with as much in flight; and finished runs around them. `hot_statements` calls the real
+repository methods on one run and records the SQL they send; `explain` plans each one.
+Shared by `tests/runs/test_tick_plans.py` and `bench/bench_scale_tick.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, event, insert, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.chains.repository import ChainRepository
+from calcgraph.domain.runs.models import ChainStart, WorkflowRun
+from calcgraph.domain.runs.models import NodeState as NodeRow
+from calcgraph.domain.runs.repository import RunRepository
+from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.workflows.models import Workflow
+
+BIG_TABLES = ("node_states", "jobs")
+"""Tables that grow with runs. `chain_starts` holds only starts not yet adopted (a few per
+chain in flight): PostgreSQL may rightly scan it while it is that small; the rows read say
+whether that costs."""
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class SeededRun:
+    run_id: str
+    chains: int
+    length: int
+    revision: int
+
+
+def _key(chain: int, i: int) -> str:
+    return f"c{chain}n{i}"
+
+
+async def seed(
+    session: AsyncSession, chains: int, length: int, *, done: int | None = None
+) -> SeededRun:
+    """A run of `chains` chains of `length`; `done` nodes of each succeeded (half when None;
+    all: a finished run), the next one running, and every other chain's next-but-one started
+    by its chain worker. Foreign keys are not checked (`session_replication_role`): the rows
+    they point at do not matter to the plans."""
+    await session.execute(text("SET LOCAL session_replication_role = replica"))
+    finished = length // 2 if done is None else done
+    owner, workflow_id, run_id = (str(uuid.uuid4()) for _ in range(3))
+    revision = finished + 1
+    await session.execute(
+        insert(cast(Table, Workflow.__table__)),
+        [
+            {
+                "id": workflow_id,
+                "slug": f"plans-{workflow_id}",
+                "name": "plans",
+                "owner_id": owner,
+                "organization_id": None,
+                "visibility": "private",
+                "latest_version": 1,
+                "created_at": NOW,
+                "updated_at": NOW,
+            }
+        ],
+    )
+    status = "completed" if finished >= length else "running"
+    await session.execute(
+        insert(cast(Table, WorkflowRun.__table__)),
+        [
+            {
+                "id": run_id,
+                "workflow_id": workflow_id,
+                "workflow_version_id": str(uuid.uuid4()),
+                "user_id": owner,
+                "status": status,
+                "inputs": {"x": 1},
+                "resolved_inputs": {"x": 1},
+                "plan_snapshot": {"chains": [], "waves": []},
+                "revision": revision,
+                "started_at": NOW,
+            }
+        ],
+    )
+    nodes: list[dict[str, Any]] = []
+    jobs: list[dict[str, Any]] = []
+    starts: list[dict[str, Any]] = []
+
+    def job(key: str, job_status: str) -> str:
+        job_id = str(uuid.uuid4())
+        jobs.append(
+            {
+                "id": job_id,
+                "function_id": "f",
+                "function_version_id": "fv",
+                "package_id": "p",
+                "user_id": owner,
+                "status": job_status,
+                "inputs": {"x": 1},
+                "resolved_inputs": {"x": 1},
+                "outputs": {"y": 2} if job_status == "success" else None,
+                "cache_hit": False,
+                "workflow_run_id": run_id,
+                "node_key": key,
+                "attempt": 1,
+                "deliveries": 1,
+                "created_at": NOW,
+                "started_at": NOW,
+                "finished_at": NOW if job_status == "success" else None,
+            }
+        )
+        return job_id
+
+    for c in range(chains):
+        for i in range(length):
+            key = _key(c, i)
+            row: dict[str, Any] = {
+                "run_id": run_id,
+                "node_key": key,
+                "kind": "function",
+                "status": "pending",
+                "job_id": None,
+                "outputs": None,
+                "attempt": 0,
+                "revision": 0,
+            }
+            if i < finished:
+                row.update(
+                    status="success", job_id=job(key, "success"), outputs={"y": 2}, attempt=1
+                )
+                row["revision"] = i + 1
+            elif i == finished:
+                row.update(status="running", job_id=job(key, "running"), attempt=1)
+                row["revision"] = revision
+            elif i == finished + 1 and c % 2 == 0:
+                starts.append({"run_id": run_id, "job_id": job(key, "running")})
+            nodes.append(row)
+    await session.execute(insert(cast(Table, NodeRow.__table__)), nodes)
+    for at in range(0, len(jobs), 5000):
+        await session.execute(insert(cast(Table, Job.__table__)), jobs[at : at + 5000])
+    if starts:
+        await session.execute(insert(cast(Table, ChainStart.__table__)), starts)
+    return SeededRun(run_id, chains, length, revision)
+
+
+Statement = tuple[str, str, dict[str, Any]]
+"""(label, SQL as sent, its plan)."""
+
+
+async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statement]:
+    """Every statement the hot paths send for `run`, in order, labelled by what sends it, each
+    with its plan as PostgreSQL runs it right after the call that sent it."""
+    sent: list[tuple[str, str, Any]] = []
+    planned: list[Statement] = []
+    current = [""]
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
+        if not statement.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "SET")):
+            sent.append((current[0], statement, parameters))
+
+    runs = RunRepository.from_session(session)
+    chains = ChainRepository.from_session(session)
+    jobs = JobExecutionRepository.from_session(session)
+    middle = run.length // 2 + 1
+    rest = [_key(0, i) for i in range(middle, run.length)][:10]
+    calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+    job_ids: list[str] = []
+
+    async def running() -> None:
+        job_ids.extend(await runs.running_job_ids(run.run_id))
+
+    calls += [
+        ("tick: lock the run", lambda: runs.locked_run(run.run_id)),
+        ("tick: jobs of running nodes", running),
+        ("tick: finished results", lambda: runs.finished_results(job_ids)),
+        ("tick: chain starts", lambda: runs.chain_starts(run.run_id)),
+        ("tick: plan", lambda: runs.plan_snapshot(run.run_id)),
+        (
+            "tick: write changed states",
+            lambda: runs.write_states(
+                run.run_id, {_key(0, 0): NodeState("success")}, run.revision + 1
+            ),
+        ),
+        (
+            "tick: write submitted states",
+            lambda: runs.write_states(
+                run.run_id,
+                {
+                    _key(c, middle): NodeState("running", job_id=f"j{c}", attempt=1, started_at=NOW)
+                    for c in range(run.chains)
+                },
+                run.revision + 1,
+            ),
+        ),
+        ("tick?since: changed states", lambda: runs.states_since(run.run_id, run.revision - 1)),
+        ("wait: running jobs", lambda: runs.running_jobs(run.run_id)),
+        ("chain: place", lambda: chains.place(job_ids[0])),
+        ("chain: run", lambda: chains.run(run.run_id)),
+        ("chain: lock the run", lambda: chains.lock_run(run.run_id)),
+        ("chain: first queued", lambda: chains.first_queued(run.run_id, rest)),
+        ("chain: node states", lambda: chains.node_states(run.run_id, rest)),
+        ("job: claim", lambda: jobs.claim(job_ids[0], NOW)),
+        ("job: finish", lambda: jobs.finish(job_ids[1], "success", {"y": 1}, None, "", NOW)),
+    ]
+    engine = session.bind
+    sync_engine = engine.sync_engine  # type: ignore[union-attr]
+    event.listen(sync_engine, "before_cursor_execute", record)
+    try:
+        for label, call in calls:
+            current[0] = label
+            await call()
+            event.remove(sync_engine, "before_cursor_execute", record)
+            for _, statement, parameters in sent:
+                planned.append((label, statement, await explain(session, statement, parameters)))
+            sent.clear()
+            event.listen(sync_engine, "before_cursor_execute", record)
+    finally:
+        event.remove(sync_engine, "before_cursor_execute", record)
+    return planned
+
+
+async def explain(session: AsyncSession, statement: str, parameters: Any) -> dict[str, Any]:
+    """PostgreSQL's plan of one statement as sent (its first row of parameters, for a batch),
+    run (`ANALYZE`, in a savepoint rolled back after) to count the rows it really reads."""
+    if isinstance(parameters, list):
+        parameters = parameters[0]
+    nested = await session.begin_nested()
+    try:
+        connection = await session.connection()
+        result = await connection.exec_driver_sql(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + statement, tuple(parameters or ())
+        )
+        raw = result.scalar_one()
+    finally:
+        await nested.rollback()
+    document = json.loads(raw) if isinstance(raw, str) else raw
+    plan: dict[str, Any] = document[0]["Plan"]
+    return plan
+
+
+def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [plan]
+    for child in plan.get("Plans", ()):
+        found += nodes(child)
+    return found
+
+
+def seq_scans(plan: dict[str, Any]) -> list[str]:
+    """The big tables a plan reads whole."""
+    return [
+        n["Relation Name"]
+        for n in nodes(plan)
+        if n["Node Type"] == "Seq Scan" and n.get("Relation Name") in BIG_TABLES
+    ]
+
+
+def rows_read(plan: dict[str, Any]) -> int:
+    """Rows the plan's scans really read (returned or filtered out), over all their loops:
+    the work a statement does, which must follow what changed, not the run's size."""
+    total = 0
+    for n in nodes(plan):
+        if "Relation Name" in n and n["Node Type"] != "ModifyTable":
+            seen = n.get("Actual Rows", 0) + n.get("Rows Removed by Filter", 0)
+            seen += n.get("Rows Removed by Index Recheck", 0)
+            total += int(seen * n.get("Actual Loops", 1))
+    return total
+
+
+def describe(plan: dict[str, Any], depth: int = 0) -> str:
+    """The plan as indented lines: node, relation and index, estimated cost and rows."""
+    relation = plan.get("Relation Name")
+    index = plan.get("Index Name")
+    where = f" on {relation}" if relation else ""
+    where += f" using {index}" if index else ""
+    line = (
+        f"{'  ' * depth}{plan['Node Type']}{where} "
+        f"(cost={plan['Startup Cost']}..{plan['Total Cost']} rows={plan['Plan Rows']}) "
+        f"(actual rows={plan.get('Actual Rows')} loops={plan.get('Actual Loops')} "
+        f"removed={plan.get('Rows Removed by Filter', 0)})"
+    )
+    return "\n".join([line, *(describe(child, depth + 1) for child in plan.get("Plans", ()))])
