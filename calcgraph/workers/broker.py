@@ -7,14 +7,24 @@ messages are built by actor name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
-from dramatiq.middleware import CurrentMessage, Retries, ShutdownNotifications, TimeLimit
+from dramatiq.common import dq_name
+from dramatiq.middleware import (
+    CurrentMessage,
+    Middleware,
+    Retries,
+    ShutdownNotifications,
+    TimeLimit,
+)
 
 from calcgraph.domain.jobs.enqueue import Message
 
@@ -22,6 +32,7 @@ if TYPE_CHECKING:
     from calcgraph.settings import Settings
     from calcgraph.workers.runtime import WorkerRuntime
 
+log = logging.getLogger("calcgraph.workers.broker")
 QUEUE = "calcgraph.jobs"
 # Above the sandbox timeout: the sandbox kills user code first and the job records `timeout`;
 # Dramatiq's own limit only stops a worker thread that hangs outside the sandbox.
@@ -52,12 +63,18 @@ def build_broker(settings: Settings) -> dramatiq.Broker:
     if settings.redis_url is not None:
         from dramatiq.brokers.redis import RedisBroker
 
+        from calcgraph.ops.redis_clients import sync_client
+
+        # Our client: it reconnects and retries once Redis is back after a restart, where
+        # the pooled connections of a plain one fail the first command each.
         broker = RedisBroker(  # type: ignore[no-untyped-call]
-            url=settings.redis_url.get_secret_value(),
+            client=sync_client(settings.redis_url.get_secret_value()),
             middleware=middleware,
             namespace=f"{settings.redis_key_prefix}calcgraph",
         )
     else:
+        # In one process the broker can count its own messages (see `waiting`).
+        middleware.append(Outstanding())
         broker = StubBroker(middleware=middleware)
     broker.declare_queue(QUEUE)
     return broker
@@ -65,15 +82,77 @@ def build_broker(settings: Settings) -> dramatiq.Broker:
 
 def send(broker: dramatiq.Broker, message: Message) -> None:
     """Send by actor name: the sender needs no actor objects (the API process has none)."""
-    broker.enqueue(
-        dramatiq.Message(
-            queue_name=QUEUE,
-            actor_name=message.actor,
-            args=(),
-            kwargs=dict(message.kwargs),
-            options={},
-        )
+    built: dramatiq.Message[Any] = dramatiq.Message(
+        queue_name=QUEUE,
+        actor_name=message.actor,
+        args=(),
+        kwargs=dict(message.kwargs),
+        options={},
     )
+    if message.message_id is not None:
+        built = built.copy(message_id=message.message_id)
+    broker.enqueue(built)
+
+
+class Outstanding(Middleware):
+    """The in-process broker's messages not yet acknowledged, by id: sent (a retry's included)
+    and not yet acked or rejected. A count, as a delayed message is sent twice (to the delay
+    queue, then to its queue) and acknowledged twice."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+
+    def after_enqueue(self, broker: dramatiq.Broker, message: Any, delay: int | None) -> None:
+        with self._lock:
+            self.counts[message.message_id] += 1
+
+    def _done(self, message: Any) -> None:
+        with self._lock:
+            self.counts[message.message_id] -= 1
+            if self.counts[message.message_id] <= 0:
+                del self.counts[message.message_id]
+
+    def after_ack(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._done(message)
+
+    def after_nack(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._done(message)
+
+    def held(self, message_ids: Collection[str]) -> set[str]:
+        with self._lock:
+            return {m for m in message_ids if m in self.counts}
+
+
+def waiting(broker: dramatiq.Broker, message_ids: Collection[str]) -> set[str] | None:
+    """Which of `message_ids` the broker still holds: queued, delayed for a retry, or fetched
+    by a worker and not yet acknowledged. None when the broker cannot say (Redis is down)."""
+    ids = list(message_ids)
+    if not ids:
+        return set()
+    for middleware in broker.middleware:
+        if isinstance(middleware, Outstanding):
+            return middleware.held(ids)
+    namespace = getattr(broker, "namespace", None)
+    client = getattr(broker, "client", None)
+    if namespace is None or client is None:
+        return None
+    # Dramatiq's Redis broker keeps a message in `<queue>.msgs` from its enqueue to its ack.
+    keys = [f"{namespace}:{QUEUE}.msgs", f"{namespace}:{dq_name(QUEUE)}.msgs"]
+    try:
+        pipe = client.pipeline(transaction=False)
+        for message_id in ids:
+            for key in keys:
+                pipe.hexists(key, message_id)
+        answers = pipe.execute()
+    except Exception as exc:  # redis.RedisError, OSError: nothing is re-sent this round
+        log.warning("cannot ask the broker which messages wait: %s", exc)
+        return None
+    return {
+        message_id
+        for index, message_id in enumerate(ids)
+        if answers[2 * index] or answers[2 * index + 1]
+    }
 
 
 def declare_actors(broker: dramatiq.Broker, runtime: WorkerRuntime) -> None:

@@ -25,8 +25,9 @@ from calcgraph.workers.flush import attach
 from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier, wait_for_job
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
 from calcgraph.workers.run_wait import wait_for_run
-from calcgraph.workers.runtime import Sweeper, WorkerRuntime
+from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sandbox import SandboxBackend
+from calcgraph.workers.sweeper import Heartbeat, Sweeper
 
 log = logging.getLogger("calcgraph.workers")
 # The in-process broker hands messages over a queue.Queue: its worker threads wake at once, so
@@ -59,6 +60,7 @@ class Execution:
         self.runtime: WorkerRuntime | None = None
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
+        self.heartbeat: Heartbeat | None = None
         self.retention: RetentionTimer | None = None
 
     @property
@@ -92,6 +94,7 @@ class Execution:
         worker.start()
         self.runtime, self.worker = runtime, worker
         self.sweeper = Sweeper(runtime).start()
+        self.heartbeat = Heartbeat(runtime).start()
         self.retention = RetentionTimer(self.broker, self.settings).start()
         log.info(
             "in-process workers: %d threads, %s sandbox",
@@ -99,6 +102,12 @@ class Execution:
             runtime.backend.name,
         )
         return runtime
+
+    async def redis_reachable(self) -> bool | None:
+        """Whether Redis answers now; None without Redis (`/health`)."""
+        if isinstance(self.cache, RedisResultCache):
+            return await self.cache.ping()
+        return None
 
     async def queue_length(self) -> int:
         """Messages waiting in the broker's job queue (/metrics)."""
@@ -131,11 +140,14 @@ class Execution:
             self.retention = None
         if self.sweeper is not None:
             self.sweeper.stop()
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         if self.worker is not None:
             self.worker.stop(timeout=10_000)
         if self.runtime is not None:
             self.runtime.close()
         self.sweeper = self.worker = self.runtime = None
+        self.heartbeat = None
 
     async def close(self) -> None:
         await asyncio.to_thread(self.stop_workers)
