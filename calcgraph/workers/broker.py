@@ -61,13 +61,11 @@ def build_broker(settings: Settings) -> dramatiq.Broker:
     ]
     broker: dramatiq.Broker
     if settings.redis_url is not None:
-        from dramatiq.brokers.redis import RedisBroker
-
         from calcgraph.ops.redis_clients import sync_client
 
         # Our client: it reconnects and retries once Redis is back after a restart, where
         # the pooled connections of a plain one fail the first command each.
-        broker = RedisBroker(  # type: ignore[no-untyped-call]
+        broker = _redis_broker_class()(
             client=sync_client(settings.redis_url.get_secret_value()),
             middleware=middleware,
             namespace=f"{settings.redis_key_prefix}calcgraph",
@@ -124,7 +122,42 @@ class Outstanding(Middleware):
             return {m for m in message_ids if m in self.counts}
 
 
-def waiting(broker: dramatiq.Broker, message_ids: Collection[str]) -> set[str] | None:
+def _redis_id(message_id: str, retries: int) -> str:
+    return f"{message_id}.{retries}"
+
+
+def _redis_broker_class() -> Any:
+    from dramatiq.brokers.redis import RedisBroker
+    from dramatiq.common import current_millis
+
+    class JobRedisBroker(RedisBroker):
+        """Dramatiq's Redis broker, storing a message under an id derived from its message id
+        and retry count instead of a random one: the sweeper can then ask whether a job's
+        message still waits (`waiting`). Still unique per enqueue: a retry is enqueued with
+        one more retry, and a delayed message is moved between queues whose hashes differ."""
+
+        def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
+            queue_name = message.queue_name
+            retries = int(message.options.get("retries", 0))
+            message = message.copy(
+                options={"redis_message_id": _redis_id(message.message_id, retries)}
+            )
+            if delay is not None:
+                queue_name = dq_name(queue_name)
+                message = message.copy(
+                    queue_name=queue_name, options={"eta": current_millis() + delay}
+                )
+            self.emit_before("enqueue", message, delay)
+            self.do_enqueue(queue_name, message.options["redis_message_id"], message.encode())
+            self.emit_after("enqueue", message, delay)
+            return message
+
+    return JobRedisBroker
+
+
+def waiting(
+    broker: dramatiq.Broker, message_ids: Collection[str], max_retries: int = 0
+) -> set[str] | None:
     """Which of `message_ids` the broker still holds: queued, delayed for a retry, or fetched
     by a worker and not yet acknowledged. None when the broker cannot say (Redis is down)."""
     ids = list(message_ids)
@@ -137,21 +170,26 @@ def waiting(broker: dramatiq.Broker, message_ids: Collection[str]) -> set[str] |
     client = getattr(broker, "client", None)
     if namespace is None or client is None:
         return None
-    # Dramatiq's Redis broker keeps a message in `<queue>.msgs` from its enqueue to its ack.
+    # The Redis broker keeps a message in `<queue>.msgs` from its enqueue to its ack, under
+    # `_redis_id` (a retry, delayed first, under its retry count).
     keys = [f"{namespace}:{QUEUE}.msgs", f"{namespace}:{dq_name(QUEUE)}.msgs"]
+    fields = [
+        [_redis_id(message_id, retries) for retries in range(max_retries + 1)] for message_id in ids
+    ]
     try:
         pipe = client.pipeline(transaction=False)
-        for message_id in ids:
-            for key in keys:
-                pipe.hexists(key, message_id)
+        for key in keys:
+            for names in fields:
+                pipe.hmget(key, names)
         answers = pipe.execute()
     except Exception as exc:  # redis.RedisError, OSError: nothing is re-sent this round
         log.warning("cannot ask the broker which messages wait: %s", exc)
         return None
+    found = answers[: len(ids)], answers[len(ids) :]
     return {
         message_id
         for index, message_id in enumerate(ids)
-        if answers[2 * index] or answers[2 * index + 1]
+        if any(v is not None for half in found for v in half[index])
     }
 
 

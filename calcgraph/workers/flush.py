@@ -29,13 +29,20 @@ class Outbox:
     async def committed(self, state: Any) -> None:
         _, buffer = state
         pending, buffer[:] = list(buffer), []
-        for message in pending:
+        for index, message in enumerate(pending):
             try:
                 self.send(message)
             except Exception:
-                # The row is committed and `queued`: the sweeper re-sends it. Failing the
-                # request here would tell the caller the job does not exist when it does.
-                log.exception("could not send %s; the sweeper will re-send it", message.actor)
+                # The rows are committed and `queued`: the sweeper re-sends them. Failing the
+                # request here would tell the caller the job does not exist when it does; and
+                # a broker that refused one message refuses the next (each after its retries):
+                # the rest of the unit's messages wait for the sweeper too.
+                log.exception(
+                    "could not send %s (and %d more); the sweeper will re-send them",
+                    message.actor,
+                    len(pending) - index - 1,
+                )
+                return
 
     def end(self, state: Any) -> None:
         manager, buffer = state

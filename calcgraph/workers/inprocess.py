@@ -33,6 +33,7 @@ log = logging.getLogger("calcgraph.workers")
 # The in-process broker hands messages over a queue.Queue: its worker threads wake at once, so
 # this only bounds how long a stop waits for them.
 _INPROCESS_POLL_MS = 100
+_REDIS_PROBE_SECONDS = 1.0
 
 
 def build_cache_and_notifier(settings: Settings) -> tuple[ResultCache, Notifier]:
@@ -61,6 +62,7 @@ class Execution:
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
         self.heartbeat: Heartbeat | None = None
+        self._redis_seen: tuple[float, bool] | None = None
         self.retention: RetentionTimer | None = None
 
     @property
@@ -104,10 +106,14 @@ class Execution:
         return runtime
 
     async def redis_reachable(self) -> bool | None:
-        """Whether Redis answers now; None without Redis (`/health`)."""
-        if isinstance(self.cache, RedisResultCache):
-            return await self.cache.ping()
-        return None
+        """Whether Redis answers (asked at most once a second); None without Redis
+        (`/health`)."""
+        if not isinstance(self.cache, RedisResultCache):
+            return None
+        now = asyncio.get_running_loop().time()
+        if self._redis_seen is None or now - self._redis_seen[0] > _REDIS_PROBE_SECONDS:
+            self._redis_seen = (now, await self.cache.ping())
+        return self._redis_seen[1]
 
     async def queue_length(self) -> int:
         """Messages waiting in the broker's job queue (/metrics)."""

@@ -96,7 +96,7 @@ class Sweeper(_Timer):
                 # execution timeout plus a grace lost its worker.
                 stuck_after=settings.sandbox_timeout_seconds + 120,
                 heartbeat_timeout=settings.job_heartbeat_timeout_seconds,
-                waiting=lambda ids: waiting(broker, ids),
+                waiting=lambda ids: waiting(broker, ids, settings.job_max_retries),
                 node_actor=CHAIN_ACTOR if settings.chain_execution == "chain" else RUN_ACTOR,
             )
         if report.resent or report.handed_over or report.given_up or report.stuck:
