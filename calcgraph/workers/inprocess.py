@@ -115,12 +115,17 @@ class Execution:
             self._redis_seen = (now, await self.cache.ping())
         return self._redis_seen[1]
 
-    async def queue_length(self) -> int:
-        """Messages waiting in the broker's job queue (/metrics)."""
+    async def queue_length(self) -> int | None:
+        """Messages waiting in the broker's job queue (/metrics); None while Redis is down."""
         if isinstance(self.broker, StubBroker):
             return int(self.broker.queues[QUEUE].qsize())
         # Redis: Dramatiq's own queue-size command, a blocking call.
-        return int(await asyncio.to_thread(self.broker.do_qsize, QUEUE))  # type: ignore[attr-defined]
+        try:
+            size = await asyncio.to_thread(self.broker.do_qsize, QUEUE)  # type: ignore[attr-defined]
+        except Exception as exc:  # redis.RedisError, OSError: /metrics still answers
+            log.warning("the broker's queue length is unknown: %s", exc)
+            return None
+        return int(size)
 
     async def wait(
         self, job_id: str, seconds: float, read: Callable[[], Awaitable[JobView]]

@@ -105,7 +105,8 @@ async def test_finishes_record_once_with_their_own_values(
     ok_id, failed_id, queued_id = await _queued(database, identity_provider, 3)
     store = JobStore(database)
     ok_claim, failed_claim = await asyncio.gather(store.claim(ok_id), store.claim(failed_id))
-    assert ok_claim is not None and failed_claim is not None
+    assert ok_claim is not None
+    assert failed_claim is not None
     lease = ok_claim.lease
     error = {"kind": "user_error", "message": "boom"}
     recorded = await asyncio.gather(

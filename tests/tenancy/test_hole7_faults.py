@@ -450,6 +450,8 @@ async def test_hole7_redis_restart_and_outage_never_give_500_and_health_says_so(
         assert health.status_code == 200, health.text
         assert health.json()["status"] == "degraded"
         assert health.json()["redis"] == "unreachable"
+        scraped = await platform.client.get("/metrics")
+        assert scraped.status_code == 200, scraped.text
         began = time.monotonic()
         during = await platform.execute(path, {"x": 3}, wait=0.5)
         assert during.status_code == 202, during.text
