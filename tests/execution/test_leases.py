@@ -18,13 +18,18 @@ from calcgraph.db.base import utcnow
 from calcgraph.domain.jobs.enqueue import Message, job_message_id
 from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import build_broker, send, waiting
+from calcgraph.workers.flush import attach
 from calcgraph.workers.sweeper import Heartbeat
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import Platform, default_sandbox, running_platform
 from tests.execution.factories import deploy
 from tests.execution.test_workers import _job, _lost_job, _until_finished
+from tests.runs.test_chains_api import _line
+from tests.runs.test_chains_api import _package as _chain_package
+from tests.runs.test_tick_api import TERMINAL, _start, _tick, _until, _workflow
 
 pytestmark = pytest.mark.db
 
@@ -157,6 +162,43 @@ class TestHandOver:
         assert job["status"] == "failed"
         assert job["error"]["kind"] == "infrastructure_error"
         assert "stopped" in job["error"]["message"]
+
+
+class TestChainHandOver:
+    async def test_a_chain_whose_worker_died_resumes_on_another_and_runs_each_node_once(
+        self, platform: Platform
+    ) -> None:
+        package = await _chain_package(platform)
+        slug = await _workflow(platform, _line(package, ["inc", "inc", "inc"]))
+        run = await _start(platform, slug, {"x": 1})
+        # The tick's message is lost and a worker that claimed the head died.
+        attach(platform.database, lambda message: None)
+        try:
+            ticked = await _tick(platform, run["id"])
+        finally:
+            attach(platform.database, platform.execution.send)
+        head = ticked["node_states"]["n0"]["job_id"]
+        await _claim(platform, head, "dead-worker")
+        async with platform.database.write_session() as session:
+            row = await session.get(Job, head)
+            assert row is not None
+            row.heartbeat_at = utcnow() - timedelta(minutes=1)
+        async with platform.database.write_session() as session:
+            report = await job_execution_service.sweep(
+                session,
+                stale_after=30,
+                max_deliveries=5,
+                stuck_after=400,
+                heartbeat_timeout=30,
+                waiting=lambda ids: set(),
+                node_actor=CHAIN_ACTOR,
+            )
+        assert report.handed_over == [head]
+        done = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL)
+        assert done["status"] == "completed", done
+        assert done["terminal_outputs"] == {"n2": {"y": 4.0}}
+        assert [done["node_states"][key]["attempt"] for key in ("n0", "n1", "n2")] == [1, 1, 1]
+        assert (await _row(platform, head)).deliveries == 2
 
 
 class TestWaitingInTheQueue:
