@@ -49,9 +49,19 @@ class Settings(BaseSettings):
     )
     sweeper_interval_seconds: float = Field(default=5.0, gt=0)
     sweeper_stale_seconds: float = Field(
-        default=30.0, gt=0, description="a queued job this old (times its deliveries) is re-sent"
+        default=30.0,
+        gt=0,
+        description="a queued job this old whose message the broker lost is re-sent",
     )
     sweeper_max_deliveries: int = Field(default=5, gt=0)
+    job_heartbeat_seconds: float = Field(
+        default=5.0, gt=0, description="how often a worker renews the heartbeat of its jobs"
+    )
+    job_heartbeat_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="a running job whose heartbeat is this old goes to another worker",
+    )
     chain_execution: Literal["chain", "node"] = Field(
         default="chain",
         description="chain: a chain of the frozen plan runs as one worker job, node by node in "

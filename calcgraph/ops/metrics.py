@@ -193,8 +193,11 @@ class Metrics(WorkerMetrics):
         children[0].inc()
         children[1].observe(seconds)
 
-    def set_jobs(self, counts: Mapping[str, int], broker_queue_length: int) -> None:
+    def set_jobs(self, counts: Mapping[str, int], broker_queue_length: int | None) -> None:
+        """`broker_queue_length` None: the broker does not answer (NaN, "unknown")."""
         for status in sorted({*JOB_STATUSES, *counts}):
             self.jobs.labels(status).set(counts.get(status, 0))
         self.queue_depth.set(counts.get("queued", 0))
-        self.broker_queue_length.set(broker_queue_length)
+        self.broker_queue_length.set(
+            float("nan") if broker_queue_length is None else broker_queue_length
+        )

@@ -111,9 +111,9 @@ class RedisLimiter:
     async def acquire(self, key: str) -> float:
         if self._client is None:
             # The asyncio client belongs to the event loop that first uses it: the API's loop.
-            import redis.asyncio
+            from calcgraph.ops.redis_clients import async_client
 
-            self._client = redis.asyncio.Redis.from_url(self._url)
+            self._client = async_client(self._url)
             self._script = self._client.register_script(_GCRA_LUA)
         try:
             answer = await self._script(

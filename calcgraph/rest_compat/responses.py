@@ -48,8 +48,11 @@ class ErrorBody(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "unavailable"]
+    status: Literal["ok", "degraded", "unavailable"]
+    """`degraded`: the database answers, Redis does not (jobs wait queued until it is back)."""
     database: str
+    redis: Literal["ok", "unreachable"] | None = None
+    """Only with `CALCGRAPH_REDIS_URL`."""
     version: str
 
 

@@ -10,18 +10,27 @@ from calcgraph import __version__
 from calcgraph.rest_compat.operations import Operation
 from calcgraph.rest_compat.responses import Health
 from calcgraph.rest_compat.state import database_of
+from calcgraph.workers.inprocess import Execution
 
 
 async def health(request: Request) -> JSONResponse:
     database = database_of(request)
+    execution: Execution = request.app.state.execution
+    # Without Redis nothing is sent: the API keeps answering (jobs stay queued, the sweeper
+    # sends them once it is back), so the platform is degraded, not down.
+    redis = await execution.redis_reachable()
+    extra = {} if redis is None else {"redis": "ok" if redis else "unreachable"}
     try:
         await database.ping()
     except Exception:  # readiness reports the failure instead of raising it
         return JSONResponse(
-            {"status": "unavailable", "database": "unreachable", "version": __version__},
+            {"status": "unavailable", "database": "unreachable", "version": __version__, **extra},
             status_code=503,
         )
-    return JSONResponse({"status": "ok", "database": database.dialect_name, "version": __version__})
+    status = "degraded" if redis is False else "ok"
+    return JSONResponse(
+        {"status": status, "database": database.dialect_name, "version": __version__, **extra}
+    )
 
 
 routes = [Route("/health", health, methods=["GET"])]

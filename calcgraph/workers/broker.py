@@ -8,14 +8,23 @@ messages are built by actor name.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import threading
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
-from dramatiq.middleware import CurrentMessage, Retries, ShutdownNotifications, TimeLimit
+from dramatiq.common import dq_name
+from dramatiq.middleware import (
+    CurrentMessage,
+    Middleware,
+    Retries,
+    ShutdownNotifications,
+    TimeLimit,
+)
 
 from calcgraph.domain.jobs.enqueue import Message
 
@@ -24,7 +33,6 @@ if TYPE_CHECKING:
     from calcgraph.workers.runtime import WorkerRuntime
 
 log = logging.getLogger("calcgraph.workers.broker")
-
 QUEUE = "calcgraph.jobs"
 # Above the sandbox timeout: the sandbox kills user code first and the job records `timeout`;
 # Dramatiq's own limit only stops a worker thread that hangs outside the sandbox.
@@ -53,23 +61,30 @@ def build_broker(settings: Settings) -> dramatiq.Broker:
     ]
     broker: dramatiq.Broker
     if settings.redis_url is not None:
-        from dramatiq.brokers.redis import RedisBroker
+        from calcgraph.ops.redis_clients import sync_client
 
-        broker = RedisBroker(  # type: ignore[no-untyped-call]
-            url=settings.redis_url.get_secret_value(),
+        # Our client: it reconnects and retries once Redis is back after a restart, where
+        # the pooled connections of a plain one fail the first command each.
+        broker = _redis_broker_class()(
+            client=sync_client(settings.redis_url.get_secret_value()),
             middleware=middleware,
             namespace=f"{settings.redis_key_prefix}calcgraph",
         )
     else:
+        # In one process the broker can count its own messages (see `waiting`).
+        middleware.append(Outstanding())
         broker = StubBroker(middleware=middleware)
     broker.declare_queue(QUEUE)
     return broker
 
 
 def _message(message: Message) -> dramatiq.Message[Any]:
-    return dramatiq.Message(
+    built: dramatiq.Message[Any] = dramatiq.Message(
         queue_name=QUEUE, actor_name=message.actor, args=(), kwargs=dict(message.kwargs), options={}
     )
+    if message.message_id is not None:
+        built = built.copy(message_id=message.message_id)
+    return built
 
 
 def send(broker: dramatiq.Broker, message: Message) -> None:
@@ -85,20 +100,27 @@ def send_many(broker: dramatiq.Broker, messages: Sequence[Message]) -> int:
     from dramatiq.brokers.redis import RedisBroker
 
     if not isinstance(broker, RedisBroker) or len(messages) == 1:
-        failed = 0
-        for message in messages:
+        for index, message in enumerate(messages):
             try:
                 send(broker, message)
             except Exception:
-                log.exception("could not send %s; the sweeper will re-send it", message.actor)
-                failed += 1
-        return failed
+                # A broker that refused one message refuses the next (each after its retries):
+                # the rest of the unit's messages wait for the sweeper too.
+                left = len(messages) - index
+                log.exception(
+                    "could not send %s (and %d more); the sweeper will re-send them",
+                    message.actor,
+                    left - 1,
+                )
+                return left
+        return 0
     pipeline = broker.client.pipeline(transaction=False)
     batch = _Pipelined(broker, pipeline)
     for message in messages:
         # Dramatiq's own enqueue (message ids, middleware), with its script bound to the
         # pipeline. Its "after enqueue" hooks run before the pipeline does; none of ours acts.
-        RedisBroker.enqueue(batch, _message(message))  # type: ignore[arg-type]
+        # The broker's class: ours stores each message under an id the sweeper can look up.
+        type(broker).enqueue(batch, _message(message))  # type: ignore[arg-type]
     try:
         results = pipeline.execute(raise_on_error=False)
     except Exception:
@@ -131,6 +153,107 @@ class _Pipelined:
 
             return RedisBroker._dispatch(self, name[len("do_") :])  # type: ignore[arg-type, no-untyped-call]
         return getattr(self._broker, name)
+
+
+class Outstanding(Middleware):
+    """The in-process broker's messages not yet acknowledged, by id: sent (a retry's included)
+    and not yet acked or rejected. A count, as a delayed message is sent twice (to the delay
+    queue, then to its queue) and acknowledged twice."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+
+    def after_enqueue(self, broker: dramatiq.Broker, message: Any, delay: int | None) -> None:
+        with self._lock:
+            self.counts[message.message_id] += 1
+
+    def _done(self, message: Any) -> None:
+        with self._lock:
+            self.counts[message.message_id] -= 1
+            if self.counts[message.message_id] <= 0:
+                del self.counts[message.message_id]
+
+    def after_ack(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._done(message)
+
+    def after_nack(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._done(message)
+
+    def held(self, message_ids: Collection[str]) -> set[str]:
+        with self._lock:
+            return {m for m in message_ids if m in self.counts}
+
+
+def _redis_id(message_id: str, retries: int) -> str:
+    return f"{message_id}.{retries}"
+
+
+def _redis_broker_class() -> Any:
+    from dramatiq.brokers.redis import RedisBroker
+    from dramatiq.common import current_millis
+
+    class JobRedisBroker(RedisBroker):
+        """Dramatiq's Redis broker, storing a message under an id derived from its message id
+        and retry count instead of a random one: the sweeper can then ask whether a job's
+        message still waits (`waiting`). Still unique per enqueue: a retry is enqueued with
+        one more retry, and a delayed message is moved between queues whose hashes differ."""
+
+        def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
+            queue_name = message.queue_name
+            retries = int(message.options.get("retries", 0))
+            message = message.copy(
+                options={"redis_message_id": _redis_id(message.message_id, retries)}
+            )
+            if delay is not None:
+                queue_name = dq_name(queue_name)
+                message = message.copy(
+                    queue_name=queue_name, options={"eta": current_millis() + delay}
+                )
+            self.emit_before("enqueue", message, delay)
+            self.do_enqueue(queue_name, message.options["redis_message_id"], message.encode())
+            self.emit_after("enqueue", message, delay)
+            return message
+
+    return JobRedisBroker
+
+
+def waiting(
+    broker: dramatiq.Broker, message_ids: Collection[str], max_retries: int = 0
+) -> set[str] | None:
+    """Which of `message_ids` the broker still holds: queued, delayed for a retry, or fetched
+    by a worker and not yet acknowledged. None when the broker cannot say (Redis is down)."""
+    ids = list(message_ids)
+    if not ids:
+        return set()
+    for middleware in broker.middleware:
+        if isinstance(middleware, Outstanding):
+            return middleware.held(ids)
+    namespace = getattr(broker, "namespace", None)
+    client = getattr(broker, "client", None)
+    if namespace is None or client is None:
+        return None
+    # The Redis broker keeps a message in `<queue>.msgs` from its enqueue to its ack, under
+    # `_redis_id` (a retry, delayed first, under its retry count).
+    keys = [f"{namespace}:{QUEUE}.msgs", f"{namespace}:{dq_name(QUEUE)}.msgs"]
+    fields = [
+        [_redis_id(message_id, retries) for retries in range(max_retries + 1)] for message_id in ids
+    ]
+    try:
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            for names in fields:
+                pipe.hmget(key, names)
+        answers = pipe.execute()
+    except Exception as exc:  # redis.RedisError, OSError: nothing is re-sent this round
+        log.warning("cannot ask the broker which messages wait: %s", exc)
+        return None
+    found = answers[: len(ids)], answers[len(ids) :]
+    return {
+        message_id
+        for index, message_id in enumerate(ids)
+        if any(v is not None for half in found for v in half[index])
+    }
 
 
 def declare_actors(broker: dramatiq.Broker, runtime: WorkerRuntime) -> None:

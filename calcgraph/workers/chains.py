@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from calcgraph.db.base import utcnow
+from calcgraph.db.base import new_id, utcnow
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
 from calcgraph.domain.jobs.execution.service import job_execution_service
@@ -93,18 +93,21 @@ class _Held:
 
 
 def run_chain(runtime: WorkerRuntime, job_id: str) -> None:
-    started = runtime.call(_start(runtime, job_id))
+    lease = new_id()
+    started = runtime.call(_start(runtime, job_id, lease))
     if started is None:
         return
     context, head = started
     held = _Held(runtime)
     began = time.monotonic()
-    try:
-        current: ChainStep | None = head
-        while current is not None:
-            current = _batch(runtime, held, context, current, began)
-    finally:
-        held.release()
+    # Every job the chain starts runs under its claim's lease, which beats until the end.
+    with runtime.leases.holding(lease):
+        try:
+            current: ChainStep | None = head
+            while current is not None:
+                current = _batch(runtime, held, context, current, began)
+        finally:
+            held.release()
 
 
 class _Due:
@@ -194,7 +197,7 @@ def _batch(
                 if links:
                     _flush(runtime, context, links, step, queued=True)
                 else:
-                    runtime.call(_release(runtime, step.job_id))
+                    runtime.call(_release(runtime, step.job_id, context.lease))
                 raise InfrastructureFailure(str(error.get("message")))
             links.append(link)
             if link.status != "success":
@@ -299,14 +302,16 @@ def _record(
     return Advance()
 
 
-async def _start(runtime: WorkerRuntime, job_id: str) -> tuple[ChainContext, ChainStep] | None:
+async def _start(
+    runtime: WorkerRuntime, job_id: str, lease: str
+) -> tuple[ChainContext, ChainStep] | None:
     async with runtime.database.write_session() as session:
-        return await service.start(session, job_id)
+        return await service.start(session, job_id, lease)
 
 
-async def _release(runtime: WorkerRuntime, job_id: str) -> bool:
+async def _release(runtime: WorkerRuntime, job_id: str, lease: str) -> bool:
     async with runtime.database.write_session() as session:
-        return await job_execution_service.release(session, job_id)
+        return await job_execution_service.release(session, job_id, lease)
 
 
 async def _advance(

@@ -38,14 +38,20 @@ class Outbox:
         self._sending: set[asyncio.Task[None]] = set()
 
     def _each(self, messages: Sequence[Message]) -> int:
-        failed = 0
-        for message in messages:
+        for index, message in enumerate(messages):
             try:
                 self.send(message)
             except Exception:
-                log.exception("could not send %s; the sweeper will re-send it", message.actor)
-                failed += 1
-        return failed
+                # A broker that refused one message refuses the next (each after its retries):
+                # the rest of the unit's messages wait for the sweeper too.
+                left = len(messages) - index
+                log.exception(
+                    "could not send %s (and %d more); the sweeper will re-send them",
+                    message.actor,
+                    left - 1,
+                )
+                return left
+        return 0
 
     def begin(self) -> Any:
         manager = collecting()

@@ -25,13 +25,15 @@ from calcgraph.workers.flush import attach
 from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier, wait_for_job
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
 from calcgraph.workers.run_wait import wait_for_run
-from calcgraph.workers.runtime import Sweeper, WorkerRuntime
+from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sandbox import SandboxBackend
+from calcgraph.workers.sweeper import Heartbeat, Sweeper
 
 log = logging.getLogger("calcgraph.workers")
 # The in-process broker hands messages over a queue.Queue: its worker threads wake at once, so
 # this only bounds how long a stop waits for them.
 _INPROCESS_POLL_MS = 100
+_REDIS_PROBE_SECONDS = 1.0
 
 
 def build_cache_and_notifier(settings: Settings) -> tuple[ResultCache, Notifier]:
@@ -67,6 +69,8 @@ class Execution:
         self.runtime: WorkerRuntime | None = None
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
+        self.heartbeat: Heartbeat | None = None
+        self._redis_seen: tuple[float, bool] | None = None
         self.retention: RetentionTimer | None = None
 
     @property
@@ -103,6 +107,7 @@ class Execution:
         worker.start()
         self.runtime, self.worker = runtime, worker
         self.sweeper = Sweeper(runtime).start()
+        self.heartbeat = Heartbeat(runtime).start()
         self.retention = RetentionTimer(self.broker, self.settings).start()
         log.info(
             "in-process workers: %d threads, %s sandbox",
@@ -111,12 +116,27 @@ class Execution:
         )
         return runtime
 
-    async def queue_length(self) -> int:
-        """Messages waiting in the broker's job queue (/metrics)."""
+    async def redis_reachable(self) -> bool | None:
+        """Whether Redis answers (asked at most once a second); None without Redis
+        (`/health`)."""
+        if not isinstance(self.cache, RedisResultCache):
+            return None
+        now = asyncio.get_running_loop().time()
+        if self._redis_seen is None or now - self._redis_seen[0] > _REDIS_PROBE_SECONDS:
+            self._redis_seen = (now, await self.cache.ping())
+        return self._redis_seen[1]
+
+    async def queue_length(self) -> int | None:
+        """Messages waiting in the broker's job queue (/metrics); None while Redis is down."""
         if isinstance(self.broker, StubBroker):
             return int(self.broker.queues[QUEUE].qsize())
         # Redis: Dramatiq's own queue-size command, a blocking call.
-        return int(await asyncio.to_thread(self.broker.do_qsize, QUEUE))  # type: ignore[attr-defined]
+        try:
+            size = await asyncio.to_thread(self.broker.do_qsize, QUEUE)  # type: ignore[attr-defined]
+        except Exception as exc:  # redis.RedisError, OSError: /metrics still answers
+            log.warning("the broker's queue length is unknown: %s", exc)
+            return None
+        return int(size)
 
     async def wait(
         self, job_id: str, seconds: float, read: Callable[[], Awaitable[JobView]]
@@ -144,11 +164,14 @@ class Execution:
             self.retention = None
         if self.sweeper is not None:
             self.sweeper.stop()
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         if self.worker is not None:
             self.worker.stop(timeout=10_000)
         if self.runtime is not None:
             self.runtime.close()
         self.sweeper = self.worker = self.runtime = None
+        self.heartbeat = None
 
     async def close(self) -> None:
         await self.outbox.drain()

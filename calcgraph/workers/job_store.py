@@ -19,6 +19,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from calcgraph.db.base import new_id
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.execution.repository import ClaimedRow, Finish
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
@@ -46,13 +47,15 @@ class JobStore:
         self.requests = 0
 
     async def claim(self, job_id: str) -> ClaimedRow | None:
-        """queued -> running; None when another delivery claimed (or finished) it first."""
+        """queued -> running under a new lease (the row says which); None when another
+        delivery claimed (or finished) it first."""
         future: asyncio.Future[ClaimedRow | None] = asyncio.get_running_loop().create_future()
         self._submit(_Request(future, claim=job_id))
         return await future
 
     async def finish(self, finish: Finish) -> bool:
-        """running -> success/failed; False when the job was not running (already recorded)."""
+        """running -> success/failed; False when the job was not running under the finish's
+        lease (already recorded, or handed to another worker)."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._submit(_Request(future, finish=finish))
         return await future
@@ -79,7 +82,10 @@ class JobStore:
         finishes = [r.finish for r in batch if r.finish is not None]
         try:
             async with self.database.write_session() as session:
-                claimed, finished = await service.claim_and_finish(session, claims, finishes)
+                # One lease per batch: a job is claimed at most once in it.
+                claimed, finished = await service.claim_and_finish(
+                    session, claims, finishes, new_id()
+                )
         except Exception as exc:
             if len(batch) > 1:
                 for request in batch:

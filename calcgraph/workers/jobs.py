@@ -1,10 +1,12 @@
 """The `jobs.run` actor: run one job by id, record its result in the job store, idempotently.
 
 1. Claim `queued -> running` with a guarded UPDATE; 0 rows means another delivery claimed or
-   finished it: ack and return (a redelivered message never runs a job twice). Claims and
-   finishes go through the process's `JobStore`, which groups concurrent ones per transaction.
+   finished it: ack and return (a redelivered message never runs a job twice). The claim sets
+   the job's lease, which the process's heartbeat renews while it runs. Claims and finishes go
+   through the process's `JobStore`, which groups concurrent ones per transaction.
 2. Stage the code and run it on the process's warm pool, in this worker thread.
-3. Record `success`/`failed` with a guarded UPDATE (`running -> ...`), cache a success, notify.
+3. Record `success`/`failed` with a guarded UPDATE (`running -> ...` under the claim's lease:
+   a worker the sweeper gave up on finds 0 rows), cache a success, notify.
 
 User-code failures (user_error, timeout, out_of_memory, sandbox_error) are results, never
 retried. An infrastructure failure puts the job back to `queued` and raises, so Dramatiq retries
@@ -53,15 +55,19 @@ def _run_job(runtime: WorkerRuntime, job_id: str) -> None:
     claimed = runtime.call(_claim(runtime, job_id))
     if claimed is None:
         return
-    result = _run(runtime, claimed)
-    if (
-        result.error is not None
-        and result.error.kind == "infrastructure_error"
-        and retries_left(runtime.settings)
-    ):
-        runtime.call(_release(runtime, job_id))
-        raise InfrastructureFailure(result.error.message)
-    if _record(runtime, job_id, result) and result.status == "success":
+    # The claim's lease is beating until the result is recorded: a process killed outright
+    # stops it, and the sweeper hands the job to another worker.
+    with runtime.leases.holding(claimed.lease):
+        result = _run(runtime, claimed)
+        if (
+            result.error is not None
+            and result.error.kind == "infrastructure_error"
+            and retries_left(runtime.settings)
+        ):
+            runtime.call(_release(runtime, job_id, claimed.lease))
+            raise InfrastructureFailure(result.error.message)
+        recorded = _record(runtime, job_id, claimed.lease, result)
+    if recorded and result.status == "success":
         key = result_key(claimed.user_id, claimed.function_version_id, claimed.resolved_inputs)
         try:
             runtime.cache.put(key, CachedResult(result.outputs or {}, result.logs))
@@ -126,11 +132,11 @@ def retries_left(settings: Settings) -> bool:
     return int(message.options.get("retries", 0)) < settings.job_max_retries
 
 
-def _record(runtime: WorkerRuntime, job_id: str, result: RunResult) -> bool:
+def _record(runtime: WorkerRuntime, job_id: str, lease: str, result: RunResult) -> bool:
     # The sandbox already ran: retry a busy database here rather than re-running the job.
     for attempt in range(_RECORD_ATTEMPTS):
         try:
-            return runtime.call(_finish(runtime, job_id, result))
+            return runtime.call(_finish(runtime, job_id, lease, result))
         except Exception as exc:
             if not is_retryable(exc) or attempt == _RECORD_ATTEMPTS - 1:
                 raise
@@ -142,12 +148,12 @@ async def _claim(runtime: WorkerRuntime, job_id: str) -> ClaimedRow | None:
     return await runtime.store.claim(job_id)
 
 
-async def _release(runtime: WorkerRuntime, job_id: str) -> bool:
+async def _release(runtime: WorkerRuntime, job_id: str, lease: str) -> bool:
     async with runtime.database.write_session() as session:
-        return await service.release(session, job_id)
+        return await service.release(session, job_id, lease)
 
 
-async def _finish(runtime: WorkerRuntime, job_id: str, result: RunResult) -> bool:
+async def _finish(runtime: WorkerRuntime, job_id: str, lease: str, result: RunResult) -> bool:
     return await runtime.store.finish(
         Finish(
             job_id,
@@ -155,6 +161,7 @@ async def _finish(runtime: WorkerRuntime, job_id: str, result: RunResult) -> boo
             result.outputs if result.status == "success" else None,
             result.error.as_dict() if result.error is not None else None,
             result.logs,
+            lease,
         )
     )
 

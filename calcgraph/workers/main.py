@@ -22,7 +22,8 @@ from calcgraph.builds.retention_actor import RetentionTimer
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import build_broker, declare_actors
 from calcgraph.workers.inprocess import build_cache_and_notifier
-from calcgraph.workers.runtime import Sweeper, WorkerRuntime
+from calcgraph.workers.runtime import WorkerRuntime
+from calcgraph.workers.sweeper import Heartbeat, Sweeper
 
 log = logging.getLogger("calcgraph.workers")
 
@@ -47,9 +48,19 @@ def serve_worker(
     metrics_server = _serve_metrics(settings, runtime, index)
     declare_actors(broker, runtime)
     broker.emit_after("process_boot")
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=settings.worker_poll_ms)
+    worker = dramatiq.Worker(
+        broker,
+        worker_threads=threads,
+        worker_timeout=settings.worker_poll_ms,
+    )
+    # Fetch only what the threads run: a process killed outright holds no message beyond its
+    # running jobs (which the heartbeat hands over); Dramatiq's default of twice the threads
+    # would leave the rest with the dead process until Redis' own dead-worker timeout (60 s)
+    # requeues them.
+    worker.queue_prefetch = threads
     worker.start()
     sweeper = Sweeper(runtime).start()
+    heartbeat = Heartbeat(runtime).start()
     # Retention cleanup is idempotent, so a timer in every worker process costs only queries.
     retention = RetentionTimer(broker, settings).start()
     log.info("worker ready: %d threads, %s sandbox", threads, runtime.backend.name)
@@ -58,6 +69,7 @@ def serve_worker(
     finally:
         retention.stop()
         sweeper.stop()
+        heartbeat.stop()
         worker.stop(timeout=30_000)
         runtime.close()
         broker.emit_before("process_stop")

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -23,6 +24,8 @@ from calcgraph.domain.jobs.views import JobView
 log = logging.getLogger("calcgraph.workers.notify")
 _RECENT = 10_000
 _STEADY_AFTER_S = 1.0
+_RESUBSCRIBE_S = 0.5
+_DOWN_LOG_SECONDS = 60.0
 
 
 class _Waiters:
@@ -89,23 +92,49 @@ class RedisNotifier:
     """One channel per Redis database; each API process subscribes once, on its first wait."""
 
     def __init__(self, url: str, prefix: str = "") -> None:
-        import redis
+        from calcgraph.ops.redis_clients import sync_client
 
         self.url = url
         self.channel = f"{prefix}calcgraph:jobs:finished"
-        self._publisher = redis.Redis.from_url(url)
+        self._publisher = sync_client(url)
         self._waiters = _Waiters()
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._subscribed_at: float | None = None
+        self._last_warning = 0.0
+
+    def _down(self, what: str, exc: Exception) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > _DOWN_LOG_SECONDS:
+            self._last_warning = now
+            log.warning("%s while Redis does not answer (waiters poll): %s", what, exc)
 
     def publish(self, job_id: str) -> None:
-        self._publisher.publish(self.channel, job_id)
+        # Best effort: a waiter that misses it reads the job again within a second.
+        try:
+            self._publisher.publish(self.channel, job_id)
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down("no completion notifications", exc)
 
     async def _subscribe(self, ready: asyncio.Event) -> None:
-        import redis.asyncio
+        # Subscribed for good: after a Redis restart (or while it is down) the subscription
+        # is made again; meanwhile waiters poll the job store at their backoff.
+        while True:
+            try:
+                await self._listen(ready)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # redis.RedisError, OSError
+                self._down("no completion notifications", exc)
+            finally:
+                self._subscribed_at = None
+                ready.set()
+            await asyncio.sleep(_RESUBSCRIBE_S)
 
-        client = redis.asyncio.Redis.from_url(self.url)
+    async def _listen(self, ready: asyncio.Event) -> None:
+        from calcgraph.ops.redis_clients import async_client
+
+        client = async_client(self.url)
         pubsub = client.pubsub()
         try:
             await pubsub.subscribe(self.channel)
@@ -117,10 +146,8 @@ class RedisNotifier:
                     data = message["data"]
                     self._waiters.wake(data.decode() if isinstance(data, bytes) else str(data))
         finally:
-            self._subscribed_at = None
-            ready.set()
             with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()
                 await client.aclose()
 
     async def _ensure_subscribed(self) -> None:

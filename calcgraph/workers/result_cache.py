@@ -8,6 +8,7 @@ The API reads asynchronously, workers write from their threads synchronously.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -16,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calcgraph.domain.jobs.cache_key import RESULT_TTL_SECONDS, CachedResult
+
+log = logging.getLogger("calcgraph.workers.result_cache")
+_DOWN_LOG_SECONDS = 60.0
 
 
 @dataclass
@@ -83,37 +87,64 @@ class RedisResultCache:
     """Keys `<prefix>result:<sha256>` holding JSON, with Redis' own expiry."""
 
     def __init__(self, url: str, ttl_seconds: float = RESULT_TTL_SECONDS, prefix: str = "") -> None:
-        import redis
-        import redis.asyncio
+        from calcgraph.ops.redis_clients import sync_client
 
         self.stats = CacheStats()
         self.ttl_ms = int(ttl_seconds * 1000)
         self.prefix = f"{prefix}calcgraph:result:"
-        self._sync = redis.Redis.from_url(url)
+        self._sync = sync_client(url)
         self._url = url
         self._async: Any = None
+        self._last_warning = 0.0
 
     def _client(self) -> Any:
         # The asyncio client belongs to the event loop that first uses it: the API's loop.
         if self._async is None:
-            import redis.asyncio
+            from calcgraph.ops.redis_clients import async_client
 
-            self._async = redis.asyncio.Redis.from_url(self._url)
+            self._async = async_client(self._url)
         return self._async
 
+    def _down(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > _DOWN_LOG_SECONDS:
+            self._last_warning = now
+            log.warning("the result cache is bypassed while Redis does not answer: %s", exc)
+
     async def get(self, key: str) -> CachedResult | None:
-        raw = await self._client().get(self.prefix + key)
+        # A cache that does not answer is a miss: the job runs (its result is the same).
+        try:
+            raw = await self._client().get(self.prefix + key)
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down(exc)
+            raw = None
         return self.stats.looked_up(_decode(raw))
 
     async def get_many(self, keys: Sequence[str]) -> list[CachedResult | None]:
         """One MGET: a tick submitting 1,000 jobs made 1,000 round trips, most of its time."""
         if not keys:
             return []
-        raws = await self._client().mget([self.prefix + key for key in keys])
+        try:
+            raws = await self._client().mget([self.prefix + key for key in keys])
+        except Exception as exc:  # redis.RedisError, OSError: every key is a miss
+            self._down(exc)
+            raws = [None] * len(keys)
         return [self.stats.looked_up(_decode(raw)) for raw in raws]
 
+    async def ping(self) -> bool:
+        """Whether Redis answers now (`/health`)."""
+        try:
+            return bool(await self._client().ping())
+        except Exception:
+            return False
+
     def lookup(self, key: str) -> CachedResult | None:
-        return self.stats.looked_up(_decode(self._sync.get(self.prefix + key)))
+        try:
+            raw = self._sync.get(self.prefix + key)
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down(exc)
+            raw = None
+        return self.stats.looked_up(_decode(raw))
 
     def put(self, key: str, result: CachedResult) -> None:
         body = json.dumps({"outputs": result.outputs, "logs": result.logs})

@@ -1,5 +1,6 @@
 """What one worker process holds: its own event loop (for the async database), its database
-engine with the outbox, its warm pool, the code cache, the result cache and the notifier.
+engine with the outbox, its warm pool, the code cache, the result cache, the notifier and the
+leases of the jobs it runs.
 
 Dramatiq runs actors in worker threads; an actor hands each unit of work to the runtime's loop
 (`call`) and runs the sandbox in its own thread, so a slow job never blocks the loop.
@@ -27,6 +28,7 @@ from calcgraph.workers.broker import send, send_many
 from calcgraph.workers.code_cache import CodeCache, CodeError
 from calcgraph.workers.flush import attach
 from calcgraph.workers.job_store import JobStore
+from calcgraph.workers.leases import Leases
 from calcgraph.workers.notify import Notifier
 from calcgraph.workers.result_cache import ResultCache
 from calcgraph.workers.sandbox import SandboxBackend, WarmPool, create_backend, limits_from
@@ -85,6 +87,8 @@ class WorkerRuntime:
             off_loop=settings.redis_url is not None,
         )
         self.store = JobStore(self.database)
+        self.leases = Leases()
+        """The leases of the jobs this process runs, whose heartbeat `Heartbeat` renews."""
         self._owns_backend = backend is None
         self.backend = backend or create_backend(settings)
         self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
@@ -153,53 +157,3 @@ class WorkerRuntime:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
             self.loop.close()
-
-
-class Sweeper:
-    """Re-sends queued jobs whose message was lost, every `sweeper_interval_seconds`."""
-
-    def __init__(self, runtime: WorkerRuntime) -> None:
-        self.runtime = runtime
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="calcgraph-sweeper", daemon=True)
-
-    def start(self) -> Sweeper:
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        interval = self.runtime.settings.sweeper_interval_seconds
-        while not self._stop.wait(interval):
-            try:
-                self.sweep_once()
-            except Exception:
-                log.exception("the sweeper failed; it tries again in %s s", interval)
-
-    def sweep_once(self) -> Any:
-        return self.runtime.call(self._sweep())
-
-    async def _sweep(self) -> Any:
-        settings = self.runtime.settings
-        async with self.runtime.database.write_session() as session:
-            report = await service.sweep(
-                session,
-                stale_after=settings.sweeper_stale_seconds,
-                max_deliveries=settings.sweeper_max_deliveries,
-                # A running job older than the execution timeout plus a grace lost its worker.
-                stuck_after=settings.sandbox_timeout_seconds + 120,
-            )
-        if report.resent or report.given_up or report.stuck:
-            log.warning(
-                "sweeper: re-sent %d, gave up %d, failed %d stuck",
-                len(report.resent),
-                len(report.given_up),
-                len(report.stuck),
-            )
-        for job_id in [*report.given_up, *report.stuck]:
-            self.runtime.notifier.publish(job_id)
-        return report
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)

@@ -104,12 +104,16 @@ async def test_finishes_record_once_with_their_own_values(
 ) -> None:
     ok_id, failed_id, queued_id = await _queued(database, identity_provider, 3)
     store = JobStore(database)
-    await asyncio.gather(store.claim(ok_id), store.claim(failed_id))
+    ok_claim, failed_claim = await asyncio.gather(store.claim(ok_id), store.claim(failed_id))
+    assert ok_claim is not None
+    assert failed_claim is not None
+    lease = ok_claim.lease
     error = {"kind": "user_error", "message": "boom"}
     recorded = await asyncio.gather(
-        store.finish(Finish(ok_id, "success", {"sum": 2.0}, None, "out")),
-        store.finish(Finish(failed_id, "failed", None, error, "err")),
-        store.finish(Finish(queued_id, "success", {"sum": 9.0}, None, "")),  # never claimed
+        store.finish(Finish(ok_id, "success", {"sum": 2.0}, None, "out", lease)),
+        store.finish(Finish(failed_id, "failed", None, error, "err", failed_claim.lease)),
+        # never claimed
+        store.finish(Finish(queued_id, "success", {"sum": 9.0}, None, "", lease)),
     )
     assert recorded == [True, True, False]
     ok, failed, queued = [await _row(database, i) for i in (ok_id, failed_id, queued_id)]
@@ -120,7 +124,7 @@ async def test_finishes_record_once_with_their_own_values(
     assert queued.status == "queued"
     assert queued.outputs is None
     # A second record of a finished job (a redelivery that raced) changes nothing.
-    again = Finish(ok_id, "failed", None, error, "")
+    again = Finish(ok_id, "failed", None, error, "", lease)
     assert await store.finish(again) is False
     assert (await _row(database, ok_id)).status == "success"
 
@@ -152,9 +156,10 @@ async def test_a_request_that_cannot_be_written_fails_alone(
 ) -> None:
     claimed_id, poisoned_id, other_id = await _queued(database, identity_provider, 3)
     store = JobStore(database)
-    await store.claim(poisoned_id)
+    poisoned = await store.claim(poisoned_id)
+    assert poisoned is not None
     # A set is no JSON: this finish can never be written, whatever the database.
-    poison = Finish(poisoned_id, "failed", None, {"kind": {"not", "json"}}, "")
+    poison = Finish(poisoned_id, "failed", None, {"kind": {"not", "json"}}, "", poisoned.lease)
     answers = await asyncio.gather(
         store.claim(claimed_id),
         store.finish(poison),

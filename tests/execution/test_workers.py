@@ -242,7 +242,13 @@ class TestSweeper:
         later = utcnow().replace(year=utcnow().year + 1)
         async with platform.database.write_session() as session:
             report = await job_execution_service.sweep(
-                session, stale_after=30, max_deliveries=5, stuck_after=400, now=later
+                session,
+                stale_after=30,
+                max_deliveries=5,
+                stuck_after=400,
+                heartbeat_timeout=30,
+                waiting=lambda ids: set(),  # the broker holds none of its messages
+                now=later,
             )
         assert job_id in report.given_up
         job = await _job(platform, job_id)
@@ -260,7 +266,13 @@ class TestSweeper:
         later = utcnow().replace(year=utcnow().year + 1)
         async with platform.database.write_session() as session:
             report = await job_execution_service.sweep(
-                session, stale_after=30, max_deliveries=5, stuck_after=400, now=later
+                session,
+                stale_after=30,
+                max_deliveries=5,
+                stuck_after=400,
+                heartbeat_timeout=30,
+                waiting=lambda ids: set(),
+                now=later,
             )
         assert job_id in report.stuck
         job = await _job(platform, job_id)

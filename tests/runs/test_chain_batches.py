@@ -19,6 +19,7 @@ import pytest
 import calcgraph.workers.chains
 from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.domain.jobs.execution.service import job_execution_service
+from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.chains.service import Advance, chain_service
 from calcgraph.workers.broker import QUEUE
 from tests.execution.conftest import Platform
@@ -232,7 +233,9 @@ class TestLostBatch:
         assert platform.runtime.runs == runs + 5
         # Released (as after an infrastructure failure), the chain resumes at n2.
         async with platform.database.write_session() as session:
-            assert await job_execution_service.release(session, n2)
+            lease = (await session.get(Job, n2)).lease  # type: ignore[union-attr]
+            assert lease is not None
+            assert await job_execution_service.release(session, n2, lease)
         platform.execution.send(Message("chains.run", {"job_id": head}))
         done = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL)
         assert done["status"] == "completed", done

@@ -9,7 +9,7 @@ import pytest
 
 from tests.auth.idp import LocalIdentityProvider
 from tests.client.conftest import Served, serve
-from tests.execution.conftest import exec_url  # noqa: F401
+from tests.execution.conftest import exec_url, platform  # noqa: F401
 
 
 @pytest.fixture(scope="module")

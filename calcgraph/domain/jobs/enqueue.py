@@ -9,6 +9,7 @@ drops it on rollback. Pure: no broker here.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,6 +24,17 @@ class Message:
 
     actor: str
     kwargs: dict[str, JSONScalar] = field(default_factory=dict)
+    message_id: str | None = None
+    """Set for a job's message (`job_message_id`): the sweeper asks the broker whether it is
+    still there, waiting, before it sends another."""
+
+
+_JOB_MESSAGES = uuid.UUID("6f1c2a52-3f7e-4f43-9d4e-0c2b1f5d7a10")
+
+
+def job_message_id(job_id: str, delivery: int) -> str:
+    """The broker message id of a job's `delivery`-th message: derived, so nothing stores it."""
+    return str(uuid.uuid5(_JOB_MESSAGES, f"{job_id}:{delivery}"))
 
 
 _BUFFER: ContextVar[list[Message] | None] = ContextVar("calcgraph_outbox", default=None)
@@ -44,6 +56,15 @@ def enqueue(actor: str, **kwargs: JSONScalar) -> None:
         if not isinstance(value, str | int | float | bool) and value is not None:
             raise TypeError(f"actor argument {name!r} must be a JSON scalar (an id), not {value!r}")
     buffer.append(Message(actor, dict(kwargs)))
+
+
+def enqueue_job(actor: str, job_id: str, delivery: int) -> None:
+    """`enqueue(actor, job_id=job_id)` as the job's `delivery`-th message (its `deliveries`
+    column after this commit)."""
+    enqueue(actor, job_id=job_id)
+    buffer = _BUFFER.get()
+    assert buffer is not None
+    buffer[-1] = Message(actor, {"job_id": job_id}, job_message_id(job_id, delivery))
 
 
 @contextmanager

@@ -41,5 +41,12 @@ class Job(IdMixin, TimestampMixin, Base):
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     deliveries: Mapped[int] = mapped_column(Integer, default=0)
     """How many times a message for this job was sent (the sweeper re-sends lost ones)."""
+    lease: Mapped[str | None] = mapped_column(String(36))
+    """The token of the delivery running the job (set by its claim): only that delivery may
+    record its result or release it, so a worker the sweeper gave up on cannot write over the
+    attempt that replaced it."""
+    heartbeat_at: Mapped[datetime | None]
+    """Last sign of life of the worker holding the lease; the sweeper hands a `running` job
+    whose heartbeat stopped to another worker."""
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]

@@ -23,6 +23,8 @@ class ClaimedRow:
     resolved_inputs: dict[str, Any]
     user_id: str
     """Whose job it is: the result cache is per user."""
+    lease: str
+    """The claim's token, which its finish (or release) presents."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,18 @@ class Finish:
     outputs: dict[str, Any] | None
     error: dict[str, Any] | None
     logs: str
+    lease: str
+    """The claim's token: the transition happens only while the job is still this claim's."""
+
+
+@dataclass(frozen=True)
+class Stalled:
+    """A running job whose worker stopped beating."""
+
+    job_id: str
+    lease: str | None
+    deliveries: int
+    workflow_run_id: str | None
 
 
 def _rows(result: Any) -> int:
@@ -62,10 +76,21 @@ _JOBS = cast(Table, Job.__table__)
 _CLAIM_MANY = (
     update(_JOBS)
     .where(_JOBS.c.id.in_(bindparam("ids", expanding=True)), _JOBS.c.status == "queued")
-    .values(status="running", started_at=bindparam("now", type_=UTCDateTime()))
+    .values(
+        status="running",
+        started_at=bindparam("now", type_=UTCDateTime()),
+        heartbeat_at=bindparam("now", type_=UTCDateTime()),
+        lease=bindparam("b_lease"),
+    )
     .returning(_JOBS.c.id, _JOBS.c.function_version_id, _JOBS.c.resolved_inputs, _JOBS.c.user_id)
 )
-_FINISH_WHERE = (_JOBS.c.id == bindparam("job_id"), _JOBS.c.status == "running")
+# Only the delivery holding the lease records the result: a worker the sweeper gave up on
+# (slow, not dead) finds 0 rows instead of writing over the attempt that replaced it.
+_FINISH_WHERE = (
+    _JOBS.c.id == bindparam("job_id"),
+    _JOBS.c.status == "running",
+    _JOBS.c.lease == bindparam("b_lease"),
+)
 # outputs on a success, error on a failure; the other stays SQL NULL (not JSON null).
 _FINISH_SUCCESS = (
     update(_JOBS)
@@ -96,7 +121,7 @@ class JobExecutionRepository(RepositoryBase[Job]):
 
     # --- addressing (a minimal resolver until the publishing feature's one lands) ---
 
-    async def claim(self, job_id: str, now: datetime) -> ClaimedRow | None:
+    async def claim(self, job_id: str, now: datetime, lease: str) -> ClaimedRow | None:
         """queued -> running; None when another delivery got there first (or it is done)."""
         # RETURNING (SQLite >= 3.35 and PostgreSQL): the claim and its data in one statement;
         # no row returned is the row count 0 of a lost race.
@@ -104,29 +129,38 @@ class JobExecutionRepository(RepositoryBase[Job]):
             await self.session.execute(
                 update(Job)
                 .where(Job.id == job_id, Job.status == "queued")
-                .values(status="running", started_at=now)
+                .values(status="running", started_at=now, heartbeat_at=now, lease=lease)
                 .returning(Job.function_version_id, Job.resolved_inputs, Job.user_id)
                 .execution_options(synchronize_session=False)
             )
         ).first()
         if row is None:
             return None
-        return ClaimedRow(job_id, row[0], row[1], row[2])
+        return ClaimedRow(job_id, row[0], row[1], row[2], lease)
 
-    async def claim_many(self, job_ids: Iterable[str], now: datetime) -> dict[str, ClaimedRow]:
-        """queued -> running for every id still queued, in one statement; the ids missing from
-        the answer were claimed (or finished) by another delivery."""
+    async def claim_many(
+        self, job_ids: Iterable[str], now: datetime, lease: str
+    ) -> dict[str, ClaimedRow]:
+        """queued -> running for every id still queued, in one statement, under one lease (a
+        token of this batch of claims: unique per delivery, as a job is claimed once per
+        batch); the ids missing from the answer were claimed (or finished) by another
+        delivery."""
         ids = sorted(set(job_ids))  # one lock order for every claimer
         if not ids:
             return {}
-        rows = await self.session.execute(_CLAIM_MANY, {"ids": ids, "now": now})
-        return {row[0]: ClaimedRow(row[0], row[1], row[2], row[3]) for row in rows}
+        rows = await self.session.execute(_CLAIM_MANY, {"ids": ids, "now": now, "b_lease": lease})
+        return {row[0]: ClaimedRow(row[0], row[1], row[2], row[3], lease) for row in rows}
 
     async def finish_many(self, finishes: Sequence[Finish], now: datetime) -> set[str]:
         """running -> success/failed for each, once; the ids this call transitioned."""
         done: set[str] = set()
         for item in sorted(finishes, key=lambda f: f.job_id):
-            params: dict[str, Any] = {"job_id": item.job_id, "logs": item.logs, "now": now}
+            params: dict[str, Any] = {
+                "job_id": item.job_id,
+                "logs": item.logs,
+                "now": now,
+                "b_lease": item.lease,
+            }
             if item.status == "success":
                 statement, params["outputs"] = _FINISH_SUCCESS, item.outputs
             else:
@@ -166,36 +200,86 @@ class JobExecutionRepository(RepositoryBase[Job]):
         error: dict[str, Any] | None,
         logs: str,
         now: datetime,
+        lease: str,
     ) -> bool:
-        """running -> success/failed, once."""
+        """running -> success/failed, once, by the delivery holding the lease."""
         result = await self.session.execute(
             update(Job)
-            .where(Job.id == job_id, Job.status == "running")
+            .where(Job.id == job_id, Job.status == "running", Job.lease == lease)
             .values(status=status, outputs=outputs, error=error, logs=logs, finished_at=now)
             .execution_options(synchronize_session=False)
         )
         return _rows(result) == 1
 
-    async def release(self, job_id: str) -> bool:
-        """running -> queued, for a retry after an infrastructure failure."""
+    async def release(self, job_id: str, lease: str) -> bool:
+        """running -> queued, for a retry after an infrastructure failure (its own only)."""
         result = await self.session.execute(
             update(Job)
-            .where(Job.id == job_id, Job.status == "running")
-            .values(status="queued", started_at=None)
+            .where(Job.id == job_id, Job.status == "running", Job.lease == lease)
+            .values(status="queued", started_at=None, lease=None, heartbeat_at=None)
             .execution_options(synchronize_session=False)
         )
         return _rows(result) == 1
 
+    async def heartbeat(self, leases: Sequence[str], now: datetime) -> int:
+        """One worker process's sign of life for every job it runs, in one statement."""
+        if not leases:
+            return 0
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.status == "running", Job.lease.in_(sorted(set(leases))))
+            .values(heartbeat_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return _rows(result)
+
     async def stale_queued(
         self, created_before: datetime, limit: int
-    ) -> Sequence[tuple[str, int, datetime]]:
+    ) -> Sequence[tuple[str, int, datetime, str | None]]:
         rows = await self.session.execute(
-            select(Job.id, Job.deliveries, Job.created_at)
+            select(Job.id, Job.deliveries, Job.created_at, Job.workflow_run_id)
             .where(Job.status == "queued", Job.created_at < created_before)
             .order_by(Job.created_at)
             .limit(limit)
         )
-        return [(r[0], r[1], r[2]) for r in rows]
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    async def stalled_running(self, beat_before: datetime, limit: int) -> list[Stalled]:
+        """Running jobs whose heartbeat stopped before `beat_before`."""
+        rows = await self.session.execute(
+            select(Job.id, Job.lease, Job.deliveries, Job.workflow_run_id)
+            .where(Job.status == "running", Job.heartbeat_at < beat_before)
+            .order_by(Job.heartbeat_at)
+            .limit(limit)
+        )
+        return [Stalled(r[0], r[1], r[2], r[3]) for r in rows]
+
+    async def requeue_stalled(self, job: Stalled) -> bool:
+        """running -> queued, one delivery more, taking the lease from the stalled worker:
+        guarded by that lease, so two sweepers hand it over once and a late result of the old
+        worker finds 0 rows."""
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.id == job.job_id, Job.status == "running", Job.lease == job.lease)
+            .values(
+                status="queued",
+                started_at=None,
+                lease=None,
+                heartbeat_at=None,
+                deliveries=job.deliveries + 1,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return _rows(result) == 1
+
+    async def fail_stalled(self, job: Stalled, error: dict[str, Any], now: datetime) -> bool:
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.id == job.job_id, Job.status == "running", Job.lease == job.lease)
+            .values(status="failed", error=error, finished_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return _rows(result) == 1
 
     async def count_delivery(self, job_id: str, deliveries: int) -> bool:
         """One more delivery, unless another sweeper counted it first."""
@@ -221,7 +305,13 @@ class JobExecutionRepository(RepositoryBase[Job]):
     ) -> list[str]:
         ids = list(
             await self.session.scalars(
-                select(Job.id).where(Job.status == "running", Job.started_at < started_before)
+                # Rows with no heartbeat (claimed before leases existed); the rest are the
+                # heartbeat's (`stalled_running`).
+                select(Job.id).where(
+                    Job.status == "running",
+                    Job.started_at < started_before,
+                    Job.heartbeat_at.is_(None),
+                )
             )
         )
         failed = []

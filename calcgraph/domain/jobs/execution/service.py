@@ -8,6 +8,7 @@ the commit. The door waits for the result outside any transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,7 +23,7 @@ from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import ResultLookup, result_key
-from calcgraph.domain.jobs.enqueue import enqueue
+from calcgraph.domain.jobs.enqueue import enqueue_job, job_message_id
 from calcgraph.domain.jobs.execution.repository import (
     ClaimedRow,
     CodeRow,
@@ -40,8 +41,18 @@ TERMINAL = frozenset({"success", "failed"})
 @dataclass(frozen=True)
 class SweepReport:
     resent: list[str] = field(default_factory=list)
+    """Queued jobs whose message the broker no longer held: sent again."""
+    waiting: int = 0
+    """Queued jobs past `stale_after` whose message still waits in the broker: left alone."""
+    handed_over: list[str] = field(default_factory=list)
+    """Running jobs whose worker stopped beating: queued again for another worker."""
     given_up: list[str] = field(default_factory=list)
     stuck: list[str] = field(default_factory=list)
+
+
+Waiting = Callable[[Collection[str]], set[str] | None]
+"""Which of these broker message ids the broker still holds (queued, delayed for a retry, or
+fetched and not yet acknowledged); None when the broker cannot say (it is down)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ class JobExecutionService:
             row.update(status="queued", deliveries=1)
         await JobRepository.from_session(session).insert_many([row])
         if hit is None:
-            enqueue(RUN_ACTOR, job_id=row["id"])
+            enqueue_job(RUN_ACTOR, row["id"], 1)
         return _view_of_new(row)
 
     async def submit_node_jobs(
@@ -175,7 +186,7 @@ class JobExecutionService:
         # One multi-row INSERT, without an ORM object per job: a tick may submit hundreds.
         await JobRepository.from_session(session).insert_many(rows)
         for job_id, actor in to_send:
-            enqueue(actor, job_id=job_id)
+            enqueue_job(actor, job_id, 1)
 
     async def view(self, session: AsyncSession, job_id: str) -> JobView:
         """The job as it is now, for the door that submitted it (access was checked then)."""
@@ -186,8 +197,8 @@ class JobExecutionService:
 
     # --- the actors' side (each call is one unit of work of an actor message) ---
 
-    async def claim(self, session: AsyncSession, job_id: str) -> ClaimedRow | None:
-        return await JobExecutionRepository.from_session(session).claim(job_id, utcnow())
+    async def claim(self, session: AsyncSession, job_id: str, lease: str) -> ClaimedRow | None:
+        return await JobExecutionRepository.from_session(session).claim(job_id, utcnow(), lease)
 
     async def code(self, session: AsyncSession, function_version_id: str) -> CodeRow | None:
         code = await JobExecutionRepository.from_session(session).code_of(function_version_id)
@@ -215,24 +226,34 @@ class JobExecutionService:
         outputs: dict[str, Any] | None,
         error: dict[str, Any] | None,
         logs: str,
+        lease: str,
     ) -> bool:
         return await JobExecutionRepository.from_session(session).finish(
-            job_id, status, outputs, error, logs, utcnow()
+            job_id, status, outputs, error, logs, utcnow(), lease
         )
 
     async def claim_and_finish(
-        self, session: AsyncSession, claims: list[str], finishes: list[Finish]
+        self,
+        session: AsyncSession,
+        claims: list[str],
+        finishes: list[Finish],
+        lease: str,
     ) -> tuple[dict[str, ClaimedRow], set[str]]:
         """A batch of one worker process's transitions in one unit of work: the claimed rows
-        (ids missing: another delivery has them) and the ids this batch finished."""
+        (ids missing: another delivery has them; claimed under `lease`, the batch's token) and
+        the ids this batch finished."""
         repository = JobExecutionRepository.from_session(session)
         now = utcnow()
         finished = await repository.finish_many(finishes, now) if finishes else set()
-        claimed = await repository.claim_many(claims, now) if claims else {}
+        claimed = await repository.claim_many(claims, now, lease) if claims else {}
         return claimed, finished
 
-    async def release(self, session: AsyncSession, job_id: str) -> bool:
-        return await JobExecutionRepository.from_session(session).release(job_id)
+    async def heartbeat(self, session: AsyncSession, leases: Collection[str]) -> int:
+        """A worker process's sign of life for the jobs it runs (one statement)."""
+        return await JobExecutionRepository.from_session(session).heartbeat(list(leases), utcnow())
+
+    async def release(self, session: AsyncSession, job_id: str, lease: str) -> bool:
+        return await JobExecutionRepository.from_session(session).release(job_id, lease)
 
     async def sweep(
         self,
@@ -241,33 +262,58 @@ class JobExecutionService:
         stale_after: float,
         max_deliveries: int,
         stuck_after: float,
+        heartbeat_timeout: float,
+        waiting: Waiting,
+        node_actor: str = RUN_ACTOR,
         now: datetime | None = None,
         limit: int = 500,
     ) -> SweepReport:
-        """Re-send queued jobs whose message was lost; give up after `max_deliveries`; fail
-        running jobs whose worker died (older than the execution timeout plus a grace).
+        """The sweeper's round. Every transition is guarded, so concurrent sweepers (one per
+        worker process) make each once.
 
-        A job with `d` deliveries is re-sent once it is older than `d * stale_after` seconds:
-        each re-send waits one more period, and the guarded count makes concurrent sweepers
-        (one per worker host) send it once."""
+        - A `running` job whose heartbeat is older than `heartbeat_timeout` lost its worker:
+          queued again under a new delivery (guarded by the old lease, which no longer
+          records anything) and sent to `node_actor` (a workflow node's) or `jobs.run`;
+          after `max_deliveries` deliveries it fails with `infrastructure_error`.
+        - A `queued` job older than `stale_after` whose message the broker no longer holds
+          was lost (a send that failed, a broker restarted without its data): sent again.
+          A job whose message still waits in the queue, however long, is left alone: age
+          alone says nothing when hundreds of jobs wait for a worker.
+        - A `running` job with no heartbeat at all (claimed before heartbeats existed)
+          fails after `stuck_after`, as before."""
         now = now or utcnow()
         repository = JobExecutionRepository.from_session(session)
         report = SweepReport()
-        for job_id, deliveries, created_at in await repository.stale_queued(
-            now - timedelta(seconds=stale_after), limit
+        for stalled in await repository.stalled_running(
+            now - timedelta(seconds=heartbeat_timeout), limit
         ):
-            if created_at > now - timedelta(seconds=stale_after * max(deliveries, 1)):
-                continue
+            if stalled.deliveries >= max_deliveries:
+                error = {
+                    "kind": "infrastructure_error",
+                    "message": f"the worker running the job stopped, {stalled.deliveries} times",
+                }
+                if await repository.fail_stalled(stalled, error, now):
+                    report.given_up.append(stalled.job_id)
+            elif await repository.requeue_stalled(stalled):
+                actor = node_actor if stalled.workflow_run_id is not None else RUN_ACTOR
+                enqueue_job(actor, stalled.job_id, stalled.deliveries + 1)
+                report.handed_over.append(stalled.job_id)
+        queued = await repository.stale_queued(now - timedelta(seconds=stale_after), limit)
+        ids = {job_id: job_message_id(job_id, d) for job_id, d, _, _ in queued}
+        held = waiting(list(ids.values())) if queued else None
+        lost = [] if held is None else [q for q in queued if ids[q[0]] not in held]
+        for job_id, deliveries, _, run_id in lost:
             if deliveries >= max_deliveries:
                 error = {
                     "kind": "infrastructure_error",
-                    "message": f"no worker took the job after {deliveries} deliveries",
+                    "message": f"the job's message was lost {deliveries} times",
                 }
                 if await repository.fail_queued(job_id, error, now):
                     report.given_up.append(job_id)
             elif await repository.count_delivery(job_id, deliveries):
-                enqueue(RUN_ACTOR, job_id=job_id)
+                enqueue_job(node_actor if run_id is not None else RUN_ACTOR, job_id, deliveries + 1)
                 report.resent.append(job_id)
+        report = replace(report, waiting=len(queued) - len(lost) if held is not None else 0)
         stuck_error = {
             "kind": "infrastructure_error",
             "message": "the worker running the job stopped before recording its result",

@@ -40,7 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.jobs.enqueue import enqueue
+from calcgraph.domain.jobs.enqueue import enqueue_job
 from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.memo import RunMemo
@@ -58,6 +58,8 @@ class ChainContext:
 
     run_id: str
     user_id: str
+    lease: str
+    """The token of the delivery running the chain: its claim's, and every job it starts."""
     plan: Plan
     inputs: Mapping[str, Any]
     """The run's inputs in SI."""
@@ -119,7 +121,7 @@ class ChainService:
         self.memo = RunMemo()
 
     async def start(
-        self, session: AsyncSession, job_id: str
+        self, session: AsyncSession, job_id: str, lease: str
     ) -> tuple[ChainContext, ChainStep] | None:
         jobs = JobExecutionRepository.from_session(session)
         repository = ChainRepository.from_session(session)
@@ -127,18 +129,18 @@ class ChainService:
         if place is None:
             return None  # not a workflow node's job: never sent here
         run_id, node_key = place
-        context = await self._context(session, run_id)
+        context = await self._context(session, run_id, lease)
         if context is None:
             return None
         rest = _rest(context.plan, node_key)
-        claimed = await jobs.claim(job_id, utcnow())
+        claimed = await jobs.claim(job_id, utcnow(), lease)
         if claimed is None:
             resumed = await repository.first_queued(run_id, rest)
             if resumed is None:
                 return None
             node_key, job_id = resumed
             rest = _rest(context.plan, node_key)
-            claimed = await jobs.claim(job_id, utcnow())
+            claimed = await jobs.claim(job_id, utcnow(), lease)
             if claimed is None:
                 return None
         refused = await access_service.refused_executions(
@@ -154,7 +156,7 @@ class ChainService:
         )
         return context, step
 
-    async def _context(self, session: AsyncSession, run_id: str) -> ChainContext | None:
+    async def _context(self, session: AsyncSession, run_id: str, lease: str) -> ChainContext | None:
         found = await ChainRepository.from_session(session).run(run_id)
         if found is None:
             return None
@@ -169,7 +171,7 @@ class ChainService:
         if owners is None:
             owners = await RunRepository.from_session(session).function_owners(versions)
             self.memo.remember_owners(owners)
-        return ChainContext(run_id, user_id, plan, inputs, owners)
+        return ChainContext(run_id, user_id, lease, plan, inputs, owners)
 
     def following(
         self, context: ChainContext, step: ChainStep, outputs: Mapping[str, Any]
@@ -223,7 +225,13 @@ class ChainService:
         await repository.lock_run(context.run_id)
         head = links[0]
         if not await JobExecutionRepository.from_session(session).finish(
-            head.step.job_id, head.status, head.outputs, head.error, head.logs, head.finished_at
+            head.step.job_id,
+            head.status,
+            head.outputs,
+            head.error,
+            head.logs,
+            head.finished_at,
+            context.lease,
         ):
             return Advance()
         later = [*links[1:]]
@@ -267,7 +275,7 @@ class ChainService:
             return Advance(tuple(done))
         if queued:
             if send:
-                enqueue(CHAIN_ACTOR, job_id=next_step.job_id)
+                enqueue_job(CHAIN_ACTOR, next_step.job_id, 1)
             return Advance(tuple(done))
         return Advance(tuple(done), next_step)
 
@@ -294,14 +302,18 @@ class ChainService:
             "attempt": attempt,
         }
         if link is None:
+            running = not queued
+            now = utcnow()
             row.update(
-                status="queued" if queued else "running",
+                status="running" if running else "queued",
+                lease=context.lease if running else None,
+                heartbeat_at=now if running else None,
                 cache_hit=False,
                 outputs=None,
                 error=None,
                 logs=None,
                 deliveries=1,
-                started_at=None if queued else started_at or utcnow(),
+                started_at=started_at or now if running else None,
                 finished_at=None,
             )
         else:
@@ -312,6 +324,8 @@ class ChainService:
                 error=link.error,
                 logs=link.logs,
                 deliveries=0 if link.cache_hit else 1,
+                lease=None,
+                heartbeat_at=None,
                 started_at=link.started_at,
                 finished_at=link.finished_at,
             )

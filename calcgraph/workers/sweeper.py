@@ -1,0 +1,114 @@
+"""A worker process's two timers against the job store.
+
+`Heartbeat`: every `job_heartbeat_seconds`, one UPDATE renews `heartbeat_at` of every job the
+process runs (by their leases), however many: the sign of life the sweeper reads.
+
+`Sweeper`: every `sweeper_interval_seconds`, one guarded round (`JobExecutionService.sweep`):
+hands a running job whose heartbeat stopped for `job_heartbeat_timeout_seconds` to another
+worker, re-sends a queued job whose message the broker no longer holds, and leaves alone a job
+whose message merely waits in the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from calcgraph.domain.jobs.execution.service import RUN_ACTOR
+from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
+from calcgraph.workers.broker import waiting
+from calcgraph.workers.runtime import WorkerRuntime
+
+log = logging.getLogger("calcgraph.workers")
+
+
+class _Timer:
+    def __init__(self, name: str, interval: float, tick: Callable[[], Any]) -> None:
+        self.interval = interval
+        self._tick = tick
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._tick()
+            except Exception:
+                log.exception("%s failed; it tries again in %s s", self._thread.name, self.interval)
+
+    def start_thread(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+
+class Heartbeat(_Timer):
+    def __init__(self, runtime: WorkerRuntime) -> None:
+        super().__init__(
+            "calcgraph-heartbeat", runtime.settings.job_heartbeat_seconds, self.beat_once
+        )
+        self.runtime = runtime
+
+    def start(self) -> Heartbeat:
+        self.start_thread()
+        return self
+
+    def beat_once(self) -> int:
+        leases = self.runtime.leases.snapshot()
+        if not leases:
+            return 0
+        return self.runtime.call(self._beat(leases))
+
+    async def _beat(self, leases: list[str]) -> int:
+        async with self.runtime.database.write_session() as session:
+            return await service.heartbeat(session, leases)
+
+
+class Sweeper(_Timer):
+    def __init__(self, runtime: WorkerRuntime) -> None:
+        super().__init__(
+            "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds, self.sweep_once
+        )
+        self.runtime = runtime
+
+    def start(self) -> Sweeper:
+        self.start_thread()
+        return self
+
+    def sweep_once(self) -> Any:
+        return self.runtime.call(self._sweep())
+
+    async def _sweep(self) -> Any:
+        settings = self.runtime.settings
+        broker = self.runtime.broker
+        async with self.runtime.database.write_session() as session:
+            report = await service.sweep(
+                session,
+                stale_after=settings.sweeper_stale_seconds,
+                max_deliveries=settings.sweeper_max_deliveries,
+                # A running job with no heartbeat (claimed by an older worker) older than the
+                # execution timeout plus a grace lost its worker.
+                stuck_after=settings.sandbox_timeout_seconds + 120,
+                heartbeat_timeout=settings.job_heartbeat_timeout_seconds,
+                waiting=lambda ids: waiting(broker, ids, settings.job_max_retries),
+                node_actor=CHAIN_ACTOR if settings.chain_execution == "chain" else RUN_ACTOR,
+            )
+        if report.resent or report.handed_over or report.given_up or report.stuck:
+            log.warning(
+                "sweeper: handed over %d, re-sent %d (%d still waiting), gave up %d, "
+                "failed %d stuck",
+                len(report.handed_over),
+                len(report.resent),
+                report.waiting,
+                len(report.given_up),
+                len(report.stuck),
+            )
+        for job_id in [*report.given_up, *report.stuck]:
+            self.runtime.notifier.publish(job_id)
+        return report
