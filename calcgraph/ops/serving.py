@@ -1,0 +1,35 @@
+"""The application as `calcgraph serve` runs it, in each of its processes.
+
+With `--workers N` uvicorn starts N processes of its own (spawned, not forked): each must set
+up logging itself before building the app, or its records would go nowhere.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+
+from calcgraph.ops.logs import setup_logging
+from calcgraph.settings import Settings, get_settings
+
+
+def create_served_app() -> Starlette:
+    from calcgraph.app import create_app
+
+    settings = get_settings()
+    setup_logging(settings)
+    return create_app(settings)
+
+
+def refuse_workers_without_redis(settings: Settings, workers: int) -> None:
+    """More than one process needs the state they share to be shared: without Redis each
+    would run its own broker, job queue and workers, result cache, job notifications and rate
+    limits, and the others' jobs would be invisible to its long-poll waits and sweeper."""
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and settings.redis_url is None:
+        raise ValueError(
+            f"--workers {workers} needs CALCGRAPH_REDIS_URL: without Redis each process would "
+            "run its own in-process broker, workers, result cache, job notifications and rate "
+            "limits, invisible to the others. Set CALCGRAPH_REDIS_URL (and run "
+            "`calcgraph worker`), or serve with --workers 1"
+        )
