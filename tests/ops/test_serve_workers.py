@@ -107,8 +107,7 @@ def test_two_processes_share_the_load_and_the_state(
             # One bucket for bob in Redis, whichever process answers: the burst, not twice it.
             bob = identity_provider.headers("bob")
             statuses = Counter(
-                httpx.get(f"{base}/workflows", headers=bob).status_code
-                for _ in range(BURST + 15)
+                httpx.get(f"{base}/workflows", headers=bob).status_code for _ in range(BURST + 15)
             )
     finally:
         client = redis.Redis.from_url(REDIS_URL)
