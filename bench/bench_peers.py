@@ -1,6 +1,6 @@
 """calcgraph next to its peers (issue 7): the same diamond and chain40, side by side, one run.
 
-- `peers_prefect`: our `workflow_diamond` and `workflow_chain40` benchmarks (imported from
+- `peers_prefect`: our `workflow_diamond_asgi` and `workflow_chain40_asgi` benchmarks (imported from
   bench_workflows, not copied; every row they give, one per execution mode), then the same two
   workflows as Prefect 3 flows (bench/peers/prefect/flows.py), each timed end to end (call to
   return), one call at a time. Prefect runs the way a user runs it locally: no PREFECT_API_URL,
@@ -40,7 +40,7 @@ from bench.core import Options, Result, summarise
 PREFECT = Path(__file__).resolve().parent / "peers" / "prefect"
 PREFECT_RUNS = 10  # a Prefect flow call takes about a second; 10 keeps the run to a minute
 TARGET = 20.0
-FLOWS = {"diamond": "workflow_diamond", "chain40": "workflow_chain40"}
+FLOWS = {"diamond": "workflow_diamond_asgi", "chain40": "workflow_chain40_asgi"}
 # Windmill's engine study (windmill.dev/docs/misc/benchmarks/competitors, run in 2025):
 # Python, one worker, a flow of 40 sequential fibo(10) tasks, total seconds.
 PUBLISHED_CHAIN40 = (
