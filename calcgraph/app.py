@@ -97,7 +97,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         if execution.in_process:  # no Redis: this process runs the jobs too
             await asyncio.to_thread(execution.start_workers)
         heap.settle()  # startup's objects leave the collector's generations
-        graphql.warm()
+        graphql.warm().add_done_callback(lambda _: heap.freeze_late())
         yield
         await execution.close()
         if limiter is not None:
