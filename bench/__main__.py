@@ -12,7 +12,6 @@ import datetime as dt
 import importlib
 import json
 import os
-import pkgutil
 import platform
 import signal
 import sys
@@ -23,7 +22,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-import bench
 from bench.core import Benchmark, Options, Result
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
@@ -33,13 +31,24 @@ os.environ.setdefault("CALCGRAPH_RATE_LIMIT_PER_MINUTE", "1000000000")
 os.environ.setdefault("CALCGRAPH_RATE_LIMIT_BURST", "1000000000")
 
 
+# The benchmark modules, in the order `make bench` runs them: one line each, so that adding a
+# module is a one-line change that merges with the others.
+MODULES = (
+    "bench_types",
+    "bench_builds",
+    "bench_execution",
+    "bench_workflows",
+    "bench_scale",
+    "bench_peers",
+)
+
+
 def discover() -> dict[str, dict[str, Benchmark]]:
-    """module stem (without `bench_`) -> its BENCHMARKS, for every bench/bench_*.py."""
+    """module stem (without `bench_`) -> its BENCHMARKS, for every module of MODULES."""
     found: dict[str, dict[str, Benchmark]] = {}
-    for info in sorted(pkgutil.iter_modules(bench.__path__), key=lambda m: m.name):
-        if info.name.startswith("bench_"):
-            module = importlib.import_module(f"bench.{info.name}")
-            found[info.name.removeprefix("bench_")] = dict(module.BENCHMARKS)
+    for name in MODULES:
+        module = importlib.import_module(f"bench.{name}")
+        found[name.removeprefix("bench_")] = dict(module.BENCHMARKS)
     return found
 
 
@@ -106,6 +115,7 @@ def table(results: list[Result]) -> Table:
     out.add_column("p50", justify="right")
     out.add_column("p99", justify="right")
     out.add_column("errors", justify="right")
+    out.add_column("load 1m", justify="right")
     for r in results:
         out.add_row(
             r.benchmark,
@@ -116,6 +126,7 @@ def table(results: list[Result]) -> Table:
             _latency(r.p50_us),
             _latency(r.p99_us),
             str(r.errors),
+            f"{r.load1:.2f}",
         )
     return out
 
@@ -151,6 +162,10 @@ def main(argv: list[str]) -> int:
             console.print(f"[red]bench: {name} failed[/]\n{failures[name]}")
         console.print(f"  ({time.perf_counter() - t0:.1f} s)")
     console.print(table(results))
+    for r in results:  # what the table has no column for: CPU, memory, sizes, targets
+        if r.extra:
+            figures = ", ".join(f"{k}={v}" for k, v in r.extra.items())
+            console.print(f"  {r.benchmark} [{r.scenario}] (load {r.load1:.2f}): {figures}")
     report = {
         "started_at": started.isoformat(timespec="seconds"),
         "machine": {

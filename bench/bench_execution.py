@@ -1,11 +1,13 @@
 """Execution benchmarks: a trivial function (`add`) from execute request to result.
 
-- `execution_warm_*`: warm sandbox, end to end through the API (ASGI in-process, token checked,
+- `execution_warm_asgi_*`: warm sandbox, through the API in-process (ASGI, no socket; token checked,
   `wait` answered 200), the in-process broker or Redis with one `calcgraph worker` process.
-- `execution_cold`: the same with the function version's warm sandbox discarded before each call.
+- `execution_cold_asgi`: the same with the function version's warm sandbox discarded before
+  each call.
 - `execution_idle_start`: enqueue-to-start (message sent after commit -> job `started_at`) after
   the workers sat idle for 60 s, then one job a second.
-- `execution_throughput`: jobs per second, submitted through the execute use case with `wait=0`
+- `execution_throughput_service`: jobs per second, submitted by calling the execute service
+  (no HTTP, no token) with `wait=0`
   by 4 concurrent callers through the in-process broker (SQLite), by 16 through Redis to 2
   worker processes (PostgreSQL); p50/p99 there are submit-to-finish times.
 - `execution_drain`: the workers alone: the same jobs written first, their messages then sent at
@@ -214,7 +216,7 @@ def warm_inprocess(options: Options) -> list[Result]:
             t0 = time.perf_counter()
             latencies = await _latencies(bench, 1000, options.inprocess_max_s)
             return summarise(
-                "execution_warm_inprocess",
+                "execution_warm_asgi_inprocess",
                 f"trivial job, warm {sandbox}",
                 "ASGI in-process, in-process broker, SQLite",
                 latencies,
@@ -231,7 +233,7 @@ def warm_redis(options: Options) -> list[Result]:
             t0 = time.perf_counter()
             latencies = await _latencies(bench, 1000, options.inprocess_max_s)
             return summarise(
-                "execution_warm_redis",
+                "execution_warm_asgi_redis",
                 f"trivial job, warm {sandbox}",
                 "ASGI in-process, Redis broker, 1 worker process, SQLite",
                 latencies,
@@ -248,7 +250,7 @@ def cold(options: Options) -> list[Result]:
             t0 = time.perf_counter()
             latencies = await _latencies(bench, count, 30.0, cold=True)
             return summarise(
-                "execution_cold",
+                "execution_cold_asgi",
                 f"trivial job, new {sandbox} sandbox",
                 "ASGI in-process, in-process broker, SQLite",
                 latencies,
@@ -435,6 +437,7 @@ def drain(options: Options) -> list[Result]:
             if redis
             else "in-process broker, 4 threads, SQLite"
         )
+        setup = f"service call (no HTTP, no auth), {setup}"
         async with platform(sandbox, redis=redis, processes=2, threads=4, postgres=redis) as bench:
             if redis:
                 await asyncio.gather(*(bench.call(-2.0 - i) for i in range(8)))  # warm both
@@ -459,6 +462,7 @@ def throughput(options: Options) -> list[Result]:
             if redis
             else "in-process broker, 4 threads, SQLite"
         )
+        setup = f"service call (no HTTP, no auth), {setup}"
         async with platform(sandbox, redis=redis, processes=2, threads=4, postgres=redis) as bench:
             if redis:
                 await asyncio.gather(*(bench.call(-2.0 - i) for i in range(8)))  # warm both
@@ -466,7 +470,7 @@ def throughput(options: Options) -> list[Result]:
             concurrency = CONCURRENCY if redis else 4
             seconds, latencies = await _throughput(bench, THROUGHPUT_JOBS, concurrency)
             result = summarise(
-                "execution_throughput",
+                "execution_throughput_service",
                 f"{THROUGHPUT_JOBS} trivial jobs, {concurrency} submitters, {sandbox}",
                 setup,
                 latencies,
@@ -478,10 +482,10 @@ def throughput(options: Options) -> list[Result]:
 
 
 BENCHMARKS = {
-    "execution_warm_inprocess": warm_inprocess,
-    "execution_warm_redis": warm_redis,
-    "execution_cold": cold,
+    "execution_warm_asgi_inprocess": warm_inprocess,
+    "execution_warm_asgi_redis": warm_redis,
+    "execution_cold_asgi": cold,
     "execution_idle_start": idle_start,
-    "execution_throughput": throughput,
+    "execution_throughput_service": throughput,
     "execution_drain": drain,
 }

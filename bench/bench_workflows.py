@@ -1,18 +1,21 @@
 """Workflow run benchmarks (issue 7), medians over at least 20 runs each.
 
-- `workflow_diamond`: a diamond of four trivial functions, from run creation to `completed`,
-  driven by long-poll ticks (`?wait=`) through the API, in-process broker, warm sandboxes,
-  SQLite. Target: p50 under 150 ms.
-- `workflow_chain40`: a chain of 40 nodes each computing fibo(10), the same way. Target: p50
+- `workflow_diamond_asgi`: a diamond of four trivial functions, from run creation to
+  `completed`, driven by long-poll ticks (`?wait=`) through the API in-process (ASGI, no
+  socket), in-process broker, warm sandboxes, SQLite. Target: p50 under 150 ms.
+- `workflow_chain40_asgi`: a chain of 40 nodes each computing fibo(10), the same way. Target: p50
   under 1.0 s.
   Both measure both ways (`CALCGRAPH_CHAIN_EXECUTION`): one platform per mode, runs
   alternating between them, one result row per mode (`extra` holds both p50s side by side).
-- `workflow_tick_1000`: one tick (the service call, one commit) on a run of 1,000 nodes on
-  PostgreSQL: when nothing changed (target p50 under 5 ms) and when it submits 100 nodes
-  (target under 20 ms); `extra` gives the statement counts per tick for 100- and 1,000-node
-  runs (they do not grow with the run).
-- `workflow_graphql_run_1000`: the nested GraphQL run query (node states with job and function
-  version, workflow version) on a run of 1,000 nodes, through ASGI. Target: p99 under 60 ms.
+- `workflow_tick_1000_service_memo_nosend`: one tick (the service call, one commit; no HTTP,
+  no auth) on a run of 1,000 nodes on PostgreSQL, the run's states in the process's memo (a
+  hit every time) and jobs sent to a no-op outbox (no broker send): when nothing changed
+  (target p50 under 5 ms) and when it submits 100 nodes (target under 20 ms); `extra` gives
+  the statement counts per tick for 100- and 1,000-node runs (they do not grow with the run).
+  The end-to-end figures (HTTP, token, cold cache, real send) are bench_scale's.
+- `workflow_graphql_asgi_1000_nodes_100_jobs`: the nested GraphQL run query (node states with
+  job and function version, workflow version) on a run of 1,000 nodes of which 100 have a job,
+  through ASGI in-process. Target: p99 under 60 ms.
 
 PostgreSQL: `CALCGRAPH_BENCH_POSTGRES_URL` (default .../cg_runs_bench, reset at start).
 """
@@ -264,12 +267,12 @@ def _end_to_end(name: str, scenario: str, nodes_of: Any, runs: int) -> list[Resu
 
 
 def diamond_run(options: Options) -> list[Result]:
-    return _end_to_end("workflow_diamond", "diamond of 4 trivial functions", diamond, RUNS)
+    return _end_to_end("workflow_diamond_asgi", "diamond of 4 trivial functions", diamond, RUNS)
 
 
 def chain40(options: Options) -> list[Result]:
     return _end_to_end(
-        "workflow_chain40", "chain of 40 fibo(10) nodes", lambda p: chain(p, 40), RUNS
+        "workflow_chain40_asgi", "chain of 40 fibo(10) nodes", lambda p: chain(p, 40), RUNS
     )
 
 
@@ -360,10 +363,10 @@ def tick_1000(options: Options) -> list[Result]:
                 }
             finally:
                 await ticker.dispose()
-            setup = "service call, one commit, PostgreSQL"
+            setup = "service call, one commit, memo hit, no-op send, PostgreSQL"
             return [
                 summarise(
-                    "workflow_tick_1000",
+                    "workflow_tick_1000_service_memo_nosend",
                     "1,000 nodes, nothing changed",
                     setup,
                     idle,
@@ -371,7 +374,7 @@ def tick_1000(options: Options) -> list[Result]:
                     extra=counts,
                 ),
                 summarise(
-                    "workflow_tick_1000",
+                    "workflow_tick_1000_service_memo_nosend",
                     "1,000 nodes, submits 100",
                     setup,
                     submit,
@@ -429,7 +432,7 @@ def graphql_run_1000(options: Options) -> list[Result]:
                 await query()
                 latencies.append(time.perf_counter_ns() - start)
             return summarise(
-                "workflow_graphql_run_1000",
+                "workflow_graphql_asgi_1000_nodes_100_jobs",
                 "nested run query, 1,000 nodes",
                 "ASGI in-process, token checked, PostgreSQL",
                 latencies,
@@ -440,8 +443,8 @@ def graphql_run_1000(options: Options) -> list[Result]:
 
 
 BENCHMARKS = {
-    "workflow_diamond": diamond_run,
-    "workflow_chain40": chain40,
-    "workflow_tick_1000": tick_1000,
-    "workflow_graphql_run_1000": graphql_run_1000,
+    "workflow_diamond_asgi": diamond_run,
+    "workflow_chain40_asgi": chain40,
+    "workflow_tick_1000_service_memo_nosend": tick_1000,
+    "workflow_graphql_asgi_1000_nodes_100_jobs": graphql_run_1000,
 }

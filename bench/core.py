@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ class Result:
     p99_us: float
     errors: int = 0
     extra: dict[str, object] = field(default_factory=dict)
+    # The machine's 1-minute load average when the figure was taken: on a shared 2-core
+    # machine every figure moves with it, so it is printed beside each one.
+    load1: float = field(default_factory=lambda: round(os.getloadavg()[0], 2))
 
 
 Benchmark = Callable[[Options], list[Result]]

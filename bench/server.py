@@ -57,8 +57,9 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 @contextlib.contextmanager
-def serve(workers: int = 1) -> Iterator[Server]:
-    """Run calcgraph on SQLite in a temp directory until the block exits (also on failure).
+def serve(workers: int = 1, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    """Run calcgraph on SQLite in a temp directory until the block exits (also on failure);
+    `extra_env` adds or overrides settings (another database, the identity provider, the sandbox).
 
     One worker runs the product's own command, `calcgraph serve` (migrations, then uvicorn);
     more workers run `calcgraph migrate` and then uvicorn's command line with the same factory.
@@ -72,6 +73,7 @@ def serve(workers: int = 1) -> Iterator[Server]:
             # No access log line per request: the benchmark measures the API, not the terminal.
             "CALCGRAPH_LOG_LEVEL": "warning",
             "PYTHONUNBUFFERED": "1",
+            **(extra_env or {}),
         }
         python = sys.executable
         if workers == 1:
@@ -102,7 +104,7 @@ def serve(workers: int = 1) -> Iterator[Server]:
                 "--no-access-log",
                 # What `calcgraph serve` runs: the contract's header limit.
                 "--http",
-                "calcgraph.ops.serving:HeaderLimitProtocol",
+                "calcgraph.ops.header_limit:HeaderLimitProtocol",
             ]
             command = f"uvicorn --workers {workers}"
         with log_path.open("wb") as log:

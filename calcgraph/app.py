@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, MULTIPART_SUBSCRIPTION_PROTOCOL
+from starlette.types import ASGIApp
 
 from calcgraph import heap
 from calcgraph.auth.authenticate import AuthenticationMiddleware
@@ -19,6 +19,7 @@ from calcgraph.auth.setup import build_identity
 from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
 from calcgraph.ops.http import RequestMiddleware
+from calcgraph.ops.lazy import LazyEndpoint
 from calcgraph.ops.metrics import Metrics
 from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
 from calcgraph.rest_compat import (
@@ -37,7 +38,6 @@ from calcgraph.rest_compat import (
     routes_workflows,
 )
 from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
-from calcgraph.schema.view import GraphQLView
 from calcgraph.settings import Settings, get_settings
 from calcgraph.workers.inprocess import Execution
 
@@ -48,13 +48,25 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     db = database or Database(
         settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
     )
-    # Subscriptions (runUpdates) over WebSocket (graphql-transport-ws only: the legacy
-    # graphql-ws protocol is off) and over plain HTTP as multipart/mixed responses.
-    graphql = GraphQLView(
-        settings,
-        db,
-        subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, MULTIPART_SUBSCRIPTION_PROTOCOL),
-    )
+
+    def build_graphql() -> ASGIApp:
+        # Imported here: Strawberry and the schema build are most of a start (see ops.lazy).
+        from strawberry.subscriptions import (
+            GRAPHQL_TRANSPORT_WS_PROTOCOL,
+            MULTIPART_SUBSCRIPTION_PROTOCOL,
+        )
+
+        from calcgraph.schema.view import GraphQLView
+
+        # Subscriptions (runUpdates) over WebSocket (graphql-transport-ws only: the legacy
+        # graphql-ws protocol is off) and over plain HTTP as multipart/mixed responses.
+        return GraphQLView(
+            settings,
+            db,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, MULTIPART_SUBSCRIPTION_PROTOCOL),
+        )
+
+    graphql = LazyEndpoint(build_graphql)
     identity = build_identity(settings, db)
     # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
     metrics = Metrics()
@@ -83,6 +95,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         if execution.in_process:  # no Redis: this process runs the jobs too
             await asyncio.to_thread(execution.start_workers)
         heap.settle()  # startup's objects leave the collector's generations
+        graphql.warm().add_done_callback(lambda _: heap.freeze_late())
         yield
         await execution.close()
         if limiter is not None:

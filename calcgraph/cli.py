@@ -38,10 +38,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from calcgraph.ops.header_limit import HTTP_PROTOCOL
     from calcgraph.ops.logs import setup_logging
-    from calcgraph.ops.serving import HTTP_PROTOCOL
+    from calcgraph.ops.serving import refuse_workers_without_redis
 
     settings = get_settings()
+    refuse_workers_without_redis(settings, args.workers)
     setup_logging(settings)
     if settings.sandbox_kind == "process":
         logging.getLogger("calcgraph").warning(
@@ -67,8 +69,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         _migrate(settings)
         uvicorn.run(
-            "calcgraph.app:create_app",
+            "calcgraph.ops.serving:create_served_app",
             factory=True,
+            workers=args.workers,
             host=host,
             port=args.port or settings.port,
             log_level=settings.log_level,
@@ -154,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the API (GraphQL at /graphql, REST at the root)")
     serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port to bind (default 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="API processes sharing the port (default 1; more than 1 needs CALCGRAPH_REDIS_URL)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     token = sub.add_parser(

@@ -28,3 +28,11 @@ def settle() -> None:
     gc.freeze()
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(young, YOUNG_THRESHOLD), middle, old)
+
+
+def freeze_late() -> None:
+    """Objects built once after start and kept for the process's life (the GraphQL schema,
+    built lazily) leave the collector's generations too. No collection first: freezing alone
+    is cheap, and what it also freezes of requests in flight is a few objects."""
+    if _settled:
+        gc.freeze()

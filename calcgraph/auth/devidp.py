@@ -5,9 +5,11 @@ bob and admin, and the browserless sign-in that `calcgraph token` uses."""
 from __future__ import annotations
 
 import ipaddress
+import logging
 import secrets
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -69,6 +71,12 @@ class DevIdentityProvider:
         self.issuer = ""
 
     def start(self, timeout: float = 20.0) -> DevIdentityProvider:
+        self.launch()
+        self.wait_ready(timeout)
+        return self
+
+    def launch(self) -> None:
+        """Start the child process without waiting for it to listen."""
         self._process = subprocess.Popen(
             [
                 sys.executable,
@@ -85,8 +93,12 @@ class DevIdentityProvider:
             stdout=subprocess.PIPE,
             text=True,
         )
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline().strip()
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        process = self._process
+        assert process is not None
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
         if not line.startswith("http://"):
             self.stop()
             raise RuntimeError("the development identity provider did not start")
@@ -95,7 +107,7 @@ class DevIdentityProvider:
         while True:
             try:
                 httpx.get(f"{self.issuer}/.well-known/openid-configuration", timeout=2)
-                return self
+                return
             except httpx.HTTPError as exc:
                 if time.monotonic() > deadline:
                     self.stop()
@@ -174,7 +186,19 @@ def start_for_serve(audience: str, host: str, port: int) -> DevIdentityProvider 
     if _answers(issuer):
         # Another `serve` on this machine already runs it: share it, tokens verify either way.
         return None
-    return DevIdentityProvider(audience, port=port).start()
+    provider = DevIdentityProvider(audience, port=port)
+    provider.launch()
+    # The API starts meanwhile (its /health needs no provider; a token comes from the provider,
+    # so no caller can present one before it listens). A provider that fails is logged.
+    threading.Thread(target=_report_failure, args=(provider,), daemon=True).start()
+    return provider
+
+
+def _report_failure(provider: DevIdentityProvider) -> None:
+    try:
+        provider.wait_ready()
+    except RuntimeError as exc:
+        logging.getLogger("calcgraph").error("%s: sign-in and tokens will fail", exc)
 
 
 def _answers(issuer: str) -> bool:

@@ -20,9 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import docker
-from docker.errors import DockerException
-
 from calcgraph.builds.artifact import DEPS_DIR, BuiltArtifact, stage_sources, tree_digest
 from calcgraph.builds.logs import BuildLog
 from calcgraph.builds.pip import BuildFailed, Deadline, PipOptions, pip_install
@@ -40,6 +37,11 @@ LABEL {kind_label}="function" {function_label}="{function}"
 
 
 def docker_client(base_url: str, timeout: float = 60.0) -> Any:
+    # The Docker SDK (and requests under it) costs ~0.4 s to import: only code that talks to
+    # an engine pays it, not every process start.
+    import docker
+    from docker.errors import DockerException
+
     try:
         return docker.DockerClient(base_url=base_url, version="auto", timeout=int(timeout))
     except DockerException as exc:
@@ -82,6 +84,8 @@ def build_image(
             encoding="utf-8",
         )
         digest, _ = tree_digest(context)
+        from docker.errors import DockerException
+
         tag = image_name(repository, function, digest)
         log.write(f"docker build -t {tag} (FROM {base_image}, network none)")
         client.api.timeout = max(1, int(deadline.remaining()))
@@ -109,8 +113,10 @@ def build_image(
 
 
 def remove_image(client: Any, image: str) -> bool:
+    from docker.errors import ImageNotFound
+
     try:
         client.images.remove(image, noprune=False)
-    except docker.errors.ImageNotFound:
+    except ImageNotFound:
         return False
     return True

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from docker.errors import DockerException
-
 from calcgraph.builds.logs import BuildLog
 from calcgraph.builds.pip import BuildFailed, Deadline
-from calcgraph.workers.sandbox.docker import with_registry
 
 
 def push_image(
     client: Any, image: str, registry: str | None, deadline: Deadline, log: BuildLog
 ) -> str:
     """The reference workers pull: `image` itself when no registry is set, else its copy there."""
+    from docker.errors import DockerException  # imported on use: the SDK is slow to import
+
+    from calcgraph.workers.sandbox.docker import with_registry
+
     if registry is None:
         log.write(f"no registry configured: {image} kept in the local engine")
         return image

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from docker.errors import DockerException
-
 from calcgraph.builds.artifact import ARTIFACT_PREFIX, delete_artifact
 from calcgraph.builds.docker_builder import DOCKER_PREFIX, docker_client, remove_image
 from calcgraph.builds.pip import BuildFailed
@@ -81,6 +79,8 @@ async def cleanup(
 
 def _base_images(settings: Settings) -> list[BaseImage]:
     """Every tag of the base image repository in the local engine (none without docker)."""
+    from docker.errors import DockerException  # imported on use: the SDK is slow to import
+
     if settings.sandbox_kind != "docker":
         return []
     repository, _, _ = settings.sandbox_base_image.partition(":")
@@ -116,6 +116,8 @@ def _created(text: str) -> datetime:
 
 
 def _remove(settings: Settings, references: list[str]) -> list[str]:
+    from docker.errors import DockerException
+
     removed: list[str] = []
     client: Any = None
     try:

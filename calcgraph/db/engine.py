@@ -6,6 +6,9 @@ REST request, per GraphQL mutation field, per actor message) or rolls it back on
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -47,6 +50,8 @@ class Database:
         self.url = url
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
         self.unit_hooks: list[UnitHook] = []
+        self._pinged_at = -math.inf
+        self._ping_lock = asyncio.Lock()
         if bind is not None:
             # Tests: every session joins the connection's outer transaction through a
             # savepoint, so the test can roll everything back at its end.
@@ -95,9 +100,18 @@ class Database:
         async with self._factory() as session:
             yield session
 
-    async def ping(self) -> None:
-        async with self.read_session() as session:
-            await session.execute(text("SELECT 1"))
+    async def ping(self, max_age: float = 0.0) -> None:
+        """Reach the database, or raise. With `max_age`, a success at most that many seconds
+        old answers without a round trip, and concurrent callers share one ping: a readiness
+        probe polled often then costs the database (and the pool) nothing most of the time."""
+        if max_age > 0 and time.monotonic() - self._pinged_at <= max_age:
+            return
+        async with self._ping_lock:
+            if max_age > 0 and time.monotonic() - self._pinged_at <= max_age:
+                return
+            async with self.read_session() as session:
+                await session.execute(text("SELECT 1"))
+            self._pinged_at = time.monotonic()
 
     async def dispose(self) -> None:
         await self.engine.dispose()

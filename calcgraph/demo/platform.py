@@ -93,7 +93,7 @@ class InProcessPlatform:
         from calcgraph.app import create_app
         from calcgraph.db.engine import Database
         from calcgraph.db.migrate import upgrade
-        from calcgraph.ops.serving import HTTP_PROTOCOL
+        from calcgraph.ops.header_limit import HTTP_PROTOCOL
 
         database = Database(
             self.settings.database_url, busy_timeout_ms=self.settings.sqlite_busy_timeout_ms

@@ -45,7 +45,8 @@ class _TextFormatter(logging.Formatter):
 def json_formatter() -> logging.Formatter:
     # `timestamp=True`: ISO 8601 in UTC with microseconds, from the record's creation time.
     return JsonFormatter(
-        "{levelname}{name}{message}{request_id}{job_id}",
+        # `process`: the pid, which tells apart the processes of `serve --workers N`.
+        "{levelname}{name}{message}{request_id}{job_id}{process}",
         style="{",
         rename_fields={"levelname": "level", "name": "logger"},
         # uvicorn repeats its messages with terminal colours: not for a log pipeline.

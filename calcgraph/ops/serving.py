@@ -1,83 +1,35 @@
-"""uvicorn's HTTP protocol with the contract's header limit (section 2: 431
-`RequestHeaderFieldsTooLarge`, request headers over 16 KiB in all, refused before they are read).
+"""The application as `calcgraph serve` runs it, in each of its processes.
 
-httptools, the parser of uvicorn[standard], has no header limit and buffers a header value
-until it ends: a 60 MB Authorization header was read whole. This protocol counts the bytes of a
-request's head as they arrive and feeds the parser no more than the limit allows; a head that
-has not ended by then is answered 431 and the connection closed. Bodies pass uncounted.
-
-`calcgraph serve`, the demo and the bench server name it (`http=HTTP_PROTOCOL`).
+With `--workers N` uvicorn starts N processes of its own (spawned, not forked): each must set
+up logging itself before building the app, or its records would go nowhere.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from starlette.applications import Starlette
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-HTTP_PROTOCOL = "calcgraph.ops.serving:HeaderLimitProtocol"
-MAX_HEADER_BYTES = 16 * 1024
-# The request line is not a header: a long query string gets this much room beside them.
-MAX_URL_BYTES = 8 * 1024
-_REQUEST_LINE_SLACK = 64  # method, spaces, "HTTP/1.1", line ends
-
-_BODY = json.dumps(
-    {
-        "detail": "RequestHeaderFieldsTooLarge: the request headers are over "
-        f"{MAX_HEADER_BYTES} bytes in all; send shorter headers (an access token is at most "
-        f"{MAX_HEADER_BYTES} bytes)"
-    }
-).encode()
-_RESPONSE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-    b"content-type: application/json\r\n"
-    b"content-length: " + str(len(_BODY)).encode() + b"\r\n"
-    b"connection: close\r\n\r\n" + _BODY
-)
+from calcgraph.ops.logs import setup_logging
+from calcgraph.settings import Settings, get_settings
 
 
-class HeaderLimitProtocol(HttpToolsProtocol):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.url = b""  # set by the parser's first callback; read here before that
-        self._head_bytes = 0
-        self._in_head = True
+def create_served_app() -> Starlette:
+    from calcgraph.app import create_app
 
-    def on_headers_complete(self) -> None:
-        self._in_head = False
-        super().on_headers_complete()
+    settings = get_settings()
+    setup_logging(settings)
+    return create_app(settings)
 
-    def on_message_complete(self) -> None:
-        super().on_message_complete()
-        # Keep-alive: the next bytes on this connection are the next request's head.
-        self._head_bytes = 0
-        self._in_head = True
 
-    def data_received(self, data: bytes) -> None:
-        while data:
-            if not self._in_head:
-                super().data_received(data)
-                return
-            limit = MAX_HEADER_BYTES + min(len(self.url), MAX_URL_BYTES) + _REQUEST_LINE_SLACK
-            room = limit - self._head_bytes
-            if room <= 0:
-                self._refuse()
-                return
-            # Feed no more than the limit allows, then see whether the head ended within it.
-            piece, data = data[:room], data[room:]
-            self._head_bytes += len(piece)
-            super().data_received(piece)
-            transport = self.transport
-            if transport.is_closing():
-                return
-            protocol = transport.get_protocol()
-            if protocol is not self:  # upgraded to a WebSocket: the rest is its first frames
-                if data:
-                    protocol.data_received(data)  # type: ignore[attr-defined]
-                return
-
-    def _refuse(self) -> None:
-        self.logger.warning("refused a request whose headers are over %d bytes", MAX_HEADER_BYTES)
-        self.transport.write(_RESPONSE)
-        self.transport.close()
+def refuse_workers_without_redis(settings: Settings, workers: int) -> None:
+    """More than one process needs the state they share to be shared: without Redis each
+    would run its own broker, job queue and workers, result cache, job notifications and rate
+    limits, and the others' jobs would be invisible to its long-poll waits and sweeper."""
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and settings.redis_url is None:
+        raise ValueError(
+            f"--workers {workers} needs CALCGRAPH_REDIS_URL: without Redis each process would "
+            "run its own in-process broker, workers, result cache, job notifications and rate "
+            "limits, invisible to the others. Set CALCGRAPH_REDIS_URL (and run "
+            "`calcgraph worker`), or serve with --workers 1"
+        )

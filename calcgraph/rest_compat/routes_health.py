@@ -12,6 +12,10 @@ from calcgraph.rest_compat.responses import Health
 from calcgraph.rest_compat.state import database_of
 from calcgraph.workers.inprocess import Execution
 
+# A probe polled many times a second reaches the database at most once a second: the answer
+# is then at most this old, and /health costs the database nothing most of the time.
+HEALTH_PING_MAX_AGE_S = 1.0
+
 
 async def health(request: Request) -> JSONResponse:
     database = database_of(request)
@@ -21,7 +25,7 @@ async def health(request: Request) -> JSONResponse:
     redis = await execution.redis_reachable()
     extra = {} if redis is None else {"redis": "ok" if redis else "unreachable"}
     try:
-        await database.ping()
+        await database.ping(max_age=HEALTH_PING_MAX_AGE_S)
     except Exception:  # readiness reports the failure instead of raising it
         return JSONResponse(
             {"status": "unavailable", "database": "unreachable", "version": __version__, **extra},

@@ -12,6 +12,7 @@ from starlette.websockets import WebSocket
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
 from calcgraph.schema.access_loaders import AccessLoaders
+from calcgraph.schema.node_loaders import NodeLoaders
 from calcgraph.schema.package_loaders import PackageLoaders
 from calcgraph.schema.workflow_loaders import WorkflowLoaders
 from calcgraph.settings import Settings
@@ -30,6 +31,8 @@ class Context:
     """Loaders of package and function versions, built on first use in the request."""
     workflow_loaders: WorkflowLoaders | None = None
     """Loaders of the run graph (versions, node states, jobs), built on first use."""
+    node_loaders: NodeLoaders | None = None
+    """Loaders of node state pages and single node states, built on first use."""
 
     def renew_loaders(self) -> None:
         """Start a new act of reading: each push of a subscription. Loaders remember what they

@@ -4,6 +4,7 @@ so a run query costs the same number of statements whatever the number of nodes.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import cast
@@ -12,11 +13,13 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types.nodes import SelectedField, Selection
 
+from calcgraph.domain.runs.nodes.service import check_page
 from calcgraph.domain.runs.state import NodeState
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowVersionView, WorkflowView
 from calcgraph.schema.access import JobType, principal_of
 from calcgraph.schema.context import Info
+from calcgraph.schema.node_loaders import NodeLoaders
 from calcgraph.schema.packages import FunctionVersionType, package_loaders_of
 from calcgraph.schema.workflow_loaders import WorkflowLoaders
 
@@ -155,6 +158,47 @@ class NodeStateType:
         )
 
 
+def node_loaders_of(info: Info) -> NodeLoaders:
+    """Built on first use in a request (the context is per request)."""
+    principal_of(info)
+    if info.context.node_loaders is None:
+        info.context.node_loaders = NodeLoaders.build(info.context.database)
+    return info.context.node_loaders
+
+
+def _page(
+    items: list[tuple[str, NodeState]],
+    first: int | None,
+    after: str | None,
+    statuses: tuple[str, ...],
+) -> list[tuple[str, NodeState]]:
+    """The page of node states already in hand (sorted by key), as the database would give."""
+    if after is not None:
+        items = items[bisect.bisect_right([k for k, _ in items], after) :]
+    if statuses:
+        items = [(k, s) for k, s in items if s.status in statuses]
+    return items if first is None else items[:first]
+
+
+async def _with_relations(info: Info, nodes: list[NodeStateType]) -> list[NodeStateType]:
+    if _selects(info, "job"):
+        # One batch per relation for the whole list, not one awaited field per node.
+        job_ids = [n.job_id for n in nodes if n.job_id is not None]
+        jobs = await workflow_loaders_of(info).job_by_id.load_many(job_ids)
+        by_id = {j.id: JobType.from_view(j) for j in jobs if j is not None}
+        for node in nodes:
+            node.job = by_id.get(node.job_id) if node.job_id else None
+    if _selects(info, "functionVersion"):
+        wanted = sorted({n.function_version_id for n in nodes if n.function_version_id})
+        loader = package_loaders_of(info).function_version_by_id
+        found = await loader.load_many(wanted)
+        versions = {v.id: FunctionVersionType.from_view(v) for v in found if v is not None}
+        for node in nodes:
+            version_id = node.function_version_id
+            node.function_version = versions.get(version_id) if version_id else None
+    return nodes
+
+
 @strawberry.type(name="WorkflowRun", description="A run of a workflow version, advanced by ticks.")
 class WorkflowRunType:
     id: strawberry.ID = strawberry.field(description="Run identifier.")
@@ -176,30 +220,47 @@ class WorkflowRunType:
     states: strawberry.Private[Mapping[str, NodeState] | None]
     versions: strawberry.Private[dict[str, str]]
 
-    @strawberry.field(description="Every function and extract node's state, by node key order.")
-    async def node_states(self, info: Info) -> list[NodeStateType]:
-        if self.states is not None:
-            items = sorted(self.states.items())
-        else:
+    @strawberry.field(
+        description="The function and extract nodes' states in node key order: every node, or "
+        "a page. `first` (1 to 10,000) takes that many; `after` starts after that node key "
+        "(pass the last `nodeKey` of the previous page; a page shorter than `first` is the "
+        "last); `status` keeps the nodes in those statuses (`pending`, `running`, `success`, "
+        "`failed`, `cancelled`)."
+    )
+    async def node_states(
+        self,
+        info: Info,
+        first: int | None = None,
+        after: str | None = None,
+        status: list[str] | None = None,
+    ) -> list[NodeStateType]:
+        statuses = tuple(sorted(set(status or ())))
+        check_page(first, statuses)
+        if self.states is not None:  # already in hand (a tick's answer): page it here
+            items = _page(sorted(self.states.items()), first, after, statuses)
+        elif first is None and after is None and not statuses:
             rows = await workflow_loaders_of(info).node_states_by_run_id.load(str(self.id))
             items = [(row.node_key, row.state) for row in rows]
+        else:
+            key = (str(self.id), after, first, statuses)
+            rows = await node_loaders_of(info).page.load(key)
+            items = [(row.node_key, row.state) for row in rows]
         nodes = [NodeStateType.from_state(k, s, self.versions.get(k)) for k, s in items]
-        if _selects(info, "job"):
-            # One batch per relation for the whole list, not one awaited field per node.
-            job_ids = [n.job_id for n in nodes if n.job_id is not None]
-            jobs = await workflow_loaders_of(info).job_by_id.load_many(job_ids)
-            by_id = {j.id: JobType.from_view(j) for j in jobs if j is not None}
-            for node in nodes:
-                node.job = by_id.get(node.job_id) if node.job_id else None
-        if _selects(info, "functionVersion"):
-            wanted = sorted({n.function_version_id for n in nodes if n.function_version_id})
-            loader = package_loaders_of(info).function_version_by_id
-            found = await loader.load_many(wanted)
-            versions = {v.id: FunctionVersionType.from_view(v) for v in found if v is not None}
-            for node in nodes:
-                version_id = node.function_version_id
-                node.function_version = versions.get(version_id) if version_id else None
-        return nodes
+        return await _with_relations(info, nodes)
+
+    @strawberry.field(description="One node's state by its node key; null when no such node.")
+    async def node_state(self, info: Info, key: str) -> NodeStateType | None:
+        if self.states is not None:
+            state = self.states.get(key)
+        else:
+            row = await node_loaders_of(info).by_key.load((str(self.id), key))
+            state = row.state if row is not None else None
+        if state is None:
+            return None
+        (node,) = await _with_relations(
+            info, [NodeStateType.from_state(key, state, self.versions.get(key))]
+        )
+        return node
 
     @strawberry.field(description="The workflow version frozen for the run.")
     async def workflow_version(self, info: Info) -> WorkflowVersionType | None:

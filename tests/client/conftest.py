@@ -25,7 +25,7 @@ import uvicorn
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.demo import PACKAGE_DIR, workflow_document
-from calcgraph.ops.serving import HTTP_PROTOCOL
+from calcgraph.ops.header_limit import HTTP_PROTOCOL
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import TEST_TIMEOUT, default_sandbox, exec_url  # noqa: F401

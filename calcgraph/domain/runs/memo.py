@@ -9,13 +9,15 @@
   database, or written by a tick and remembered after its commit (never before: the
   transaction could still roll back, and another tick would then write that revision).
 
-Each map is a bounded LRU: a process serves many runs, and a miss only costs a read.
+Each map is a bounded LRU: a process serves many runs, and a miss only costs a read. The maps
+of runs are bounded by their nodes too: 256 runs of 10,000 nodes would hold gigabytes, so a
+process keeps at most `nodes` nodes' worth of plans, states and workflow versions in each.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from calcgraph.domain.runs.state import NodeState
@@ -26,30 +28,68 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+def _one(value: object) -> int:
+    return 1
+
+
 class _Lru(Generic[K, V]):
-    def __init__(self, size: int) -> None:
+    """At most `size` items and `weight` in all (each item weighs `weigh(value)`); the item
+    just put is kept even when it alone weighs more."""
+
+    def __init__(
+        self, size: int, weight: int | None = None, weigh: Callable[[V], int] = _one
+    ) -> None:
         self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self.weight = weight
+        self._weigh = weigh
+        self._total = 0
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
 
     def get(self, key: K) -> V | None:
         found = self._items.get(key)
-        if found is not None:
-            self._items.move_to_end(key)
-        return found
+        if found is None:
+            return None
+        self._items.move_to_end(key)
+        return found[0]
 
     def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._total -= old[1]
+        weight = self._weigh(value)
+        self._items[key] = (value, weight)
+        self._total += weight
+        while len(self._items) > 1 and (
+            len(self._items) > self.size or (self.weight is not None and self._total > self.weight)
+        ):
+            _, (_, dropped) = self._items.popitem(last=False)
+            self._total -= dropped
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _plan_nodes(entry: tuple[dict[str, Any], Plan]) -> int:
+    return max(1, len(entry[1].nodes))
+
+
+def _state_nodes(entry: tuple[int, Mapping[str, NodeState]]) -> int:
+    return max(1, len(entry[1]))
+
+
+def _graph_nodes(version: WorkflowVersionView) -> int:
+    nodes = version.graph.get("nodes") if isinstance(version.graph, dict) else None
+    return max(1, len(nodes) if isinstance(nodes, list) else 1)
 
 
 class RunMemo:
-    def __init__(self, runs: int = 256, versions: int = 4096) -> None:
-        self._plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs)
-        self._states: _Lru[str, tuple[int, Mapping[str, NodeState]]] = _Lru(runs)
+    def __init__(self, runs: int = 256, versions: int = 4096, nodes: int = 100_000) -> None:
+        self._plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs, nodes, _plan_nodes)
+        self._states: _Lru[str, tuple[int, Mapping[str, NodeState]]] = _Lru(
+            runs, nodes, _state_nodes
+        )
         self._owners: _Lru[str, tuple[str, str]] = _Lru(versions)
-        self._workflow_versions: _Lru[str, WorkflowVersionView] = _Lru(runs)
+        self._workflow_versions: _Lru[str, WorkflowVersionView] = _Lru(runs, nodes, _graph_nodes)
 
     def plan(self, run_id: str) -> tuple[dict[str, Any], Plan] | None:
         return self._plans.get(run_id)

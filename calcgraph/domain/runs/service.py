@@ -154,7 +154,11 @@ class RunService:
         self.memo.remember_states(run.id, 0, states)
         return run_view(run, states)
 
-    async def get(self, session: AsyncSession, principal: Principal, run_id: str) -> RunView:
+    async def get(
+        self, session: AsyncSession, principal: Principal, run_id: str, *, states: bool = True
+    ) -> RunView:
+        """The run; its node states too unless `states` is false (then only when remembered:
+        GraphQL reads them a page at a time)."""
         repository = RunRepository.from_session(session)
         found = await repository.locked_run(run_id, lock=False)
         if found is None:
@@ -167,10 +171,10 @@ class RunService:
         )
         # States remembered at this revision are committed ones; states read here are not
         # remembered: without the run's lock a tick may commit between the two reads.
-        states = self.memo.states(run_id, run.revision)
-        if states is None:
-            states = await repository.states(run_id)
-        return run_view(run, states, snapshot)
+        node_states = self.memo.states(run_id, run.revision)
+        if node_states is None and states:
+            node_states = await repository.states(run_id)
+        return run_view(run, node_states, snapshot)
 
     async def list_runs(
         self,

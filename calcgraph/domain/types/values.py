@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pint
+if TYPE_CHECKING:
+    import pint
 
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.types.catalog import CATALOG, TORSOR_FIELDS, TRIPLE_ELEMENT
@@ -23,7 +24,10 @@ Loc = tuple[str | int, ...]
 
 @lru_cache(maxsize=1)
 def unit_registry() -> pint.UnitRegistry[Any]:
-    # Building the registry parses pint's unit definitions: do it once, on first use.
+    # Building the registry parses pint's unit definitions: do it once, on first use. Even
+    # importing pint costs ~0.2 s, so a server pays it at its first quantity, not at start.
+    import pint
+
     return pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
 
 
@@ -32,6 +36,8 @@ def to_si(value: float, unit: str, type_name: str) -> float:
     si = CATALOG[type_name].unit
     assert si is not None
     ureg = unit_registry()
+    import pint  # already imported by unit_registry(): a dictionary look-up
+
     try:
         quantity = ureg.Quantity(value, unit)
     except Exception as exc:  # pint raises many kinds on a malformed unit string

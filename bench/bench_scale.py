@@ -1,0 +1,352 @@
+"""Scale (issue 14), end to end: real HTTP through uvicorn (`calcgraph serve`, its own process),
+a real RS256 token, PostgreSQL, in-process workers, process sandbox. Server CPU and memory are
+read from /proc for the server process alone; the load generator runs in this process.
+
+- `scale_server_cpu_health_http`: server CPU per `GET /health` over 3,000 sequential requests
+  on one connection (target 0.3 ms).
+- `scale_server_cpu_idle_tick_http`: server CPU per `POST /workflow-runs/{id}/tick` when nothing
+  changed (its one node runs a job that sleeps), over 1,000 sequential ticks, beside the time
+  inside the tick's unit of work from /metrics (target 2 ms of CPU per tick in all).
+- `scale_polled_runs_http`: 10, 100 and 500 diamond runs at once, each polled every 2 s with a
+  plain tick (no `wait`), until all complete: tick latency p50/p99 (target p99 250 ms at 500),
+  how many completed, ticks per second served, server CPU per tick.
+- `scale_nodes_http`: runs of 100, 1,000 and 10,000 nodes (parallel chains) from creation to
+  `completed` with long-poll ticks: total time, tick latency and answer size; then GraphQL on
+  the finished run: the first page of 100 node states with their jobs (target 50 ms at 10,000)
+  and the whole run in one query (target 500 ms); server RSS before and after.
+- `scale_rss_30000_jobs_http`: server RSS over three 10,000-node runs (30,000 jobs) and 20
+  whole-run GraphQL queries (target: flat within 50 MB after the first run).
+- `scale_startup`: `calcgraph serve` to its first `/health` 200 on a migrated database (target
+  1.5 s) and `calcgraph demo --fresh` to its exit (target 3 s), process CPU beside wall time.
+
+PostgreSQL: `CALCGRAPH_BENCH_POSTGRES_URL` (default .../cg_scale_bench, reset at start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+import httpx
+
+from bench.core import Options, Result, summarise
+from bench.scale_client import (
+    TERMINAL,
+    Api,
+    api,
+    chains_nodes,
+    cpu_seconds,
+    diamond_nodes,
+    gather_limited,
+    load1,
+    rss_mb,
+)
+from bench.server import HOST, free_port
+
+POLL_S = 2.0
+FIRST_PAGE = """query Page($id: ID!) { workflowRun(id: $id) { id status
+  nodeStates(first: 100) { nodeKey status startedAt job { id status finishedAt } } } }"""
+WHOLE_RUN = """query Whole($id: ID!) { workflowRun(id: $id) { id status
+  nodeStates { nodeKey status startedAt job { id status finishedAt } } } }"""
+
+
+def health_cpu(options: Options) -> list[Result]:
+    async def run() -> Result:
+        async with api() as bench:
+            for _ in range(200):
+                await bench.http.get("/health")
+            latencies: list[int] = []
+            before, t0 = cpu_seconds(bench.pid), time.perf_counter()
+            for _ in range(3000):
+                start = time.perf_counter_ns()
+                response = await bench.http.get("/health")
+                latencies.append(time.perf_counter_ns() - start)
+                if response.status_code != 200:
+                    raise RuntimeError(f"/health answered {response.status_code}")
+            cpu = cpu_seconds(bench.pid) - before
+            return summarise(
+                "scale_server_cpu_health_http",
+                "GET /health, sequential, keep-alive",
+                bench.setup,
+                latencies,
+                time.perf_counter() - t0,
+                extra={"server_cpu_ms_per_request": round(cpu / 3000 * 1000, 3), "target": 0.3},
+            )
+
+    return [asyncio.run(run())]
+
+
+def idle_tick_cpu(options: Options) -> list[Result]:
+    async def run() -> Result:
+        async with api() as bench:
+            nodes = [diamond_nodes(bench)[0], _sleepy(bench)]
+            run_id = await bench.start(await bench.workflow(nodes), 1.0)
+            view, _ = await bench.tick(run_id)
+            for _ in range(50):  # the job starts; then nothing changes
+                view, _ = await bench.tick(run_id)
+            if view["node_states"]["s"]["status"] != "running":
+                raise RuntimeError(f"the sleeping node is {view['node_states']['s']['status']}")
+            tick_sum, tick_count = await bench.tick_seconds()
+            latencies: list[int] = []
+            before, t0 = cpu_seconds(bench.pid), time.perf_counter()
+            for _ in range(1000):
+                start = time.perf_counter_ns()
+                await bench.tick(run_id)
+                latencies.append(time.perf_counter_ns() - start)
+            cpu = cpu_seconds(bench.pid) - before
+            elapsed = time.perf_counter() - t0
+            tick_sum2, tick_count2 = await bench.tick_seconds()
+            inside = (tick_sum2 - tick_sum) / max(1.0, tick_count2 - tick_count)
+            return summarise(
+                "scale_server_cpu_idle_tick_http",
+                "POST tick, nothing changed, 1 running node",
+                bench.setup,
+                latencies,
+                elapsed,
+                extra={
+                    "server_cpu_ms_per_tick": round(cpu / 1000 * 1000, 3),
+                    "tick_unit_of_work_ms": round(inside * 1000, 3),
+                    "target_cpu_ms": 2.0,
+                },
+            )
+
+    return [asyncio.run(run())]
+
+
+def _sleepy(bench: Api) -> dict[str, object]:
+    binding = {"source": "input_node", "input_key": "x", "from_port": "value"}
+    return {
+        "node_key": "s",
+        "kind": "function",
+        "function": f"{bench.package}/sleepy",
+        "input_bindings": {"x": binding},
+    }
+
+
+async def _poll(bench: Api, run_id: str, latencies: list[int], deadline: float) -> bool:
+    await asyncio.sleep(random.uniform(0, POLL_S))  # polls spread over the interval
+    while time.monotonic() < deadline:
+        start = time.perf_counter_ns()
+        view, _ = await bench.tick(run_id)
+        took = time.perf_counter_ns() - start
+        latencies.append(took)
+        if view["status"] in TERMINAL:
+            return bool(view["status"] == "completed")
+        await asyncio.sleep(max(0.0, POLL_S - took / 1e9))
+    return False
+
+
+def polled_runs(options: Options) -> list[Result]:
+    async def run() -> list[Result]:
+        results = []
+        async with api(connections=600) as bench:
+            slug = await bench.workflow(diamond_nodes(bench))
+            await bench.run_to_end(slug, -1.0, 60)  # warm: sandboxes started
+            for runs in (10, 100, 500):
+                ids = await gather_limited(
+                    16, *(bench.start(slug, i + time.time() % 1) for i in range(runs))
+                )
+                latencies: list[int] = []
+                before, t0 = cpu_seconds(bench.pid), time.perf_counter()
+                deadline = time.monotonic() + 180
+                done = await asyncio.gather(*(_poll(bench, i, latencies, deadline) for i in ids))
+                elapsed = time.perf_counter() - t0
+                cpu = cpu_seconds(bench.pid) - before
+                results.append(
+                    summarise(
+                        "scale_polled_runs_http",
+                        f"{runs} diamond runs, each ticked every {POLL_S:.0f} s",
+                        bench.setup,
+                        latencies,
+                        elapsed,
+                        errors=runs - sum(done),
+                        extra={
+                            "completed": sum(done),
+                            "all_done_s": round(elapsed, 2),
+                            "ticks_per_s": round(len(latencies) / elapsed, 1),
+                            "offered_ticks_per_s": runs / POLL_S,
+                            "server_cpu_ms_per_tick": round(cpu / len(latencies) * 1000, 3),
+                            "target_p99_ms_at_500": 250,
+                        },
+                    )
+                )
+        return results
+
+    return asyncio.run(run())
+
+
+async def _queries(bench: Api, query: str, run_id: str, count: int) -> tuple[list[int], int]:
+    latencies: list[int] = []
+    size = 0
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        _, size = await bench.graphql(query, id=run_id)
+        latencies.append(time.perf_counter_ns() - start)
+    return latencies, size
+
+
+def nodes_curve(options: Options) -> list[Result]:
+    async def run() -> list[Result]:
+        results = []
+        async with api() as bench:
+            for nodes in (100, 1_000, 10_000):
+                slug = await bench.workflow(chains_nodes(bench, nodes))
+                rss_before = rss_mb(bench.pid)
+                done = await bench.run_to_end(slug, 1.0, 600)
+                extra: dict[str, object] = {
+                    "run_s": round(done["seconds"], 2),
+                    "ticks": len(done["ticks_ns"]),
+                    "largest_tick_answer_kb": round(max(done["sizes"]) / 1024, 1),
+                    "rss_mb_before": round(rss_before, 1),
+                    "rss_mb_after_run": round(rss_mb(bench.pid), 1),
+                }
+                results.append(
+                    summarise(
+                        "scale_nodes_http",
+                        f"{nodes:,} nodes, run to completed, long-poll ticks",
+                        bench.setup,
+                        done["ticks_ns"],
+                        done["seconds"],
+                        extra=extra,
+                    )
+                )
+                for name, query, count in (
+                    ("first page of 100 node states with jobs", FIRST_PAGE, 20),
+                    ("whole run, every node state with its job", WHOLE_RUN, 3),
+                ):
+                    await _queries(bench, query, done["id"], 1)  # warm: document cache
+                    t0 = time.perf_counter()
+                    latencies, size = await _queries(bench, query, done["id"], count)
+                    results.append(
+                        summarise(
+                            "scale_nodes_graphql_http",
+                            f"{nodes:,} nodes: {name}",
+                            bench.setup,
+                            latencies,
+                            time.perf_counter() - t0,
+                            extra={
+                                "answer_kb": round(size / 1024, 1),
+                                "rss_mb": round(rss_mb(bench.pid), 1),
+                            },
+                        )
+                    )
+        return results
+
+    return asyncio.run(run())
+
+
+def rss_30000_jobs(options: Options) -> list[Result]:
+    async def run() -> Result:
+        async with api() as bench:
+            slug = await bench.workflow(chains_nodes(bench, 10_000))
+            samples = [("start", rss_mb(bench.pid), load1())]
+            ticks: list[int] = []
+            t0 = time.perf_counter()
+            last = ""
+            for i in range(3):
+                done = await bench.run_to_end(slug, float(i), 600)
+                ticks += done["ticks_ns"]
+                last = done["id"]
+                samples.append((f"after run {i + 1}", rss_mb(bench.pid), load1()))
+            for i in range(20):
+                await bench.graphql(WHOLE_RUN, id=last)
+                if i % 5 == 4:
+                    samples.append((f"after query {i + 1}", rss_mb(bench.pid), load1()))
+            after_first = samples[1][1]
+            growth = max(mb for _, mb, _ in samples[1:]) - after_first
+            return summarise(
+                "scale_rss_30000_jobs_http",
+                "3 runs of 10,000 nodes, then 20 whole-run GraphQL queries",
+                bench.setup,
+                ticks,
+                time.perf_counter() - t0,
+                extra={
+                    "rss_mb": [(label, round(mb, 1), load) for label, mb, load in samples],
+                    "growth_after_first_run_mb": round(growth, 1),
+                    "target_mb": 50,
+                },
+            )
+
+    return [asyncio.run(run())]
+
+
+def _startup_once(env: dict[str, str]) -> tuple[int, float]:
+    port = free_port()
+    command = [sys.executable, "-m", "calcgraph", "serve", "--host", HOST, "--port", str(port)]
+    start = time.perf_counter_ns()
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"calcgraph serve exited with {process.returncode}")
+            try:
+                if httpx.get(f"http://{HOST}:{port}/health", timeout=1).status_code == 200:
+                    took = time.perf_counter_ns() - start
+                    return took, cpu_seconds(process.pid)
+            except httpx.TransportError:
+                pass
+            time.sleep(0.01)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def startup(options: Options) -> list[Result]:
+    with tempfile.TemporaryDirectory(prefix="calcgraph-bench-start-") as tmp:
+        env = {
+            **os.environ,
+            "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/start.db",
+            "CALCGRAPH_SANDBOX": "process",
+            "CALCGRAPH_LOG_LEVEL": "warning",
+        }
+        subprocess.run([sys.executable, "-m", "calcgraph", "migrate"], env=env, check=True)
+        starts = [_startup_once(env) for _ in range(5)]
+        t0 = time.perf_counter()
+        demo: list[int] = []
+        for _ in range(3):
+            start = time.perf_counter_ns()
+            subprocess.run(
+                [sys.executable, "-m", "calcgraph", "demo", "--fresh"],
+                env=dict(os.environ),
+                check=True,
+                capture_output=True,
+                cwd=tmp,
+            )
+            demo.append(time.perf_counter_ns() - start)
+        demo_s = time.perf_counter() - t0
+    cpu = sorted(c for _, c in starts)
+    return [
+        summarise(
+            "scale_startup_serve_to_health",
+            "calcgraph serve to first /health 200, migrated SQLite",
+            "subprocess, process sandbox, development identity provider",
+            [t for t, _ in starts],
+            sum(t for t, _ in starts) / 1e9,
+            extra={"server_cpu_s_p50": round(cpu[len(cpu) // 2], 2), "target_s": 1.5},
+        ),
+        summarise(
+            "scale_startup_demo_fresh",
+            "calcgraph demo --fresh to exit",
+            "subprocess, default sandbox (bwrap when installed)",
+            demo,
+            demo_s,
+            extra={"target_s": 3.0},
+        ),
+    ]
+
+
+BENCHMARKS = {
+    "scale_server_cpu_health_http": health_cpu,
+    "scale_server_cpu_idle_tick_http": idle_tick_cpu,
+    "scale_polled_runs_http": polled_runs,
+    "scale_nodes_http": nodes_curve,
+    "scale_rss_30000_jobs_http": rss_30000_jobs,
+    "scale_startup": startup,
+}

@@ -1,0 +1,93 @@
+"""SQL of node state pages: a run's nodes by key, a page at a time, for many runs at once.
+
+Every statement reaches the rows through the primary key (run_id, node_key), in key order, so
+a page of a 10,000-node run reads the page, not the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func, select, tuple_
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.domain.runs.models import NodeState as NodeRowModel
+from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.runs.views import NodeRow
+
+_COLUMNS = (
+    NodeRowModel.run_id,
+    NodeRowModel.node_key,
+    NodeRowModel.kind,
+    NodeRowModel.status,
+    NodeRowModel.job_id,
+    NodeRowModel.outputs,
+    NodeRowModel.error,
+    NodeRowModel.attempt,
+    NodeRowModel.started_at,
+    NodeRowModel.finished_at,
+)
+
+
+def _row(row: Any) -> NodeRow:
+    return NodeRow(
+        run_id=row.run_id,
+        node_key=row.node_key,
+        kind=row.kind,
+        state=NodeState(
+            status=row.status,
+            job_id=row.job_id,
+            outputs=row.outputs,
+            error=row.error,
+            attempt=row.attempt,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+        ),
+    )
+
+
+class NodePageRepository(RepositoryBase[NodeRowModel]):
+    model = NodeRowModel
+
+    async def pages(
+        self,
+        run_ids: Sequence[str],
+        *,
+        after: str | None,
+        limit: int | None,
+        statuses: Sequence[str],
+    ) -> list[NodeRow]:
+        """Up to `limit` nodes of each run (all with None) whose key sorts after `after`, in
+        `statuses` (any when empty), by run and key: one statement for all the runs."""
+        if not run_ids:
+            return []
+        query = select(*_COLUMNS).where(NodeRowModel.run_id.in_(run_ids))
+        if after is not None:
+            query = query.where(NodeRowModel.node_key > after)
+        if statuses:
+            query = query.where(NodeRowModel.status.in_(statuses))
+        if limit is not None and len(run_ids) > 1:
+            # Each run's first `limit` rows: numbered within the run, in key order.
+            rank = (
+                func.row_number()
+                .over(partition_by=NodeRowModel.run_id, order_by=NodeRowModel.node_key)
+                .label("rank")
+            )
+            ranked = query.add_columns(rank).subquery()
+            query = select(*(ranked.c[c.key] for c in _COLUMNS)).where(ranked.c.rank <= limit)
+            query = query.order_by(ranked.c.run_id, ranked.c.node_key)
+        else:
+            query = query.order_by(NodeRowModel.run_id, NodeRowModel.node_key)
+            if limit is not None:
+                query = query.limit(limit)
+        return [_row(row) for row in await self.session.execute(query)]
+
+    async def by_keys(self, keys: Sequence[tuple[str, str]]) -> list[NodeRow]:
+        """The nodes named by (run id, node key), those that exist."""
+        if not keys:
+            return []
+        query = select(*_COLUMNS).where(
+            tuple_(NodeRowModel.run_id, NodeRowModel.node_key).in_(list(keys))
+        )
+        return [_row(row) for row in await self.session.execute(query)]

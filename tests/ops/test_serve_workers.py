@@ -1,0 +1,145 @@
+"""`calcgraph serve --workers N`: N processes behind one port sharing what must be shared
+(database, Redis broker, notifier, result cache, rate limits); refused without Redis, where
+each process would keep its own."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from tests.auth.idp import LocalIdentityProvider
+from tests.execution.conftest import exec_url  # noqa: F401
+from tests.ops.test_ratelimit import REDIS_URL, _redis_or_skip
+from tests.ops.test_worker_process import _free_port
+
+pytestmark = pytest.mark.db
+BURST = 30
+
+
+@contextlib.contextmanager
+def _serve(env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "calcgraph", "serve", "--port", str(port), "--workers", "2"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.1)
+        yield base
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _processes(log_path: Path, path: str) -> Counter[int]:
+    """Which process answered each logged request to `path` (access log lines, JSON)."""
+    served: Counter[int] = Counter()
+    for line in log_path.read_text().splitlines():
+        if not line.startswith("{"):
+            continue
+        record = json.loads(line)
+        if record.get("logger") == "calcgraph.access" and f" {path} " in record["message"]:
+            served[record["process"]] += 1
+    return served
+
+
+def test_two_processes_share_the_load_and_the_state(
+    exec_url: str,  # noqa: F811
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+) -> None:
+    _redis_or_skip()
+    prefix = f"serve-workers-{uuid.uuid4().hex[:8]}:"
+    env = {
+        **os.environ,
+        "CALCGRAPH_DATABASE_URL": exec_url,
+        "CALCGRAPH_REDIS_URL": REDIS_URL,
+        "CALCGRAPH_REDIS_KEY_PREFIX": prefix,
+        "CALCGRAPH_OIDC_ISSUER": identity_provider.issuer,
+        "CALCGRAPH_SANDBOX": "process",
+        "CALCGRAPH_LOG_LEVEL": "info",
+        "CALCGRAPH_LOG_FORMAT": "json",
+        "CALCGRAPH_RATE_LIMIT_PER_MINUTE": "6",  # one token every 10 s: none come back here
+        "CALCGRAPH_RATE_LIMIT_BURST": str(BURST),
+    }
+    log_path = tmp_path / "serve.log"
+    slug = f"org-{uuid.uuid4().hex[:8]}"
+    try:
+        with _serve(env, _free_port(), log_path) as base, httpx.Client(base_url=base) as http:
+            alice = identity_provider.headers("alice")
+            created = http.post("/organizations", json={"slug": slug, "name": "W"}, headers=alice)
+            assert created.status_code == 201, created.text
+            # New connections each time: uvicorn's processes take turns accepting them.
+            answers = [
+                httpx.get(f"{base}/organizations/{slug}", headers=alice).json()
+                for _ in range(BURST - 2)
+            ]
+            for _ in range(40):
+                assert httpx.get(f"{base}/health").status_code == 200
+            # One bucket for bob in Redis, whichever process answers: the burst, not twice it.
+            bob = identity_provider.headers("bob")
+            statuses = Counter(
+                httpx.get(f"{base}/workflows", headers=bob).status_code for _ in range(BURST + 15)
+            )
+    finally:
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    # The organization made through one process is the same through both.
+    assert all(a == answers[0] for a in answers)
+    assert answers[0]["slug"] == slug
+    assert [m["username"] for m in answers[0]["members"]] == ["alice"]
+    by_process = _processes(log_path, f"/organizations/{slug}")
+    assert len(by_process) == 2, by_process
+    assert len(_processes(log_path, "/health")) == 2
+    assert statuses == {200: BURST, 429: 15}, statuses
+    assert len(_processes(log_path, "/workflows")) == 2
+
+
+def test_more_than_one_process_without_redis_is_refused(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'refused.db'}",
+        "CALCGRAPH_SANDBOX": "process",
+    }
+    env.pop("CALCGRAPH_REDIS_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "calcgraph", "serve", "--port", "1", "--workers", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--workers 2 needs CALCGRAPH_REDIS_URL" in done.stderr
+    assert not (tmp_path / "refused.db").exists()  # refused before migrating anything

@@ -1,0 +1,82 @@
+"""Start-up pays only for what serving /health needs: heavy modules load on first use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from alembic.script import ScriptDirectory
+
+from calcgraph.db.migrate import alembic_config, script_heads
+
+# Each costs a tenth of a second or more to import, and none is needed to answer /health.
+HEAVY = ("alembic", "docker", "requests", "pint", "strawberry", "graphql")
+
+
+def _loaded_heavy(code: str, env: dict[str, str]) -> list[str]:
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_building_the_app_imports_no_heavy_module(tmp_path: Path) -> None:
+    env = {
+        "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'app.db'}",
+        "CALCGRAPH_SANDBOX": "process",
+    }
+    assert _loaded_heavy("from calcgraph.app import create_app\ncreate_app()", env) == []
+
+
+def test_the_heads_read_from_the_revision_files_are_alembics() -> None:
+    heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+    assert script_heads() == heads
+
+
+def test_upgrading_a_migrated_database_does_not_import_alembic(database_url: str) -> None:
+    code = (
+        "import asyncio\n"
+        "from calcgraph.db.engine import Database\n"
+        "from calcgraph.db.migrate import upgrade\n"
+        "async def main():\n"
+        f"    database = Database({database_url!r})\n"
+        "    await upgrade(database)\n"
+        "    await database.dispose()\n"
+        "asyncio.run(main())"
+    )
+    assert "alembic" not in _loaded_heavy(code, {})
+
+
+def test_upgrading_a_fresh_database_migrates_it(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
+    code = (
+        "import asyncio\n"
+        "from sqlalchemy import text\n"
+        "from calcgraph.db.engine import Database\n"
+        "from calcgraph.db.migrate import upgrade\n"
+        "async def main():\n"
+        f"    database = Database({url!r})\n"
+        "    await upgrade(database)\n"
+        "    async with database.read_session() as session:\n"
+        "        found = await session.scalars(text('SELECT version_num FROM alembic_version'))\n"
+        "        print(list(found))\n"
+        "    await database.dispose()\n"
+        "asyncio.run(main())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert sorted(json.loads(done.stdout.strip().replace("'", '"'))) == sorted(script_heads() or ())

@@ -1,0 +1,49 @@
+"""The run memo stays bounded by nodes, not only by runs: big runs cannot pile up gigabytes."""
+
+from __future__ import annotations
+
+from calcgraph.domain.runs.memo import RunMemo
+from calcgraph.domain.runs.state import NodeState
+
+
+def _states(count: int) -> dict[str, NodeState]:
+    return {f"n{i}": NodeState() for i in range(count)}
+
+
+def test_states_are_bounded_by_their_nodes() -> None:
+    memo = RunMemo(runs=256, nodes=10_000)
+    for run in range(5):
+        memo.remember_states(f"r{run}", 1, _states(3_000))
+    # 15,000 nodes offered, 10,000 kept: the three most recent runs.
+    assert [memo.states(f"r{run}", 1) is not None for run in range(5)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
+
+
+def test_a_run_bigger_than_the_bound_is_still_remembered_alone() -> None:
+    memo = RunMemo(runs=256, nodes=1_000)
+    memo.remember_states("small", 1, _states(10))
+    memo.remember_states("big", 1, _states(5_000))
+    assert memo.states("big", 1) is not None
+    assert memo.states("small", 1) is None
+
+
+def test_small_runs_are_bounded_by_their_count() -> None:
+    memo = RunMemo(runs=3, nodes=100_000)
+    for run in range(4):
+        memo.remember_states(f"r{run}", 0, _states(4))
+    assert memo.states("r0", 0) is None
+    assert all(memo.states(f"r{run}", 0) is not None for run in (1, 2, 3))
+
+
+def test_remembering_a_run_again_replaces_its_weight() -> None:
+    memo = RunMemo(runs=256, nodes=1_000)
+    for revision in range(10):  # the same run, revision after revision: one entry
+        memo.remember_states("r", revision, _states(600))
+    memo.remember_states("other", 0, _states(300))
+    assert memo.states("r", 9) is not None
+    assert memo.states("other", 0) is not None
