@@ -1,14 +1,17 @@
-"""The `process` backend: a plain subprocess with rlimits, for machines with neither Docker nor
-bubblewrap. Isolation is weak and the backend says so loudly at start.
+"""The `process` backend: a plain subprocess with rlimits, for a single trusted user on a machine
+with neither Docker nor bubblewrap. It runs only when named (`CALCGRAPH_SANDBOX=process`) and
+says at every start that isolation is weak.
 
 Run by root it drops the runner to a uid of its own (so RLIMIT_NPROC counts that sandbox alone,
-the host's files and the Docker socket are out of reach, and a final kill(-1) as that uid removes
-every process the job left), empties the capability bounding set and sets no_new_privs.
-It cannot isolate the network, make the filesystem read-only (world-writable directories such
-as /var/tmp stay writable), bound /tmp as a whole (RLIMIT_FSIZE bounds each file), or stop the
-handler from creating a user namespace. Run by a non-root user it also cannot give the runner a
-uid of its own: RLIMIT_NPROC then counts all that user's processes, and the host environment of
-the user's other processes is readable through /proc.
+the host's files, the worker's code cache and the Docker socket are out of reach, and a final
+kill(-1) as that uid removes every process the job left), empties the capability bounding set and
+sets no_new_privs; before that, the runner takes a network namespace of its own (no loopback route
+to the API, Redis or PostgreSQL) and a mount namespace in which /var/tmp and /dev/shm are empty
+read-only tmpfs mounts. It cannot make the rest of the filesystem read-only, bound /tmp as a whole
+(RLIMIT_FSIZE bounds each file), or stop the handler from creating a user namespace. Run by a
+non-root user it can do none of the namespaces, nor give the runner a uid of its own:
+RLIMIT_NPROC then counts all that user's processes, the network is reachable, and files of that
+user (the host environment of its other processes through /proc included) are readable.
 """
 
 from __future__ import annotations
@@ -40,7 +43,15 @@ from calcgraph.workers.sandbox.staging import (
 
 log = logging.getLogger(__name__)
 
-_ALWAYS_UNENFORCEABLE = frozenset({"network", "read_only_fs", "tmp_size", "user_namespaces"})
+_ALWAYS_UNENFORCEABLE = frozenset({"read_only_fs", "tmp_size", "user_namespaces"})
+# Shared writable folders of the host that a root-run sandbox sees as empty read-only mounts.
+HIDDEN_DIRS = ("/var/tmp", "/dev/shm")
+WEAK_WARNING = (
+    "CALCGRAPH_SANDBOX=process: the `process` sandbox is for a SINGLE TRUSTED USER only. Jobs run "
+    "as plain subprocesses with rlimits; not enforced: %s. For other users' code install "
+    "bubblewrap (apt-get install bubblewrap) and use the default CALCGRAPH_SANDBOX=bwrap, or start "
+    "Docker and use CALCGRAPH_SANDBOX=docker."
+)
 _SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -51,15 +62,11 @@ class ProcessBackend(SandboxBackend):
         self.as_root = os.geteuid() == 0
         self.uid_base = uid_base
         self.unenforceable = _ALWAYS_UNENFORCEABLE | (
-            frozenset() if self.as_root else frozenset({"pids", "environment"})
+            frozenset() if self.as_root else frozenset({"pids", "environment", "network"})
         )
         self.python = python or self._pick_python()
         remove_stale_staging()
-        log.warning(
-            "CALCGRAPH SANDBOX IS THE WEAK `process` BACKEND: jobs run as plain subprocesses with "
-            "rlimits. Not enforced: %s. Install bubblewrap or Docker for real isolation.",
-            ", ".join(sorted(self.unenforceable)),
-        )
+        log.warning(WEAK_WARNING, ", ".join(sorted(self.unenforceable)))
 
     def _pick_python(self) -> str:
         candidates = [Path(sys.base_prefix) / "bin" / "python3", Path("/usr/bin/python3")]
@@ -75,6 +82,9 @@ class ProcessBackend(SandboxBackend):
 
     def enforcement(self) -> dict[str, str]:
         found: dict[str, str | None] = {
+            "network": "a network namespace of its own (unshare CLONE_NEWNET)"
+            if self.as_root
+            else None,
             "memory": "RLIMIT_AS (a MemoryError past the limit)",
             "cpus": "sched_setaffinity to the first N CPUs",
             "pids": "RLIMIT_NPROC on the sandbox's own uid" if self.as_root else None,
@@ -127,6 +137,8 @@ class ProcessBackend(SandboxBackend):
             "die_with_parent": os.getpid(),  # the worker: the runner's expected parent
             "user": [uid, uid] if self.as_root else None,
             "workdir": str(tmp),
+            "unshare_net": self.as_root,
+            "hide_dirs": list(HIDDEN_DIRS) if self.as_root else [],
         }
         env = {"PATH": _SANDBOX_PATH, "HOME": str(tmp), "TMPDIR": str(tmp), "LANG": "C.UTF-8"}
         try:

@@ -21,6 +21,8 @@ class ClaimedRow:
     job_id: str
     function_version_id: str
     resolved_inputs: dict[str, Any]
+    user_id: str = ""
+    """The job's owner: a warm sandbox serves one user (contract section 8)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ _CLAIM_MANY = (
     update(_JOBS)
     .where(_JOBS.c.id.in_(bindparam("ids", expanding=True)), _JOBS.c.status == "queued")
     .values(status="running", started_at=bindparam("now", type_=UTCDateTime()))
-    .returning(_JOBS.c.id, _JOBS.c.function_version_id, _JOBS.c.resolved_inputs)
+    .returning(_JOBS.c.id, _JOBS.c.function_version_id, _JOBS.c.resolved_inputs, _JOBS.c.user_id)
 )
 _FINISH_WHERE = (_JOBS.c.id == bindparam("job_id"), _JOBS.c.status == "running")
 # outputs on a success, error on a failure; the other stays SQL NULL (not JSON null).
@@ -103,13 +105,13 @@ class JobExecutionRepository(RepositoryBase[Job]):
                 update(Job)
                 .where(Job.id == job_id, Job.status == "queued")
                 .values(status="running", started_at=now)
-                .returning(Job.function_version_id, Job.resolved_inputs)
+                .returning(Job.function_version_id, Job.resolved_inputs, Job.user_id)
                 .execution_options(synchronize_session=False)
             )
         ).first()
         if row is None:
             return None
-        return ClaimedRow(job_id, row[0], row[1])
+        return ClaimedRow(job_id, row[0], row[1], row[2])
 
     async def claim_many(self, job_ids: Iterable[str], now: datetime) -> dict[str, ClaimedRow]:
         """queued -> running for every id still queued, in one statement; the ids missing from
@@ -118,7 +120,7 @@ class JobExecutionRepository(RepositoryBase[Job]):
         if not ids:
             return {}
         rows = await self.session.execute(_CLAIM_MANY, {"ids": ids, "now": now})
-        return {row[0]: ClaimedRow(row[0], row[1], row[2]) for row in rows}
+        return {row[0]: ClaimedRow(row[0], row[1], row[2], row[3]) for row in rows}
 
     async def finish_many(self, finishes: Sequence[Finish], now: datetime) -> set[str]:
         """running -> success/failed for each, once; the ids this call transitioned."""
