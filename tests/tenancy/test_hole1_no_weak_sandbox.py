@@ -11,12 +11,15 @@ and mount namespace of its own.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +36,6 @@ from calcgraph.workers.sandbox import (
     SandboxBackend,
     SandboxUnavailable,
     create_backend,
-    preflight,
 )
 from tests.sandbox.conftest import CodeFactory, Runner, contained
 
@@ -75,6 +77,8 @@ def test_default_is_bwrap_even_without_bubblewrap(
     monkeypatch.setenv("PATH", str(tmp_path))
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert settings.sandbox_kind == "bwrap"
+    from calcgraph.workers.sandbox import preflight
+
     with pytest.raises(SandboxUnavailable, match=r"apt-get install bubblewrap"):
         preflight(settings)
 
@@ -121,7 +125,7 @@ def test_process_says_it_is_for_a_single_trusted_user(caplog: pytest.LogCaptureF
     for _ in range(2):  # at every start
         caplog.clear()
         with caplog.at_level(logging.WARNING):
-            create_backend(settings, check=True).close()
+            create_backend(settings).enforcement()
         assert any("SINGLE TRUSTED USER" in r.getMessage() for r in caplog.records)
 
 
@@ -139,16 +143,17 @@ def _modes(root: Path) -> list[tuple[str, int]]:
 
 @pytest.fixture
 def other_function_code() -> Iterator[Path]:
-    """Another user's function in the worker's real code cache (its default place)."""
-    cache = CodeCache()
+    """Another user's function in a code cache where the worker keeps it by default (under the
+    shared temp directory), created afresh."""
+    root = Path(tempfile.gettempdir()) / f"calcgraph-code-test-{uuid.uuid4().hex[:12]}"
+    cache = CodeCache(root)
     secret = f"SECRET = 'other-user-{uuid.uuid4().hex}'\n".encode()
-    import hashlib
-
     digest = hashlib.sha256(secret).hexdigest()
     files = {"secret.py": digest}
     code_dir = cache.stage(files, lambda _: {digest: secret})
     assert code_dir.name == tree_key(files)
-    return code_dir / "secret.py"
+    yield code_dir / "secret.py"
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_code_cache_is_private(other_function_code: Path) -> None:
