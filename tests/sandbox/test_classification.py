@@ -243,10 +243,11 @@ class TestFailClosed:
         import os
 
         sandbox_backend = ProcessBackend()
-        assert {"read_only_fs", "tmp_size"} <= sandbox_backend.unenforceable
-        # A network namespace needs root (hole 1 of issue 12): enforced there, documented else.
+        assert {"read_only_fs", "user_namespaces"} <= sandbox_backend.unenforceable
+        # Network and mount namespaces need root (hole 1 of issue 12): enforced there,
+        # documented otherwise.
         if os.geteuid() == 0:
-            assert "network" not in sandbox_backend.unenforceable
+            assert not {"network", "tmp_size"} & sandbox_backend.unenforceable
             assert "namespace" in sandbox_backend.enforcement()["network"]
         else:
             assert sandbox_backend.enforcement()["network"] == NOT_ENFORCED

@@ -6,12 +6,14 @@ Run by root it drops the runner to a uid of its own (so RLIMIT_NPROC counts that
 the host's files, the worker's code cache and the Docker socket are out of reach, and a final
 kill(-1) as that uid removes every process the job left), empties the capability bounding set and
 sets no_new_privs; before that, the runner takes a network namespace of its own (no loopback route
-to the API, Redis or PostgreSQL) and a mount namespace in which /var/tmp and /dev/shm are empty
-read-only tmpfs mounts. It cannot make the rest of the filesystem read-only, bound /tmp as a whole
-(RLIMIT_FSIZE bounds each file), or stop the handler from creating a user namespace. Run by a
+to the API, Redis or PostgreSQL) and a mount namespace in which /var/tmp, /dev/shm and /run (the
+services' unix sockets) are empty read-only tmpfs mounts and /tmp a private tmpfs of `tmp_bytes`
+(the code is staged under /var/lib/calcgraph/sandboxes instead). It cannot make the rest of the
+filesystem read-only or stop the handler from creating a user namespace. Run by a
 non-root user it can do none of the namespaces, nor give the runner a uid of its own:
-RLIMIT_NPROC then counts all that user's processes, the network is reachable, and files of that
-user (the host environment of its other processes through /proc included) are readable.
+RLIMIT_NPROC then counts all that user's processes, the network is reachable, /tmp is the host's
+(RLIMIT_FSIZE bounds each file), and files of that user (the host environment of its other
+processes through /proc included) are readable.
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ from calcgraph.workers.sandbox.staging import (
 
 log = logging.getLogger(__name__)
 
-_ALWAYS_UNENFORCEABLE = frozenset({"read_only_fs", "tmp_size", "user_namespaces"})
-# Shared writable folders of the host that a root-run sandbox sees as empty read-only mounts.
-HIDDEN_DIRS = ("/var/tmp", "/dev/shm")
+_ALWAYS_UNENFORCEABLE = frozenset({"read_only_fs", "user_namespaces"})
+# Shared writable folders of the host, and /run with its service sockets (PostgreSQL's among
+# them), that a root-run sandbox sees as empty read-only mounts.
+HIDDEN_DIRS = ("/var/tmp", "/dev/shm", "/run")
+STAGE_DIR = Path("/var/lib/calcgraph/sandboxes")
 WEAK_WARNING = (
     "CALCGRAPH_SANDBOX=process: the `process` sandbox is for a SINGLE TRUSTED USER only. Jobs run "
     "as plain subprocesses with rlimits; not enforced: %s. For other users' code install "
@@ -62,10 +66,16 @@ class ProcessBackend(SandboxBackend):
         self.as_root = os.geteuid() == 0
         self.uid_base = uid_base
         self.unenforceable = _ALWAYS_UNENFORCEABLE | (
-            frozenset() if self.as_root else frozenset({"pids", "environment", "network"})
+            frozenset()
+            if self.as_root
+            else frozenset({"pids", "environment", "network", "tmp_size"})
         )
         self.python = python or self._pick_python()
-        remove_stale_staging()
+        # As root, code is staged outside /tmp: the sandbox gets a private /tmp of its own.
+        self.stage_dir: Path | None = STAGE_DIR if self.as_root else None
+        if self.stage_dir is not None:
+            self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
+        remove_stale_staging(self.stage_dir)
         log.warning(WEAK_WARNING, ", ".join(sorted(self.unenforceable)))
 
     def _pick_python(self) -> str:
@@ -83,6 +93,9 @@ class ProcessBackend(SandboxBackend):
     def enforcement(self) -> dict[str, str]:
         found: dict[str, str | None] = {
             "network": "a network namespace of its own (unshare CLONE_NEWNET)"
+            if self.as_root
+            else None,
+            "tmp_size": "a private tmpfs /tmp of tmp_bytes (mount namespace)"
             if self.as_root
             else None,
             "memory": "RLIMIT_AS (a MemoryError past the limit)",
@@ -110,7 +123,7 @@ class ProcessBackend(SandboxBackend):
         limits = spec.limits
         uid = allocate_uid(self.uid_base) if self.as_root else os.getuid()
         try:
-            staged = stage_code(spec.code_dir, gid=uid if self.as_root else None)
+            staged = stage_code(spec.code_dir, self.stage_dir, gid=uid if self.as_root else None)
         except OSError as exc:
             raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
         tmp = staged / "tmp"
@@ -136,11 +149,13 @@ class ProcessBackend(SandboxBackend):
             "no_new_privs": True,
             "die_with_parent": os.getpid(),  # the worker: the runner's expected parent
             "user": [uid, uid] if self.as_root else None,
-            "workdir": str(tmp),
+            "workdir": "/tmp" if self.as_root else str(tmp),
+            "private_tmp": limits.tmp_bytes if self.as_root else None,
             "unshare_net": self.as_root,
             "hide_dirs": list(HIDDEN_DIRS) if self.as_root else [],
         }
-        env = {"PATH": _SANDBOX_PATH, "HOME": str(tmp), "TMPDIR": str(tmp), "LANG": "C.UTF-8"}
+        home = "/tmp" if self.as_root else str(tmp)
+        env = {"PATH": _SANDBOX_PATH, "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
         try:
             process = spawn(
                 [self.python, "-I", "-S", "-B", "-c", runner_source()],

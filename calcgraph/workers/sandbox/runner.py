@@ -140,9 +140,8 @@ def _unshare(config: Mapping[str, Any]) -> None:
     """A network namespace of its own (no route to the host's loopback services) and, over the
     host's shared writable folders, empty read-only tmpfs mounts: asked for by the `process`
     backend when it runs as root, the only case in which the kernel lets it."""
-    flags = (_CLONE_NEWNET if config.get("unshare_net") else 0) | (
-        _CLONE_NEWNS if config.get("hide_dirs") else 0
-    )
+    mounts = bool(config.get("hide_dirs") or config.get("private_tmp"))
+    flags = (_CLONE_NEWNET if config.get("unshare_net") else 0) | (_CLONE_NEWNS if mounts else 0)
     if not flags:
         return
     import ctypes
@@ -150,16 +149,23 @@ def _unshare(config: Mapping[str, Any]) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(flags) != 0:
         raise OSError(ctypes.get_errno(), "unshare failed")
-    if not config.get("hide_dirs"):
+    if not mounts:
         return
     # Nothing mounted here may leak back to the host.
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         raise OSError(ctypes.get_errno(), "cannot make the mounts private")
-    for path in config["hide_dirs"]:
+    tmpfs: list[tuple[str, int, str]] = [
+        (path, _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=4k,mode=0555")
+        for path in config.get("hide_dirs") or []
+    ]
+    if config.get("private_tmp"):
+        tmpfs.append(
+            ("/tmp", _MS_NOSUID | _MS_NODEV, f"size={int(config['private_tmp'])},mode=1777")
+        )
+    for path, options, data in tmpfs:
         if os.path.isdir(path):
-            options = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-            if libc.mount(b"tmpfs", path.encode(), b"tmpfs", options, b"size=4k,mode=0555") != 0:
-                raise OSError(ctypes.get_errno(), f"cannot hide {path}")
+            if libc.mount(b"tmpfs", path.encode(), b"tmpfs", options, data.encode()) != 0:
+                raise OSError(ctypes.get_errno(), f"cannot mount a tmpfs on {path}")
 
 
 def _confine(config: Mapping[str, Any]) -> None:
