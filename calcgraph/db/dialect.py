@@ -30,7 +30,8 @@ def private_sqlite_file(url: str) -> None:
     if not name or name == ":memory:" or name.startswith("file:"):
         return
     path = Path(name)
-    with contextlib.suppress(FileExistsError):
+    # A folder that does not exist (or cannot be written) is SQLite's to report, on connect.
+    with contextlib.suppress(OSError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for companion in (path, Path(f"{name}-wal"), Path(f"{name}-shm"), Path(f"{name}-journal")):
         with contextlib.suppress(FileNotFoundError, PermissionError):

@@ -133,7 +133,7 @@ def _proc_status() -> dict[str, str]:
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWNET = 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 
 
 def _unshare(config: Mapping[str, Any]) -> None:
@@ -158,14 +158,29 @@ def _unshare(config: Mapping[str, Any]) -> None:
         (path, _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=4k,mode=0555")
         for path in config.get("hide_dirs") or []
     ]
+    # Folders the job needs (installed dependencies) that the private /tmp would cover: held
+    # open now, bound back read-only at the same path once it is mounted.
+    keep: list[tuple[str, int]] = []
     if config.get("private_tmp"):
-        tmpfs.append(
-            ("/tmp", _MS_NOSUID | _MS_NODEV, f"size={int(config['private_tmp'])},mode=1777")
-        )
+        size = int(config["private_tmp"])
+        tmpfs.append(("/tmp", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777"))
+        for path in config.get("extra_paths") or []:
+            real = os.path.realpath(path)
+            if real.startswith("/tmp/") and os.path.isdir(real):
+                keep.append((real, os.open(real, os.O_PATH | os.O_DIRECTORY)))
     for path, options, data in tmpfs:
         if os.path.isdir(path):
             if libc.mount(b"tmpfs", path.encode(), b"tmpfs", options, data.encode()) != 0:
                 raise OSError(ctypes.get_errno(), f"cannot mount a tmpfs on {path}")
+    for path, fd in keep:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        source = f"/proc/self/fd/{fd}".encode()
+        if libc.mount(source, path.encode(), None, _MS_BIND | _MS_REC, None) != 0:
+            raise OSError(ctypes.get_errno(), f"cannot keep {path}")
+        readonly = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+        if libc.mount(None, path.encode(), None, readonly, None) != 0:
+            raise OSError(ctypes.get_errno(), f"cannot make {path} read-only")
+        os.close(fd)
 
 
 def _confine(config: Mapping[str, Any]) -> None:
