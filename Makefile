@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: install run serve test services lint typecheck pytest bench clean
+.PHONY: install run serve test services sandbox lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,12 +17,16 @@ install: $(STAMP)
 
 ## The main job on the embedded default (SQLite ./calcgraph.db, in-process workers): publish the
 ## demo package, run its workflow with a progress display, print the terminal outputs
-run: install
+run: install sandbox
 	$(BIN)/calcgraph demo
 
 ## Serve calcgraph on the embedded default at http://127.0.0.1:$(PORT) (`make serve PORT=8080`)
-serve: install
+serve: install sandbox
 	$(BIN)/calcgraph serve --port $(PORT)
+
+## What the default sandbox (bwrap) needs: bubblewrap, installed when missing (Docker left alone)
+sandbox:
+	CALCGRAPH_SKIP_DOCKER=1 bash scripts/ensure-sandboxes.sh
 
 services:
 	bash scripts/ensure-services.sh

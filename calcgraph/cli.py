@@ -45,11 +45,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = get_settings()
     refuse_workers_without_redis(settings, args.workers)
     setup_logging(settings)
-    if settings.sandbox_kind == "process":
-        logging.getLogger("calcgraph").warning(
-            "SANDBOX IS 'process': user code runs as a plain subprocess with rlimits only; "
-            "isolation is weak. Install bubblewrap (apt-get install bubblewrap) or use docker."
-        )
+    if settings.redis_url is None:  # the workers run in this process: their sandbox must hold
+        from calcgraph.workers.sandbox import preflight
+
+        preflight(settings)
     host = args.host or settings.host
     from calcgraph.auth.setup import require_https
 
@@ -105,6 +104,9 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from calcgraph.demo.run import DemoOptions, run_demo
+    from calcgraph.workers.sandbox import preflight
+
+    preflight(get_settings(), args.sandbox)
 
     options = DemoOptions(
         fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
@@ -248,5 +250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ValueError as exc:
         print(f"calcgraph: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from calcgraph.workers.sandbox import SandboxUnavailable
+
+        if not isinstance(exc, SandboxUnavailable):
+            raise
+        print(f"calcgraph: refusing to start: {exc}", file=sys.stderr)
         return 2
     return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,8 +19,10 @@ class Settings(BaseSettings):
 
     database_url: str = "sqlite+aiosqlite:///./calcgraph.db"
     redis_url: SecretStr | None = None
-    sandbox: SandboxKind | None = Field(
-        default=None, description="unset: bwrap when the program is on PATH, else process"
+    sandbox: SandboxKind = Field(
+        default="bwrap",
+        description="bwrap (default), docker, or process (a single trusted user only, when "
+        "named); a backend that cannot enforce the worker limits here refuses to start",
     )
     sandbox_timeout_seconds: float = Field(
         default=300.0, gt=0, description="function execution timeout; the sandbox is killed after"
@@ -216,9 +217,8 @@ class Settings(BaseSettings):
 
     @property
     def sandbox_kind(self) -> SandboxKind:
-        if self.sandbox is not None:
-            return self.sandbox
-        return "bwrap" if shutil.which("bwrap") else "process"
+        # Never a weaker backend than the one configured: a missing bwrap refuses to start.
+        return self.sandbox
 
     @property
     def uses_dev_identity_provider(self) -> bool:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import (
@@ -27,6 +30,24 @@ BeginMode = Literal["DEFERRED", "IMMEDIATE"]
 # SQLITE_BUSY in the middle of a unit of work; write sessions start IMMEDIATE instead, so they
 # queue for the lock up front (busy_timeout) and never deadlock halfway through.
 SQLITE_BEGIN_MODE: ContextVar[BeginMode] = ContextVar("SQLITE_BEGIN_MODE", default="DEFERRED")
+
+
+def private_sqlite_file(url: str) -> None:
+    """Create the SQLite file 0600 (and bring an older 0644 one and its -wal/-shm to 0600):
+    it holds every user's inputs and outputs. SQLite gives a new -wal/-shm the file's mode."""
+    from sqlalchemy.engine import make_url
+
+    name = make_url(url).database
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return
+    path = Path(name)
+    # A folder that does not exist (or cannot be written) is SQLite's to report, on connect.
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for companion in (path, Path(f"{name}-wal"), Path(f"{name}-shm"), Path(f"{name}-journal")):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if companion.stat().st_uid == os.getuid():
+                companion.chmod(0o600)
 
 
 def configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:

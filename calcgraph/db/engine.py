@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite
+from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite, private_sqlite_file
 
 AfterCommit = Callable[[], Any]
 
@@ -66,6 +66,8 @@ class Database:
             # anyway (the workers) switch it off and rely on SQLAlchemy invalidating the pool
             # when a statement meets a dropped connection.
             kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=pre_ping)
+        if self.dialect_name == "sqlite":
+            private_sqlite_file(url)
         self.engine = create_async_engine(url, **kwargs)
         if self.dialect_name == "sqlite":
             configure_sqlite(self.engine, busy_timeout_ms)

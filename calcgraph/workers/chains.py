@@ -60,7 +60,8 @@ HAND_OFF_SECONDS = TIME_LIMIT_MARGIN_MS / 2000
 
 
 class _Held:
-    """The sandbox a chain keeps between consecutive nodes of one function version."""
+    """The sandbox a chain keeps between consecutive nodes of one function version, for the
+    run's owner (the spec's tenant): it is released, not reused, for another version or user."""
 
     def __init__(self, runtime: WorkerRuntime) -> None:
         self.pool = runtime.pool
@@ -179,7 +180,7 @@ def _batch(
             started_at = utcnow()
             if links:
                 due.running(links, step, started_at)
-            link = _link(runtime, held, step, started_at)
+            link = _link(runtime, held, context, step, started_at)
             if links and due.ran():
                 if due.next is None:
                     return None  # the run no longer waits for this node
@@ -233,11 +234,17 @@ def _batch(
         due.close()
 
 
-def _link(runtime: WorkerRuntime, held: _Held, step: ChainStep, started_at: datetime) -> Link:
+def _link(
+    runtime: WorkerRuntime,
+    held: _Held,
+    context: ChainContext,
+    step: ChainStep,
+    started_at: datetime,
+) -> Link:
     # Every log line of this node's job (the runtime loop's included) names it.
     token = logs.job_id.set(step.job_id)
     try:
-        result = _run(runtime, held, step)
+        result = _run(runtime, held, context, step)
         return Link(
             step,
             result.status,
@@ -276,8 +283,16 @@ def _flush(
     return advance.next
 
 
-def _run(runtime: WorkerRuntime, held: _Held, step: ChainStep) -> RunResult:
-    return execute(runtime, step.job_id, step.function_version_id, step.inputs, held.run)
+def _run(runtime: WorkerRuntime, held: _Held, context: ChainContext, step: ChainStep) -> RunResult:
+    # Every node of a run's chain is its owner's job: the held sandbox is that user's.
+    return execute(
+        runtime,
+        step.job_id,
+        step.function_version_id,
+        step.inputs,
+        held.run,
+        user_id=context.user_id,
+    )
 
 
 def _record(

@@ -38,9 +38,13 @@ def _safe(path: str) -> PurePosixPath:
 
 
 class CodeCache:
+    """Every function's code, the worker's alone: folders 0700, files 0600, so neither a job of
+    another function nor any other local user reads it (the sandboxes get their own copies)."""
+
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or Path(tempfile.gettempdir()) / f"calcgraph-code-{os.getuid()}"
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._tighten(self.root)
         self._known: set[str] = set()
         self._lock = threading.Lock()
 
@@ -68,9 +72,10 @@ class CodeCache:
                 if hashlib.sha256(content).hexdigest() != sha:
                     raise CodeError(f"the code blob of {path!r} does not match its digest")
                 target = staging.joinpath(*_safe(path).parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
-            os.chmod(staging, 0o755)
+                target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(content)
             try:
                 os.rename(staging, final)
             except OSError:
@@ -81,3 +86,15 @@ class CodeCache:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+
+    @staticmethod
+    def _tighten(root: Path) -> None:
+        """Bring a cache an older worker left world-readable (0755/0644) to 0700/0600."""
+        if root.stat().st_uid != os.getuid():
+            raise CodeError(f"the code cache {root} belongs to another user; refusing to use it")
+        for dirpath, _dirnames, filenames in os.walk(root):  # symlinked folders are not entered
+            os.chmod(dirpath, 0o700)
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o600)

@@ -83,6 +83,7 @@ def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
         claimed.function_version_id,
         claimed.resolved_inputs,
         runtime.pool.run,
+        user_id=claimed.user_id,
     )
 
 
@@ -92,9 +93,12 @@ def execute(
     function_version_id: str,
     inputs: dict[str, Any],
     run: Callable[[str, RunRequest], RunResult],
+    *,
+    user_id: str,
 ) -> RunResult:
     """Run one job's function on `run` (the warm pool, or a chain's held sandbox), counted and
-    logged; a worker-side failure becomes an `infrastructure_error` result."""
+    logged; a worker-side failure becomes an `infrastructure_error` result. The job runs in a
+    sandbox of its owner `user_id` only."""
     try:
         target = runtime.target(function_version_id)
         request = RunRequest(
@@ -105,6 +109,7 @@ def execute(
             runtime.limits,
             image=target.image,
             deps_dir=target.deps_dir,
+            tenant=user_id,
         )
         runtime.count_run()
         began = time.perf_counter()

@@ -23,6 +23,7 @@ from calcgraph.settings import Settings
 from calcgraph.workers.broker import build_broker, declare_actors
 from calcgraph.workers.inprocess import build_cache_and_notifier
 from calcgraph.workers.runtime import WorkerRuntime
+from calcgraph.workers.sandbox import preflight
 from calcgraph.workers.sweeper import Heartbeat, Sweeper
 
 log = logging.getLogger("calcgraph.workers")
@@ -113,6 +114,7 @@ def _watch_parent(parent: int, stop: threading.Event) -> None:
 
 
 def run_workers(settings: Settings, processes: int, threads: int) -> int:
+    preflight(settings)  # refuse to start, naming the fix, before any process is spawned
     if processes <= 1:
         serve_worker(settings, threads)
         return 0

@@ -90,7 +90,8 @@ class WorkerRuntime:
         self.leases = Leases()
         """The leases of the jobs this process runs, whose heartbeat `Heartbeat` renews."""
         self._owns_backend = backend is None
-        self.backend = backend or create_backend(settings)
+        # Fail closed now, naming the fix, rather than at the first job.
+        self.backend = backend or create_backend(settings, check=True)
         self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
         self.metrics.watch(pool=self.pool, cache=cache)
         self.code_cache = CodeCache(settings.code_cache_dir)

@@ -9,7 +9,14 @@ import pytest
 
 from tests.auth.idp import LocalIdentityProvider
 from tests.client.conftest import Served, serve
-from tests.execution.conftest import exec_url, platform  # noqa: F401
+from tests.execution.conftest import any_sandbox_platform, exec_url, platform  # noqa: F401
+from tests.sandbox.conftest import (  # noqa: F401
+    _close_backends,
+    limits,
+    make_code,
+    run,
+    sandbox_backend,
+)
 
 
 @pytest.fixture(scope="module")

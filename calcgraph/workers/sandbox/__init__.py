@@ -56,7 +56,19 @@ __all__ = [
     "create_backend",
     "create_pool",
     "limits_from",
+    "preflight",
 ]
+
+# What to do when the configured backend cannot enforce the limits here (contract section 1).
+FIXES = {
+    "bwrap": "install bubblewrap (`apt-get install bubblewrap`, or `make run`), or start Docker "
+    "and set CALCGRAPH_SANDBOX=docker",
+    "docker": "start Docker (`dockerd`, or `systemctl start docker`) with the base image "
+    "(`scripts/ensure-sandboxes.sh` builds it), or install bubblewrap "
+    "(`apt-get install bubblewrap`) and set CALCGRAPH_SANDBOX=bwrap",
+    "process": "run as root for a network namespace of its own, or install bubblewrap "
+    "(`apt-get install bubblewrap`) and set CALCGRAPH_SANDBOX=bwrap",
+}
 
 
 def limits_from(settings: Settings) -> Limits:
@@ -64,10 +76,35 @@ def limits_from(settings: Settings) -> Limits:
     return Limits(timeout_seconds=settings.sandbox_timeout_seconds, pids=settings.sandbox_pids)
 
 
-def create_backend(settings: Settings, kind: SandboxKind | None = None) -> SandboxBackend:
+def preflight(settings: Settings, kind: SandboxKind | None = None) -> None:
+    """Refuse to start (serve, worker, demo) when the configured backend cannot enforce the
+    worker limits on this host: raises SandboxUnavailable naming the fix. Never falls back to a
+    weaker backend. (`process` is checked, and says it is for a single trusted user, when the
+    workers create it: once per start.)"""
+    if (kind or settings.sandbox_kind) != "process":
+        create_backend(settings, kind, check=True).close()
+
+
+def create_backend(
+    settings: Settings, kind: SandboxKind | None = None, *, check: bool = False
+) -> SandboxBackend:
     """The configured backend (`kind` overrides the setting). Raises SandboxUnavailable when the
-    backend cannot run here; call `enforcement()` on it to fail closed before the first job."""
+    backend cannot run here, and with `check` when it cannot enforce every limit (the message
+    names the fix); otherwise call `enforcement()` on it to fail closed before the first job."""
     chosen = kind or settings.sandbox_kind
+    try:
+        backend = _create(settings, chosen)
+        if check:
+            backend.enforcement()
+    except SandboxUnavailable as exc:
+        raise SandboxUnavailable(
+            f"CALCGRAPH_SANDBOX={chosen}: {exc}. To fix: {FIXES[chosen]}. "
+            "Refusing to run other users' code in a weaker sandbox."
+        ) from exc
+    return backend
+
+
+def _create(settings: Settings, chosen: SandboxKind) -> SandboxBackend:
     if chosen == "docker":
         from calcgraph.workers.sandbox.docker import DockerBackend
 

@@ -10,6 +10,8 @@ threads; async callers wrap it in `asyncio.to_thread`.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -76,6 +78,9 @@ class SandboxSpec:
     """docker only: the function version's image; the configured base image when unset."""
     deps_dir: Path | None = None
     """Optional directory of installed dependencies, mounted read-only and put on sys.path."""
+    tenant: str = ""
+    """The user whose jobs this sandbox runs: a warm sandbox is one user's (contract section 8),
+    so two users never share its process, memory or /tmp."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,8 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     image: str | None = None
     deps_dir: Path | None = None
+    tenant: str = ""
+    """The user the job runs for (the job's owner)."""
 
     @property
     def spec(self) -> SandboxSpec:
@@ -99,6 +106,7 @@ class RunRequest:
             limits=self.limits,
             image=self.image,
             deps_dir=self.deps_dir,
+            tenant=self.tenant,
         )
 
 
@@ -149,13 +157,52 @@ class SandboxUnavailable(Exception):
 
 
 def truncate_logs(text: str, limit: int) -> str:
-    """Keep the head of the logs within `limit` bytes of UTF-8, saying that the rest was dropped."""
-    data = text.encode("utf-8", "replace")
+    """Keep the head of the logs within `limit` bytes of UTF-8, saying that the rest was dropped.
+    NULs and lone surrogates become U+FFFD: both databases store the same text (section 8)."""
+    text = clean_text(text)
+    data = text.encode("utf-8")
     if len(data) <= limit:
         return text
     note = f"\n[calcgraph: logs truncated to {limit} bytes]\n".encode()
     head = data[: max(0, limit - len(note))]
     return (head + note).decode("utf-8", "ignore")
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` with every NUL and lone surrogate replaced by U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def unstorable(value: Any, path: str = "") -> str | None:
+    """Why a handler's outputs cannot be stored the same on SQLite and PostgreSQL (a NUL or a lone
+    surrogate in a string or key, a NaN or infinite float), naming the output; None when fine."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            found = _UNSTORABLE.search(item)
+            if found:
+                what = "a NUL character" if found.group() == "\x00" else "a lone surrogate"
+                return f"the output {where or 'value'!r} holds {what}, which cannot be stored"
+        elif isinstance(item, float):
+            if math.isnan(item) or math.isinf(item):
+                what = "NaN" if math.isnan(item) else "infinite"
+                return f"the output {where or 'value'!r} is {what}, which JSON cannot hold"
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                key_text = str(key)
+                if _UNSTORABLE.search(key_text):
+                    return (
+                        f"a key of the output {where or 'value'!r} holds a NUL character or a "
+                        "lone surrogate, which cannot be stored"
+                    )
+                stack.append((child, f"{where}/{key_text}" if where else key_text))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+    return None
 
 
 class Sandbox(ABC):

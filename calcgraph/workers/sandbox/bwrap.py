@@ -36,12 +36,14 @@ SANDBOX_UID = 65534
 _PREFIX = Path("/opt/python")
 _SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 # bwrap must be in the sandbox's cgroups before it forks anything: a shell joins them with its own
-# pid, then execs bwrap under that same pid (no preexec hook in a threaded worker).
+# pid, then execs bwrap under that same pid (no preexec hook in a threaded worker). The shell
+# exports PWD, which bwrap (pid 1 of the sandbox) would keep in its /proc/1/environ: `env -i`
+# execs bwrap with an empty environment.
 _JOIN_CGROUPS = [
     "/bin/sh",
     "-c",
     'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 111; shift; n=$((n-1)); done;'
-    ' exec "$@"',
+    ' exec /usr/bin/env -i "$@"',
     "join-cgroups",
 ]
 
@@ -78,7 +80,8 @@ class BwrapBackend(SandboxBackend):
         cg = f"cgroup v{cgroups.version} per sandbox" if cgroups else None
         found: dict[str, str | None] = {
             "network": "--unshare-net (only a loopback of its own)",
-            "read_only_fs": "read-only binds, root remounted read-only; /tmp the only tmpfs",
+            "read_only_fs": "read-only binds, root remounted read-only; /tmp the only tmpfs "
+            "(no /var/tmp; /dev, with /dev/shm, read-only)",
             "tmp_size": "tmpfs --size" if "--size" in self._help else None,
             "memory": f"{cg}: memory limit, OOM kill" if cg else "RLIMIT_AS (MemoryError)",
             "cpus": f"{cg}: CFS quota" if cg else "sched_setaffinity to the first N CPUs",
@@ -89,7 +92,8 @@ class BwrapBackend(SandboxBackend):
             "no_new_privileges": "set by bwrap (verified at start)",
             "non_root": f"--unshare-user --uid {SANDBOX_UID} (verified at start)",
             "user_namespaces": "--disable-userns" if "--disable-userns" in self._help else None,
-            "environment": "--clearenv, bwrap started with an empty environment, own pid namespace",
+            "environment": "--clearenv, bwrap started with an empty environment (env -i), "
+            "own pid namespace",
             "timeout": "host kills bwrap, its pid namespace and its cgroup",
             "output": "captured in the runner, truncated",
         }
@@ -175,6 +179,7 @@ class BwrapBackend(SandboxBackend):
             process = spawn(
                 [*_JOIN_CGROUPS, str(len(procs_files)), *procs_files, *self._args(spec)],
                 env={},
+                cwd="/",
                 start_new_session=True,
             )
         except (OSError, subprocess.SubprocessError) as exc:

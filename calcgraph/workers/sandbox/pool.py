@@ -1,7 +1,10 @@
-"""The warm pool: started sandboxes kept per function version, least recently used evicted.
+"""The warm pool: started sandboxes kept per function version and user, least recently used
+evicted.
 
-A job takes an idle sandbox of its function version (or starts one), runs on it alone, and gives
-it back. A sandbox that died (timeout, out of memory, crash) is not given back. At most
+A job takes an idle sandbox of its function version *for its user* (the spec's `tenant`; or
+starts one), runs on it alone, and gives it back: jobs of different users never share a sandbox
+process, its memory or its /tmp (contract section 8), even for one public function. A sandbox
+that died (timeout, out of memory, crash) is not given back. At most
 `max_size` idle sandboxes are kept (the specification's warm container cache of 200).
 """
 
@@ -47,7 +50,8 @@ class WarmPool:
         self.stats = PoolStats()
         self._lock = threading.Lock()
         # Insertion order is recency: the first entry is the least recently used idle sandbox.
-        self._idle: OrderedDict[int, tuple[str, Sandbox]] = OrderedDict()
+        # Entries are keyed by (function version, tenant).
+        self._idle: OrderedDict[int, tuple[tuple[str, str], Sandbox]] = OrderedDict()
         self._closed = False
 
     def __len__(self) -> int:
@@ -55,17 +59,20 @@ class WarmPool:
             return len(self._idle)
 
     def keys(self) -> list[str]:
-        """The function versions with an idle sandbox, least recently used first."""
+        """The function versions with an idle sandbox, least recently used first, each as
+        `version` (no tenant) or `version@tenant`."""
         with self._lock:
-            return [key for key, _ in self._idle.values()]
+            entries = [entry for entry, _ in self._idle.values()]
+        return [f"{key}@{tenant}" if tenant else key for key, tenant in entries]
 
     def _take(self, key: str, spec: SandboxSpec) -> tuple[Sandbox | None, list[Sandbox]]:
         stale: list[Sandbox] = []
         found: Sandbox | None = None
+        wanted = (key, spec.tenant)
         with self._lock:
             # A snapshot: the loop deletes the entry it takes and then keeps looking for stale ones.
             for ident, (entry_key, sandbox) in reversed(list(self._idle.items())):
-                if entry_key != key:
+                if entry_key != wanted:
                     continue
                 if sandbox.spec == spec and sandbox.alive and found is None:
                     found = sandbox
@@ -87,7 +94,7 @@ class WarmPool:
                 if not sandbox.alive:
                     self.stats.discarded += 1
             else:
-                self._idle[id(sandbox)] = (key, sandbox)
+                self._idle[id(sandbox)] = ((key, sandbox.spec.tenant), sandbox)
                 while len(self._idle) > self.max_size:
                     _, (_, oldest) = self._idle.popitem(last=False)
                     evicted.append(oldest)
@@ -139,9 +146,10 @@ class WarmPool:
         return result.with_duration(time.monotonic() - began)
 
     def discard(self, key: str) -> None:
-        """Close every idle sandbox of `key` (e.g. the function version was deleted)."""
+        """Close every idle sandbox of `key`, every user's (e.g. the function version was
+        deleted)."""
         with self._lock:
-            doomed = [(i, s) for i, (k, s) in self._idle.items() if k == key]
+            doomed = [(i, s) for i, ((k, _), s) in self._idle.items() if k == key]
             for ident, _ in doomed:
                 del self._idle[ident]
         for _, sandbox in doomed:

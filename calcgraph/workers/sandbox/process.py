@@ -1,14 +1,19 @@
-"""The `process` backend: a plain subprocess with rlimits, for machines with neither Docker nor
-bubblewrap. Isolation is weak and the backend says so loudly at start.
+"""The `process` backend: a plain subprocess with rlimits, for a single trusted user on a machine
+with neither Docker nor bubblewrap. It runs only when named (`CALCGRAPH_SANDBOX=process`) and
+says at every start that isolation is weak.
 
 Run by root it drops the runner to a uid of its own (so RLIMIT_NPROC counts that sandbox alone,
-the host's files and the Docker socket are out of reach, and a final kill(-1) as that uid removes
-every process the job left), empties the capability bounding set and sets no_new_privs.
-It cannot isolate the network, make the filesystem read-only (world-writable directories such
-as /var/tmp stay writable), bound /tmp as a whole (RLIMIT_FSIZE bounds each file), or stop the
-handler from creating a user namespace. Run by a non-root user it also cannot give the runner a
-uid of its own: RLIMIT_NPROC then counts all that user's processes, and the host environment of
-the user's other processes is readable through /proc.
+the host's files, the worker's code cache and the Docker socket are out of reach, and a final
+kill(-1) as that uid removes every process the job left), empties the capability bounding set and
+sets no_new_privs; before that, the runner takes a network namespace of its own (no loopback route
+to the API, Redis or PostgreSQL) and a mount namespace in which /var/tmp, /dev/shm and /run (the
+services' unix sockets) are empty read-only tmpfs mounts and /tmp a private tmpfs of `tmp_bytes`
+(the code is staged under /var/lib/calcgraph/sandboxes instead). It cannot make the rest of the
+filesystem read-only or stop the handler from creating a user namespace. Run by a
+non-root user it can do none of the namespaces, nor give the runner a uid of its own:
+RLIMIT_NPROC then counts all that user's processes, the network is reachable, /tmp is the host's
+(RLIMIT_FSIZE bounds each file), and files of that user (the host environment of its other
+processes through /proc included) are readable.
 """
 
 from __future__ import annotations
@@ -40,7 +45,17 @@ from calcgraph.workers.sandbox.staging import (
 
 log = logging.getLogger(__name__)
 
-_ALWAYS_UNENFORCEABLE = frozenset({"network", "read_only_fs", "tmp_size", "user_namespaces"})
+_ALWAYS_UNENFORCEABLE = frozenset({"read_only_fs", "user_namespaces"})
+# Shared writable folders of the host, and /run with its service sockets (PostgreSQL's among
+# them), that a root-run sandbox sees as empty read-only mounts.
+HIDDEN_DIRS = ("/var/tmp", "/dev/shm", "/run")
+STAGE_DIR = Path("/var/lib/calcgraph/sandboxes")
+WEAK_WARNING = (
+    "CALCGRAPH_SANDBOX=process: the `process` sandbox is for a SINGLE TRUSTED USER only. Jobs run "
+    "as plain subprocesses with rlimits; not enforced: %s. For other users' code install "
+    "bubblewrap (apt-get install bubblewrap) and use the default CALCGRAPH_SANDBOX=bwrap, or start "
+    "Docker and use CALCGRAPH_SANDBOX=docker."
+)
 _SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -51,15 +66,17 @@ class ProcessBackend(SandboxBackend):
         self.as_root = os.geteuid() == 0
         self.uid_base = uid_base
         self.unenforceable = _ALWAYS_UNENFORCEABLE | (
-            frozenset() if self.as_root else frozenset({"pids", "environment"})
+            frozenset()
+            if self.as_root
+            else frozenset({"pids", "environment", "network", "tmp_size"})
         )
         self.python = python or self._pick_python()
-        remove_stale_staging()
-        log.warning(
-            "CALCGRAPH SANDBOX IS THE WEAK `process` BACKEND: jobs run as plain subprocesses with "
-            "rlimits. Not enforced: %s. Install bubblewrap or Docker for real isolation.",
-            ", ".join(sorted(self.unenforceable)),
-        )
+        # As root, code is staged outside /tmp: the sandbox gets a private /tmp of its own.
+        self.stage_dir: Path | None = STAGE_DIR if self.as_root else None
+        if self.stage_dir is not None:
+            self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
+        remove_stale_staging(self.stage_dir)
+        log.warning(WEAK_WARNING, ", ".join(sorted(self.unenforceable)))
 
     def _pick_python(self) -> str:
         candidates = [Path(sys.base_prefix) / "bin" / "python3", Path("/usr/bin/python3")]
@@ -75,6 +92,12 @@ class ProcessBackend(SandboxBackend):
 
     def enforcement(self) -> dict[str, str]:
         found: dict[str, str | None] = {
+            "network": "a network namespace of its own (unshare CLONE_NEWNET)"
+            if self.as_root
+            else None,
+            "tmp_size": "a private tmpfs /tmp of tmp_bytes (mount namespace)"
+            if self.as_root
+            else None,
             "memory": "RLIMIT_AS (a MemoryError past the limit)",
             "cpus": "sched_setaffinity to the first N CPUs",
             "pids": "RLIMIT_NPROC on the sandbox's own uid" if self.as_root else None,
@@ -100,7 +123,7 @@ class ProcessBackend(SandboxBackend):
         limits = spec.limits
         uid = allocate_uid(self.uid_base) if self.as_root else os.getuid()
         try:
-            staged = stage_code(spec.code_dir, gid=uid if self.as_root else None)
+            staged = stage_code(spec.code_dir, self.stage_dir, gid=uid if self.as_root else None)
         except OSError as exc:
             raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
         tmp = staged / "tmp"
@@ -126,9 +149,13 @@ class ProcessBackend(SandboxBackend):
             "no_new_privs": True,
             "die_with_parent": os.getpid(),  # the worker: the runner's expected parent
             "user": [uid, uid] if self.as_root else None,
-            "workdir": str(tmp),
+            "workdir": "/tmp" if self.as_root else str(tmp),
+            "private_tmp": limits.tmp_bytes if self.as_root else None,
+            "unshare_net": self.as_root,
+            "hide_dirs": list(HIDDEN_DIRS) if self.as_root else [],
         }
-        env = {"PATH": _SANDBOX_PATH, "HOME": str(tmp), "TMPDIR": str(tmp), "LANG": "C.UTF-8"}
+        home = "/tmp" if self.as_root else str(tmp)
+        env = {"PATH": _SANDBOX_PATH, "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
         try:
             process = spawn(
                 [self.python, "-I", "-S", "-B", "-c", runner_source()],

@@ -3,13 +3,18 @@ source to the sandbox's own python3 with `-c`, so it runs the same on the host i
 process) and in a function image (docker), and needs no mount of its own.
 
 Protocol, one JSON object per line. The host writes a configuration line; the runner confines
-itself further (rlimits, CPU affinity, no_new_privs, dropping to an unprivileged user, as the
-configuration asks), imports the handler once and answers `{"type": "ready", "status": {...}}` (the
-process's uid and capability sets, for the host to verify) or `{"type": "failed", ...}`. Then each
-input line `{"inputs": {...}}` is answered by one `{"type": "result", ...}` line.
+itself further (rlimits, CPU affinity, no_new_privs, namespaces, dropping to an unprivileged user,
+as the configuration asks), imports the handler once and answers `{"type": "ready", "status":
+{...}}` (the process's uid and capability sets, for the host to verify) or `{"type": "failed",
+...}`. Then each input line `{"nonce": ..., "inputs": {...}}` is answered by one `{"type":
+"result", "nonce": ...}` line.
 
-User code never sees the protocol: stdin is /dev/null and stdout/stderr go, per job, into a pipe
-drained by a thread (kept from job to job) that keeps at most `output_bytes`.
+User code never sees the protocol on its own streams: stdin is /dev/null and stdout/stderr go, per
+job, into a pipe drained by a thread (kept from job to job) that keeps at most `output_bytes`. The
+protocol's descriptors are not inheritable, but the handler shares this process and could find
+them: every message therefore echoes the nonce of the request it answers, a fresh random one per
+job, which the host checks. A handler can learn its own job's nonce, never a later job's, so a line
+it writes can change no other job's result (the host ignores it and retires the sandbox).
 """
 
 from __future__ import annotations
@@ -125,6 +130,59 @@ def _proc_status() -> dict[str, str]:
     return found
 
 
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWNET = 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+
+
+def _unshare(config: Mapping[str, Any]) -> None:
+    """A network namespace of its own (no route to the host's loopback services) and, over the
+    host's shared writable folders, empty read-only tmpfs mounts: asked for by the `process`
+    backend when it runs as root, the only case in which the kernel lets it."""
+    mounts = bool(config.get("hide_dirs") or config.get("private_tmp"))
+    flags = (_CLONE_NEWNET if config.get("unshare_net") else 0) | (_CLONE_NEWNS if mounts else 0)
+    if not flags:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare failed")
+    if not mounts:
+        return
+    # Nothing mounted here may leak back to the host.
+    if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "cannot make the mounts private")
+    tmpfs: list[tuple[str, int, str]] = [
+        (path, _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=4k,mode=0555")
+        for path in config.get("hide_dirs") or []
+    ]
+    # Folders the job needs (installed dependencies) that the private /tmp would cover: held
+    # open now, bound back read-only at the same path once it is mounted.
+    keep: list[tuple[str, int]] = []
+    if config.get("private_tmp"):
+        size = int(config["private_tmp"])
+        tmpfs.append(("/tmp", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777"))
+        for path in config.get("extra_paths") or []:
+            real = os.path.realpath(path)
+            if real.startswith("/tmp/") and os.path.isdir(real):
+                keep.append((real, os.open(real, os.O_PATH | os.O_DIRECTORY)))
+    for path, options, data in tmpfs:
+        if os.path.isdir(path):
+            if libc.mount(b"tmpfs", path.encode(), b"tmpfs", options, data.encode()) != 0:
+                raise OSError(ctypes.get_errno(), f"cannot mount a tmpfs on {path}")
+    for path, fd in keep:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        source = f"/proc/self/fd/{fd}".encode()
+        if libc.mount(source, path.encode(), None, _MS_BIND | _MS_REC, None) != 0:
+            raise OSError(ctypes.get_errno(), f"cannot keep {path}")
+        readonly = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+        if libc.mount(None, path.encode(), None, readonly, None) != 0:
+            raise OSError(ctypes.get_errno(), f"cannot make {path} read-only")
+        os.close(fd)
+
+
 def _confine(config: Mapping[str, Any]) -> None:
     import signal
 
@@ -140,6 +198,7 @@ def _confine(config: Mapping[str, Any]) -> None:
     if cpus:
         allowed = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, set(allowed[: int(cpus)]))
+    _unshare(config)
     user = config.get("user")
     if config.get("no_new_privs") or user:
         import ctypes
@@ -223,8 +282,10 @@ def _error(exc: BaseException) -> tuple[dict[str, str], str]:
 
 
 def _run_job(
-    handler: Callable[..., Any], inputs: Mapping[str, Any], config: Mapping[str, Any], devnull: int
+    handler: Callable[..., Any], request: Mapping[str, Any], config: Mapping[str, Any], devnull: int
 ) -> dict[str, Any]:
+    nonce = request.get("nonce")
+    inputs: Mapping[str, Any] = request.get("inputs") or {}
     capture = _Capture(int(config["output_bytes"]))
     capture.start()
     began = time.perf_counter()
@@ -232,7 +293,8 @@ def _run_job(
     trace = ""
     try:
         outputs = _shape_outputs(handler(**inputs), list(config.get("output_ports") or []))
-        encoded = json.dumps(outputs, allow_nan=False)
+        # NaN, infinities, NULs and lone surrogates pass: the host refuses them, naming the port.
+        encoded = json.dumps(outputs)
         if len(encoded) > int(config["result_bytes"]):
             raise ValueError(
                 f"the outputs are {len(encoded)} bytes of JSON, over the limit of "
@@ -245,6 +307,7 @@ def _run_job(
     logs = capture.stop(devnull)
     reply["logs"] = logs + trace
     reply["duration"] = time.perf_counter() - began
+    reply["nonce"] = nonce
     return reply
 
 
@@ -255,6 +318,7 @@ def _send(out: IO[bytes], message: Mapping[str, Any]) -> None:
 
 def main() -> None:
     sys.dont_write_bytecode = True
+    # Not inheritable (os.dup), so no process the handler starts holds them.
     proto_in = os.fdopen(os.dup(0), "rb")
     proto_out = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -262,6 +326,7 @@ def main() -> None:
     config: dict[str, Any] = json.loads(proto_in.readline() or b"{}")
     if not config:
         return
+    nonce = config.pop("nonce", None)
     # A failing confinement is the sandbox's problem, not the user's.
     try:
         _confine(config)
@@ -271,6 +336,7 @@ def main() -> None:
             {
                 "type": "failed",
                 "error": {"kind": "sandbox_error", "message": f"confinement failed: {exc!r}"},
+                "nonce": nonce,
             },
         )
         return
@@ -284,13 +350,15 @@ def main() -> None:
     except BaseException as exc:
         error, trace = _error(exc)
         logs = capture.stop(devnull)
-        _send(proto_out, {"type": "failed", "error": error, "logs": logs + trace, "status": status})
+        failed = {"type": "failed", "error": error, "logs": logs + trace, "status": status}
+        _send(proto_out, {**failed, "nonce": nonce})
         return
     logs = capture.stop(devnull)
-    _send(proto_out, {"type": "ready", "status": status, "logs": logs, "python": sys.version})
+    ready = {"type": "ready", "status": status, "logs": logs, "python": sys.version}
+    _send(proto_out, {**ready, "nonce": nonce})
+    del nonce
     for line in proto_in:
-        request = json.loads(line)
-        _send(proto_out, _run_job(handler, request.get("inputs") or {}, config, devnull))
+        _send(proto_out, _run_job(handler, json.loads(line), config, devnull))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import selectors
 import subprocess
 import threading
@@ -24,7 +25,9 @@ from calcgraph.workers.sandbox.base import (
     Sandbox,
     SandboxError,
     SandboxSpec,
+    clean_text,
     truncate_logs,
+    unstorable,
 )
 
 # The kernel's parent-death signal (bwrap --die-with-parent, the runner's PR_SET_PDEATHSIG) fires
@@ -177,6 +180,8 @@ class RunnerSandbox(Sandbox):
         self._oom_killed = oom_killed
         self._lock = threading.Lock()
         self._alive = True
+        self.foreign_lines = 0
+        """Lines on the result channel that answered no request of ours: a handler wrote them."""
 
     @property
     def alive(self) -> bool:
@@ -186,9 +191,10 @@ class RunnerSandbox(Sandbox):
         """Send the configuration and wait for the handler to be imported; verify confinement."""
         limits = self.spec.limits
         deadline = time.monotonic() + limits.timeout_seconds
+        nonce = secrets.token_hex(16)
         try:
-            self._channel.send(json.dumps(self._config).encode() + b"\n")
-            reply = self._receive(deadline)
+            self._channel.send(json.dumps({**self._config, "nonce": nonce}).encode() + b"\n")
+            reply = self._receive(deadline, nonce)
         except SandboxError:
             self.close()
             raise
@@ -197,7 +203,7 @@ class RunnerSandbox(Sandbox):
             error = reply.get("error") or {}
             raise SandboxError(
                 error.get("kind", "sandbox_error"),
-                str(error.get("message", "the sandbox did not start")),
+                clean_text(str(error.get("message", "the sandbox did not start"))),
                 truncate_logs(str(reply.get("logs", "")), limits.output_bytes),
             )
         self.status = dict(reply.get("status") or {})
@@ -208,7 +214,15 @@ class RunnerSandbox(Sandbox):
                 "sandbox_error", f"refusing a sandbox that breaks its limits: {problem}"
             )
 
-    def _receive(self, deadline: float) -> dict[str, Any]:
+    def _receive(self, deadline: float, nonce: str) -> dict[str, Any]:
+        """The runner's answer to the request sent with `nonce`; any other line is skipped."""
+        while True:
+            message = self._receive_line(deadline)
+            if message.get("nonce") == nonce:
+                return message
+            self.foreign_lines += 1
+
+    def _receive_line(self, deadline: float) -> dict[str, Any]:
         limits = self.spec.limits
         try:
             line = self._channel.recv_line(deadline, limits.result_bytes + limits.output_bytes * 2)
@@ -253,9 +267,11 @@ class RunnerSandbox(Sandbox):
             if not self._alive:
                 return RunResult.failed("sandbox_error", "the sandbox is gone")
             self.jobs += 1
+            nonce = secrets.token_hex(16)
             try:
-                self._channel.send(json.dumps({"inputs": dict(inputs)}).encode() + b"\n")
-                reply = self._receive(began + limits.timeout_seconds)
+                request = json.dumps({"nonce": nonce, "inputs": dict(inputs)}).encode()
+                self._channel.send(request + b"\n")
+                reply = self._receive(began + limits.timeout_seconds, nonce)
             except ChannelClosed:
                 self.close()
                 return RunResult.failed(
@@ -265,10 +281,22 @@ class RunnerSandbox(Sandbox):
                 return exc.result(time.monotonic() - began)
             except (TypeError, ValueError) as exc:  # inputs that are not JSON
                 return RunResult.failed("infrastructure_error", f"inputs are not JSON: {exc}")
+            if self.foreign_lines:
+                # Whatever wrote them may write again: the next job gets a fresh sandbox.
+                self.close()
         duration = time.monotonic() - began
         logs = truncate_logs(str(reply.get("logs", "")), limits.output_bytes)
-        if reply.get("status") == "success" and isinstance(reply.get("outputs"), dict):
-            return RunResult("success", reply["outputs"], None, logs, duration)
+        if self.foreign_lines:
+            logs += (
+                f"\n[calcgraph: ignored {self.foreign_lines} line(s) written on the runner's "
+                "result channel; they are not results]\n"
+            )
+        outputs = reply.get("outputs")
+        if reply.get("status") == "success" and isinstance(outputs, dict):
+            problem = unstorable(outputs)
+            if problem is None:
+                return RunResult("success", outputs, None, logs, duration)
+            return RunResult("failed", None, RunError("user_error", problem), logs, duration)
         error = reply.get("error") or {}
         kind: ErrorKind = "sandbox_error"
         if error.get("kind") == "user_error":
@@ -278,9 +306,8 @@ class RunnerSandbox(Sandbox):
         if kind == "out_of_memory":
             # A MemoryError can leave the interpreter half-broken: the next job gets a fresh one.
             self.close()
-        return RunResult(
-            "failed", None, RunError(kind, str(error.get("message", ""))), logs, duration
-        )
+        message = clean_text(str(error.get("message", "")))
+        return RunResult("failed", None, RunError(kind, message), logs, duration)
 
     def close(self) -> None:
         if not self._alive:

@@ -22,15 +22,16 @@ def stage_code(code_dir: Path, parent: Path | None = None, gid: int | None = Non
     The caller's directory may be private to the worker (0700, as pytest's tmp dirs are). The
     copy stays owned by the worker; with `gid` (the sandbox's group, when the worker is root) it
     is readable by that group only, so one function's sandbox cannot read another's code.
+    Without `gid` (the sandbox runs as the worker's own uid) it is the worker's alone: 0700/0600.
     """
     if not code_dir.is_dir():
         raise FileNotFoundError(f"code directory {code_dir} does not exist")
     # The worker's pid in the name lets a later worker remove what a crashed one left.
     root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
-    os.chmod(root, 0o755)
+    dir_mode, file_mode = (0o750, 0o640) if gid is not None else (0o700, 0o600)
+    _own(str(root), dir_mode, gid)
     target = root / "code"
     shutil.copytree(code_dir, target, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
-    dir_mode, file_mode = (0o750, 0o640) if gid is not None else (0o755, 0o644)
     for dirpath, _dirnames, filenames in os.walk(target):
         _own(dirpath, dir_mode, gid)
         for name in filenames:
