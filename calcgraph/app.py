@@ -16,7 +16,7 @@ from strawberry.subscriptions import (
     MULTIPART_SUBSCRIPTION_PROTOCOL,
 )
 
-from calcgraph import heap
+from calcgraph import heap, webui
 from calcgraph.auth.authenticate import AuthenticationMiddleware
 from calcgraph.auth.setup import build_identity
 from calcgraph.db.engine import Database
@@ -81,6 +81,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         *routes_builds.routes,
         *routes_workflows.routes,
         *openapi.routes,
+        *webui.routes,
     ]
 
     @contextlib.asynccontextmanager

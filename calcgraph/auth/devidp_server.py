@@ -23,6 +23,7 @@ import time
 import uuid
 import warnings
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import flask
@@ -39,6 +40,9 @@ with warnings.catch_warnings():
 
     warnings.simplefilter("ignore", AuthlibDeprecationWarning)
     import oidc_provider_mock
+
+
+_PROVIDER_TEMPLATES = str(Path(oidc_provider_mock.__file__).resolve().parent / "templates")
 
 
 def _access_token_generator(audience: str, lifetime: timedelta) -> Any:
@@ -68,7 +72,9 @@ def _access_token_generator(audience: str, lifetime: timedelta) -> Any:
 
 
 def build_app(audience: str, lifetime: timedelta = TOKEN_LIFETIME) -> flask.Flask:
-    app = flask.Flask("calcgraph.devidp")
+    # The provider's sign-in page is a template of its own package: a Flask app named after
+    # this module would look for it here and answer 500 (TemplateNotFound).
+    app = flask.Flask("calcgraph.devidp", template_folder=_PROVIDER_TEMPLATES)
     # Read by authlib when the provider registers its token endpoint: set before init_app.
     app.config["OAUTH2_ACCESS_TOKEN_GENERATOR"] = _access_token_generator(audience, lifetime)
     oidc_provider_mock.init_app(

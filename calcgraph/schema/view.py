@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 
+from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
 from calcgraph.db.engine import Database
 from calcgraph.schema import build_schema
@@ -31,6 +32,10 @@ class GraphQLView(GraphQL[Context, None]):
         )
         self.settings = settings
         self.database = database
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # Our own build of GraphiQL (calcgraph/webui, contract 4b), not strawberry's CDN page.
+        return webui.graphiql_page()
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
