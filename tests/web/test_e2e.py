@@ -96,3 +96,43 @@ def test_deep_links_serve_the_app_and_browsers_are_sent_to_it(platform: InProces
         assert graphiql.status_code == 200
         assert "cdn" not in graphiql.text.lower()
         assert "/ui/assets/" in graphiql.text
+
+
+def test_graphiql_is_served_whole_and_uses_the_signed_in_token(
+    platform: InProcessPlatform, new_page: Any
+) -> None:
+    page = new_page()
+    sign_in(page, platform.base_url, "alice")
+    page.goto(platform.base_url + "/graphql")
+    page.get_by_role("button", name=re.compile("Execute query")).click()
+    expect(page.locator(".graphiql-response")).to_contain_text('"username": "alice"')
+
+
+def test_an_expired_session_signs_in_again_and_keeps_the_form(
+    platform: InProcessPlatform, new_page: Any
+) -> None:
+    page = new_page()
+    base = platform.base_url
+    sign_in(page, base, "alice", path=f"/ui/workflows/{DEMO_SLUG}/run")
+    page.get_by_label(re.compile(r"^load ")).fill("12 kN")
+    page.get_by_label(re.compile(r"^span ")).fill("3 m")
+    # The token runs out while the person types.
+    page.evaluate(
+        """() => {
+        const session = JSON.parse(localStorage.getItem("calcgraph.session"));
+        session.expiresAt = Date.now() - 1000;
+        localStorage.setItem("calcgraph.session", JSON.stringify(session));
+    }"""
+    )
+    page.get_by_label(re.compile(r"^youngs_modulus ")).fill("210 GPa")
+    page.get_by_role("button", name="Start run").click()  # the form is incomplete: no request
+    page.get_by_label(re.compile(r"^second_moment ")).fill("8.356e-5")
+    page.get_by_label(re.compile(r"^section_modulus ")).fill("557 cm**3")
+    page.get_by_label(re.compile(r"^yield_stress ")).fill("355 MPa")
+    page.get_by_role("button", name="Start run").click()
+    expect(page.get_by_role("status")).to_contain_text("Your session has ended")
+    page.get_by_role("button", name="Sign in with your organisation").click()
+    page.get_by_role("button", name="alice", exact=True).click()
+    page.wait_for_url(re.compile(rf"/ui/workflows/{DEMO_SLUG}/run$"))
+    expect(page.get_by_label(re.compile(r"^load "))).to_have_value("12 kN")
+    expect(page.get_by_label(re.compile(r"^yield_stress "))).to_have_value("355 MPa")

@@ -1,7 +1,7 @@
 import { useEffect, useState, type ReactNode } from "react";
 import { Link, NavLink, Navigate, Route, Routes, useLocation, useNavigate } from "react-router";
-import { request } from "./lib/api";
-import { currentSession, signOut } from "./lib/auth";
+import { publicRequest } from "./lib/api";
+import { currentSession, sessionHasExpired, signOut } from "./lib/auth";
 import { CatalogContext } from "./lib/catalog";
 import { catalogFrom, type Catalog } from "./lib/typeexpr";
 import { TypesQuery } from "./queries";
@@ -18,7 +18,8 @@ function RequireSession({ children }: { children: ReactNode }) {
   const location = useLocation();
   if (!currentSession()) {
     const next = encodeURIComponent(location.pathname + location.search);
-    return <Navigate to={`/signin?next=${next}`} replace />;
+    const expired = sessionHasExpired() ? "expired=1&" : "";
+    return <Navigate to={`/signin?${expired}next=${next}`} replace />;
   }
   return <>{children}</>;
 }
@@ -70,7 +71,7 @@ export function App() {
   const [catalog, setCatalog] = useState<Catalog>(new Map());
   useEffect(() => {
     // The catalog is public: forms use it for units, shapes and composites.
-    request(TypesQuery).then(
+    publicRequest(TypesQuery).then(
       (data) => setCatalog(catalogFrom(data.types)),
       () => setCatalog(new Map()),
     );

@@ -2,7 +2,7 @@
 // go over fetch, `runUpdates` over graphql-ws (graphql-transport-ws, token in connection_init).
 import { createClient, type Client } from "graphql-ws";
 import type { TypedDocumentString } from "../gql/graphql";
-import { currentSession, sessionExpired } from "./auth";
+import { currentSession, sessionExpired, sessionHasExpired } from "./auth";
 
 export class ApiError extends Error {
   constructor(
@@ -19,20 +19,39 @@ interface GraphQLResponse<T> {
   errors?: { message: string; extensions?: Record<string, unknown> }[];
 }
 
+/** A public query (the type catalog): no token, so it works before and between sign-ins. */
+export async function publicRequest<TResult>(
+  document: TypedDocumentString<TResult, Record<string, never>>,
+): Promise<TResult> {
+  return send(document, {}, null);
+}
+
 export async function request<TResult, TVariables>(
   document: TypedDocumentString<TResult, TVariables>,
   ...[variables]: TVariables extends Record<string, never> ? [] : [TVariables]
 ): Promise<TResult> {
-  const session = currentSession();
+  if (sessionHasExpired()) {
+    // Back to the sign-in before sending: the page comes back with its drafts.
+    sessionExpired();
+    throw new ApiError("your session has ended: signing in again", "Unauthenticated");
+  }
+  return send(document, variables ?? {}, currentSession()?.accessToken ?? null);
+}
+
+async function send<TResult, TVariables>(
+  document: TypedDocumentString<TResult, TVariables>,
+  variables: unknown,
+  token: string | null,
+): Promise<TResult> {
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
     Accept: "application/graphql-response+json, application/json",
   };
-  if (session) headers.Authorization = `Bearer ${session.accessToken}`;
+  if (token) headers.Authorization = `Bearer ${token}`;
   const response = await fetch("/graphql", {
     method: "POST",
     headers,
-    body: JSON.stringify({ query: document.toString(), variables: variables ?? {} }),
+    body: JSON.stringify({ query: document.toString(), variables }),
   });
   if (response.status === 401) {
     sessionExpired();

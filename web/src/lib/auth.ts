@@ -18,15 +18,28 @@ interface PendingLogin {
   returnTo: string;
 }
 
-export function currentSession(): Session | null {
+function storedSession(): Session | null {
   const raw = localStorage.getItem(TOKEN_KEY);
   if (!raw) return null;
   try {
-    const session = JSON.parse(raw) as Session;
-    return session.expiresAt > Date.now() ? session : null;
+    return JSON.parse(raw) as Session;
   } catch {
     return null;
   }
+}
+
+// A token this close to its end is treated as ended: a request must not race its expiry.
+const MARGIN_MS = 5_000;
+
+export function currentSession(): Session | null {
+  const session = storedSession();
+  return session && session.expiresAt - MARGIN_MS > Date.now() ? session : null;
+}
+
+/** A session was there and has run out (as opposed to nobody having signed in). */
+export function sessionHasExpired(): boolean {
+  const session = storedSession();
+  return session !== null && session.expiresAt - MARGIN_MS <= Date.now();
 }
 
 export function signOut(): void {
@@ -80,6 +93,7 @@ export async function completeSignIn(code: string, state: string): Promise<strin
 /** The token is no longer accepted: sign in again and come back to the same page. Drafts are
  * in sessionStorage, so the page finds what the person was typing. */
 export function sessionExpired(): void {
+  if (/^\/ui\/(signin|callback)/.test(window.location.pathname)) return;
   signOut();
   const here = window.location.pathname + window.location.search;
   window.location.assign(`/ui/signin?expired=1&next=${encodeURIComponent(here)}`);
