@@ -104,8 +104,12 @@ def test_graphiql_is_served_whole_and_uses_the_signed_in_token(
     page = new_page()
     sign_in(page, platform.base_url, "alice")
     page.goto(platform.base_url + "/graphql")
+    # Monaco loads its editors (and workers) from the server too: wait for the query to show.
+    expect(page.locator(".graphiql-query-editor")).to_contain_text("username", timeout=30_000)
     page.get_by_role("button", name=re.compile("Execute query")).click()
-    expect(page.locator(".graphiql-response")).to_contain_text('"username": "alice"')
+    expect(page.locator(".graphiql-response")).to_contain_text(
+        '"username": "alice"', timeout=30_000
+    )
 
 
 def test_an_expired_session_signs_in_again_and_keeps_the_form(
