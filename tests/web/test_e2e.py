@@ -25,6 +25,7 @@ def _alice_runs_the_demo(page: Any, base: str) -> str:
     sign_in(page, base, "alice")
     page.get_by_role("link", name=DEMO_SLUG, exact=True).click()
     expect(page.get_by_role("heading", name="Cantilever check — editor")).to_be_visible()
+    expect(page.locator('[data-node-key="verdict"]')).to_be_visible()
 
     # An edge the catalog refuses: a Force cannot feed a Length; the reason names the chain.
     page.get_by_label("From port").select_option("load.value")
