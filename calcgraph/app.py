@@ -101,6 +101,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         middleware=[
             # Outermost: request id, metrics and access log see every answer, errors included.
             Middleware(RequestMiddleware, routes=routes, metrics=metrics),
+            Middleware(webui.BrowserRootRedirect),
             Middleware(MediaTypeMiddleware),
             Middleware(errors.ErrorMiddleware),
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),

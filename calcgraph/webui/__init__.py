@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 DIST = Path(__file__).resolve().parent / "dist"
 ASSETS = DIST / "assets"
@@ -37,19 +39,23 @@ def graphiql_page() -> Response:
     return _page("graphiql.html")
 
 
-def wants_html(request: Request) -> bool:
-    return "text/html" in request.headers.get("accept", "")
+class BrowserRootRedirect:
+    """`GET /` from a browser (Accept text/html) goes to the app; API clients keep the JSON 404
+    of an unrouted path. A middleware, not a route: `/` is no operation of the REST door."""
 
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
 
-async def root(request: Request) -> Response:
-    # Browsers go to the app; API clients keep the JSON 404 of an unknown path.
-    if wants_html(request):
-        return RedirectResponse("/ui/", status_code=307)
-    raise HTTPException(404)
-
-
-async def ui_redirect(request: Request) -> Response:
-    return RedirectResponse("/ui/", status_code=308)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == "/"
+            and scope["method"] in ("GET", "HEAD")
+            and "text/html" in Headers(scope=scope).get("accept", "")
+        ):
+            await RedirectResponse("/ui/", status_code=307)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 async def asset(request: Request) -> Response:
@@ -65,14 +71,18 @@ async def app_page(request: Request) -> Response:
     return _page("index.html")
 
 
+# A mount, not REST operations: the OpenAPI document describes the API, not the app's files.
 routes: list[BaseRoute] = [
-    Route("/", root, methods=["GET"]),
-    Route("/ui", ui_redirect, methods=["GET"]),
-    Route("/ui/assets/{path:path}", asset, methods=["GET"]),
-    Route("/ui/{path:path}", app_page, methods=["GET"]),
+    Mount(
+        "/ui",
+        routes=[
+            Route("/assets/{path:path}", asset, methods=["GET"]),
+            Route("/{path:path}", app_page, methods=["GET"]),
+        ],
+    )
 ]
 
 
 def is_public(method: str, path: str) -> bool:
-    """The app's files and the redirect to them need no token (contract 3)."""
-    return method == "GET" and (path in ("/", "/ui") or path.startswith("/ui/"))
+    """The app's files need no token (contract 3)."""
+    return method == "GET" and (path == "/ui" or path.startswith("/ui/"))

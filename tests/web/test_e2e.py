@@ -84,6 +84,7 @@ def test_deep_links_serve_the_app_and_browsers_are_sent_to_it(platform: InProces
         assert root.status_code == 307
         assert root.headers["location"] == "/ui/"
         assert http.get("/", headers={"Accept": "application/json"}).status_code == 404
+        assert http.get("/ui").headers["location"].endswith("/ui/")
         deep = http.get("/ui/runs/some-run-id")
         assert deep.status_code == 200
         assert '<div id="root">' in deep.text
