@@ -35,6 +35,23 @@ def _alice_runs_the_demo(page: Any, base: str) -> str:
     expect(refusal).to_contain_text("Edge refused: load.value (Force) → beam.length (Length)")
     expect(refusal).to_contain_text("Force")
 
+    # The validation report shows on the node it names; discarding brings the saved graph back.
+    page.get_by_label("Function to add").select_option("demo-beam/verdict")
+    page.get_by_label("Key of the new function").fill("extra")
+    page.get_by_role("button", name="Add function").click()
+    page.get_by_role("button", name="Validate").click()
+    expect(page.get_by_label("Problems of extra")).to_contain_text("unbound ports")
+    page.get_by_role("button", name="Discard changes").click()
+    expect(page.locator('[data-node-key="extra"]')).to_have_count(0)
+
+    # An allowed edge is drawn, and saving makes a new version.
+    page.get_by_label("From port").select_option("span.value")
+    page.get_by_label("To port").select_option("stiffness.length")
+    page.get_by_role("button", name="Connect", exact=True).click()
+    expect(refusal).to_contain_text("Edge drawn: span.value (Length) → stiffness.length (Length)")
+    page.get_by_role("button", name="Save new version").click()
+    expect(refusal).to_contain_text("Saved as version 2.")
+
     page.get_by_role("link", name="Start a run").click()
     for name, value in RUN_INPUTS.items():
         page.get_by_label(re.compile(rf"^{name} ")).fill(value)

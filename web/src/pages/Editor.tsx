@@ -303,13 +303,13 @@ function ConnectForm({ graph, portsOf, onConnect }: { graph: GraphDocument; port
     >
       <h2>Connect</h2>
       <label>From port
-        <select value={from} onChange={(e) => setFrom(e.target.value)}>
+        <select aria-label="From port" value={from} onChange={(e) => setFrom(e.target.value)}>
           <option value="">(choose)</option>
           {outs.map((o) => <option key={o} value={o}>{o}</option>)}
         </select>
       </label>
       <label>To port
-        <select value={to} onChange={(e) => setTo(e.target.value)}>
+        <select aria-label="To port" value={to} onChange={(e) => setTo(e.target.value)}>
           <option value="">(choose)</option>
           {ins.map((o) => <option key={o} value={o}>{o}</option>)}
         </select>
@@ -325,9 +325,9 @@ function AddInput({ graph, types, onAdd }: { graph: GraphDocument; types: string
   return (
     <form className="palette-form" aria-label="Add an input node" onSubmit={(e) => { e.preventDefault(); onAdd({ node_key: key || freeKey(graph, "input"), kind: "input", input_spec: { type_expr: type } }); setKey(""); }}>
       <h2>Add input</h2>
-      <label>Key <input value={key} onChange={(e) => setKey(e.target.value)} placeholder="load" /></label>
+      <label>Key <input aria-label="Key of the new input" value={key} onChange={(e) => setKey(e.target.value)} placeholder="load" /></label>
       <label>Type
-        <input list="catalog-types" value={type} onChange={(e) => setType(e.target.value)} />
+        <input aria-label="Type of the new input" list="catalog-types" value={type} onChange={(e) => setType(e.target.value)} />
       </label>
       <datalist id="catalog-types">{types.map((t) => <option key={t} value={t} />)}</datalist>
       <button type="submit">Add input</button>
@@ -342,12 +342,12 @@ function AddFunction({ graph, functions, onAdd }: { graph: GraphDocument; functi
     <form className="palette-form" aria-label="Add a function node" onSubmit={(e) => { e.preventDefault(); if (fn) onAdd({ node_key: key || freeKey(graph, fn.split("/")[1] ?? "fn"), kind: "function", function: fn, input_bindings: {} }); setKey(""); }}>
       <h2>Add function</h2>
       <label>Function
-        <select value={fn} onChange={(e) => setFn(e.target.value)}>
+        <select aria-label="Function to add" value={fn} onChange={(e) => setFn(e.target.value)}>
           <option value="">(choose)</option>
           {functions.map((f) => <option key={f} value={f}>{f}</option>)}
         </select>
       </label>
-      <label>Key <input value={key} onChange={(e) => setKey(e.target.value)} /></label>
+      <label>Key <input aria-label="Key of the new function" value={key} onChange={(e) => setKey(e.target.value)} /></label>
       <button type="submit">Add function</button>
     </form>
   );
@@ -362,19 +362,19 @@ function AddExtract({ graph, onAdd }: { graph: GraphDocument; onAdd: (n: GraphNo
     <form className="palette-form" aria-label="Add an extract node" onSubmit={(e) => { e.preventDefault(); if (from) onAdd({ node_key: key || freeKey(graph, "extract"), kind: "extract", mode, from_node_key: from, pattern }); setKey(""); }}>
       <h2>Add extract</h2>
       <label>From node
-        <select value={from} onChange={(e) => setFrom(e.target.value)}>
+        <select aria-label="Extract from node" value={from} onChange={(e) => setFrom(e.target.value)}>
           <option value="">(choose)</option>
           {graph.nodes.filter((n) => n.kind !== "input").map((n) => <option key={n.node_key} value={n.node_key}>{n.node_key}</option>)}
         </select>
       </label>
-      <label>Pattern <input value={pattern} onChange={(e) => setPattern(e.target.value)} /></label>
+      <label>Pattern <input aria-label="Extract pattern" value={pattern} onChange={(e) => setPattern(e.target.value)} /></label>
       <label>Mode
-        <select value={mode} onChange={(e) => setMode(e.target.value === "filter" ? "filter" : "pick")}>
+        <select aria-label="Extract mode" value={mode} onChange={(e) => setMode(e.target.value === "filter" ? "filter" : "pick")}>
           <option value="pick">pick</option>
           <option value="filter">filter</option>
         </select>
       </label>
-      <label>Key <input value={key} onChange={(e) => setKey(e.target.value)} /></label>
+      <label>Key <input aria-label="Key of the new extract" value={key} onChange={(e) => setKey(e.target.value)} /></label>
       <button type="submit">Add extract</button>
     </form>
   );

@@ -191,7 +191,7 @@ export function RunPage() {
         <aside className="details" aria-label="Node details">
           <label>
             Node{" "}
-            <select value={selected ?? ""} onChange={(e) => setSelected(e.target.value || null)}>
+            <select aria-label="Node" value={selected ?? ""} onChange={(e) => setSelected(e.target.value || null)}>
               <option value="">(choose a node)</option>
               {nodes.filter((n) => n.kind !== "input").map((n) => (
                 <option key={n.node_key} value={n.node_key}>{n.node_key} — {states.get(n.node_key)?.status ?? "pending"}</option>
