@@ -5,7 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: install run serve test services sandbox lint typecheck pytest bench clean
+.PHONY: install run serve test services sandbox lint typecheck pytest bench clean web web-check chromium
+
+# The web app and GraphiQL (web/), built into the Python package (calcgraph/webui/dist); rebuilt
+# when the lock file, a source or the GraphQL schema changes.
+WEB_STAMP := calcgraph/webui/dist/.built
+WEB_SOURCES := $(shell find web/src -path web/src/gql -prune -o -type f -print 2>/dev/null) \
+	web/index.html web/graphiql.html web/vite.config.ts web/codegen.ts web/tsconfig.json \
+	web/package.json schema.graphql
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +20,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+$(WEB_STAMP): web/package-lock.json $(WEB_SOURCES)
+	cd web && npm ci --no-audit --no-fund && npm run build
+	touch $(WEB_STAMP)
+
+web: $(WEB_STAMP)
+
+install: $(STAMP) $(WEB_STAMP)
 
 ## The main job on the embedded default (SQLite ./calcgraph.db, in-process workers): publish the
 ## demo package, run its workflow with a progress display, print the terminal outputs
@@ -39,11 +52,21 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install services
+## eslint, strict tsc and the Vitest component tests of the web app
+web-check: $(WEB_STAMP)
+	cd web && npm run lint && npx tsc -p . && npm test
+
+## The browser of the end-to-end tests (tests/web): Debian's chromium (Playwright cannot
+## download its own here)
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+pytest: install services chromium
 	$(BIN)/pytest
 
 ## Lint, strict types, then the whole suite on SQLite and PostgreSQL
-test: lint typecheck pytest
+test: lint typecheck web-check pytest
 
 bench: install services
 	$(BIN)/python -m bench

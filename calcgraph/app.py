@@ -13,7 +13,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp
 
-from calcgraph import heap
+from calcgraph import heap, webui
 from calcgraph.auth.authenticate import AuthenticationMiddleware
 from calcgraph.auth.setup import build_identity
 from calcgraph.db.engine import Database
@@ -88,6 +88,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         *routes_builds.routes,
         *routes_workflows.routes,
         *openapi.routes,
+        *webui.routes,
     ]
 
     @contextlib.asynccontextmanager
@@ -123,6 +124,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             *cors,
             # Outermost: request id, metrics and access log see every answer, errors included.
             Middleware(RequestMiddleware, routes=routes, metrics=metrics),
+            Middleware(webui.BrowserRootRedirect),
             Middleware(MediaTypeMiddleware),
             Middleware(errors.ErrorMiddleware),
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),

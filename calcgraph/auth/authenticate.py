@@ -12,6 +12,7 @@ from starlette.requests import HTTPConnection
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from calcgraph import webui
 from calcgraph.auth.verify import TokenVerifier
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Identity, Principal
@@ -122,7 +123,7 @@ class AuthenticationMiddleware:
             return
         method = "GET" if scope["method"] == "HEAD" else scope["method"]
         path = scope["path"]
-        public = (method, path) in PUBLIC_ROUTES
+        public = (method, path) in PUBLIC_ROUTES or webui.is_public(method, path)
         header = Headers(scope=scope).get("authorization")
         principal: Principal | None = None
         try:

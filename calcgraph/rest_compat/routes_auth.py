@@ -79,6 +79,17 @@ _CALLBACK_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>calcgraph sign-in</title></head>
 <body><h1>{title}</h1><p>{message}</p>
 <dl><dt>code</dt><dd><code>{code}</code></dd><dt>state</dt><dd><code>{state}</code></dd></dl>
+<p><a href="/ui/callback{query}">Continue in the calcgraph web app</a></p>
+<script>
+// A sign-in the web app started (its verifier waits in this tab's sessionStorage) continues
+// there at once; any other client reads the code from this page.
+try {{
+  var pending = JSON.parse(sessionStorage.getItem("calcgraph.login") || "null");
+  if (pending && pending.state === new URLSearchParams(location.search).get("state")) {{
+    location.replace("/ui/callback" + location.search);
+  }}
+}} catch (e) {{}}
+</script>
 </body></html>
 """
 
@@ -106,6 +117,7 @@ async def callback_page(request: Request) -> HTMLResponse:
         message=message,
         code=html.escape(params.get("code", "")),
         state=html.escape(params.get("state", "")),
+        query=html.escape("?" + str(request.url.query) if request.url.query else ""),
     )
     return HTMLResponse(page, status_code=status)
 

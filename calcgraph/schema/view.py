@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 
+from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
 from calcgraph.db.engine import Database
 from calcgraph.domain import json_limits
@@ -57,6 +58,10 @@ class GraphQLView(GraphQL[Context, None]):
             return json_limits.loads(data)
         except (ValidationError, UnicodeDecodeError) as exc:
             raise json.JSONDecodeError(str(exc), "", 0) from None
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # Our own build of GraphiQL (calcgraph/webui, contract 4b), not strawberry's CDN page.
+        return webui.graphiql_page()
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket

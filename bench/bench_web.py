@@ -1,0 +1,180 @@
+"""The run page of a 1,000-node run in a real browser (Debian's chromium, headless).
+
+`first_render`: from navigation to the page having drawn the whole plan (the app's JavaScript
+loaded, the run with its 999 node states fetched in one GraphQL request, React Flow laid out).
+`live_update`: from a new run state arriving (runUpdates over graphql-ws, or the 2 s tick of
+the fallback) to the page having drawn it. The app records both in
+`window.__calcgraphRunMetrics`; each repetition opens a fresh run in a fresh page.
+
+The graph: one Float input feeding 9 chains of 111 `step` nodes (1 + 999 nodes), ticked one
+node per job (`CALCGRAPH_CHAIN_EXECUTION=node`) so the first tick submits 9 jobs, not 999.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.core import Options, Result, percentile
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CHAINS, LENGTH = 9, 111
+REPETITIONS = 5
+MANIFEST = {
+    "kind": "package",
+    "version": 1,
+    "package": {"name": "bench-web", "version": "1.0.0"},
+    "functions": {
+        "step": {
+            "handler": "step:step",
+            "inputs": {"x": {"type": "Float", "required": True}},
+            "outputs": {"y": {"type": "Float"}},
+        }
+    },
+}
+SOURCE = "def step(x):\n    return {'y': x + 1}\n"
+
+
+def graph() -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = [
+        {"node_key": "x", "kind": "input", "input_spec": {"type_expr": "Float"}}
+    ]
+    for c in range(CHAINS):
+        for i in range(LENGTH):
+            binding = (
+                {"source": "input_node", "input_key": "x", "from_port": "value"}
+                if i == 0
+                else {"source": "edge", "from_node_key": f"c{c}_{i - 1}", "from_port": "y"}
+            )
+            nodes.append(
+                {
+                    "node_key": f"c{c}_{i}",
+                    "kind": "function",
+                    "function": "bench-web/step",
+                    "input_bindings": {"x": binding},
+                }
+            )
+    return {"nodes": nodes}
+
+
+def _gql(http: httpx.Client, query: str, variables: dict[str, Any]) -> Any:
+    body = http.post("/graphql", json={"query": query, "variables": variables}).json()
+    if body.get("errors"):
+        raise RuntimeError(body["errors"][0]["message"])
+    return body["data"]
+
+
+def run_page(options: Options) -> list[Result]:
+    from playwright.sync_api import sync_playwright
+
+    from calcgraph import webui
+    from calcgraph.demo.platform import InProcessPlatform
+    from calcgraph.settings import Settings
+
+    if not Path(CHROMIUM).exists() or not (webui.DIST / "index.html").is_file():
+        print("web: skipped (needs /usr/bin/chromium and the built web app: make install)")
+        return []
+    first: list[float] = []
+    update: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(
+            database_url=f"sqlite+aiosqlite:///{tmp}/web.db",
+            sandbox="process",
+            chain_execution="node",
+            oidc_issuer=None,
+            redis_url=None,
+        )
+        with InProcessPlatform(settings) as platform:
+            token = platform.token("alice")
+            headers = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=platform.base_url, headers=headers, timeout=120) as http:
+                _gql(
+                    http,
+                    "mutation($m: JSON!, $f: JSON!) { publishPackage(manifest: $m, files: $f)"
+                    " { packageVersion } }",
+                    {"m": MANIFEST, "f": {"step.py": SOURCE}},
+                )
+                _gql(
+                    http,
+                    'mutation($g: JSON!) { createWorkflow(slug: "wide", name: "1000 nodes",'
+                    " graph: $g) { id } }",
+                    {"g": graph()},
+                )
+                with sync_playwright() as p:
+                    browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                    session = json.dumps(
+                        {
+                            "accessToken": token,
+                            "expiresAt": (time.time() + 3600) * 1000,
+                            "username": "alice",
+                            "roles": ["user"],
+                        }
+                    )
+                    for _ in range(REPETITIONS):
+                        run = _gql(
+                            http,
+                            'mutation { createWorkflowRun(workflow: "wide", inputs: {x: 1})'
+                            " { id } }",
+                            {},
+                        )["createWorkflowRun"]["id"]
+                        context = browser.new_context(viewport={"width": 1440, "height": 900})
+                        context.add_init_script(
+                            f"localStorage.setItem('calcgraph.session', {json.dumps(session)})"
+                        )
+                        page = context.new_page()
+                        page.goto(f"{platform.base_url}/ui/runs/{run}")
+                        page.wait_for_function(
+                            "() => window.__calcgraphRunMetrics?.firstRenderMs != null",
+                            timeout=60_000,
+                        )
+                        page.wait_for_function(
+                            "() => window.__calcgraphRunMetrics.updates.length > 0",
+                            timeout=60_000,
+                        )
+                        metrics = page.evaluate("() => window.__calcgraphRunMetrics")
+                        drawn = page.locator("[data-node-key]").count()
+                        first.append(float(metrics["firstRenderMs"]))
+                        update.append(float(metrics["updates"][0]))
+                        context.close()
+                    browser.close()
+    load = os.getloadavg()
+    setup = (
+        f"chromium headless 1440x900, run of {1 + CHAINS * LENGTH} nodes "
+        f"({drawn} drawn in view), {REPETITIONS} fresh pages"
+    )
+    return [_result("web_run_page_first_render", setup, first, load)] + [
+        _result("web_run_page_live_update", setup, update, load)
+    ]
+
+
+def _result(name: str, setup: str, values_ms: list[float], load: tuple[float, ...]) -> Result:
+    ordered = sorted(values_ms)
+    seconds = sum(values_ms) / 1000
+    return Result(
+        benchmark=name,
+        scenario="1000-node run page",
+        setup=setup,
+        requests=len(ordered),
+        seconds=round(seconds, 3),
+        rps=len(ordered) / seconds if seconds > 0 else float("nan"),
+        p50_us=percentile(ordered, 50) * 1000,
+        p99_us=percentile(ordered, 99) * 1000,
+        extra={"ms": [round(v, 1) for v in values_ms], "loadavg": load},
+    )
+
+
+BENCHMARKS = {"web_run_page": run_page}

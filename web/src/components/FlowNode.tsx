@@ -1,0 +1,61 @@
+// One node of a workflow graph, on the run page and in the editor.
+import { Handle, Position, type Node, type NodeProps } from "@xyflow/react";
+import { memo } from "react";
+
+export interface FlowNodeData extends Record<string, unknown> {
+  key: string;
+  kind: string;
+  subtitle: string;
+  status?: string;
+  failed?: boolean;
+  problems?: string[];
+  inPorts: { name: string; type: string }[];
+  outPorts: { name: string; type: string }[];
+}
+
+export type FlowNodeType = Node<FlowNodeData, "calc">;
+
+function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
+  const classes = ["calc-node", `kind-${data.kind}`];
+  if (data.status) classes.push(`status-${data.status}`);
+  if (data.failed) classes.push("failed");
+  if (data.problems && data.problems.length > 0) classes.push("invalid");
+  if (selected) classes.push("selected");
+  return (
+    <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status}>
+      <div className="calc-node-head">
+        <strong>{data.key}</strong>
+        {data.status && <span className={`badge status-${data.status}`}>{data.status}</span>}
+      </div>
+      <div className="calc-node-sub">{data.subtitle}</div>
+      <div className="calc-node-ports">
+        <div>
+          {data.inPorts.map((p) => (
+            <div className="port in" key={p.name} title={`${p.name}: ${p.type}`}>
+              <Handle type="target" position={Position.Left} id={p.name} />
+              {p.name} <span className="type">{p.type}</span>
+            </div>
+          ))}
+        </div>
+        <div>
+          {data.outPorts.map((p) => (
+            <div className="port out" key={p.name} title={`${p.name}: ${p.type}`}>
+              {p.name} <span className="type">{p.type}</span>
+              <Handle type="source" position={Position.Right} id={p.name} />
+            </div>
+          ))}
+        </div>
+      </div>
+      {data.problems && data.problems.length > 0 && (
+        <ul className="node-problems" aria-label={`Problems of ${data.key}`}>
+          {data.problems.map((p, i) => (
+            <li key={i}>{p}</li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+export const FlowNode = memo(FlowNodeView);
+export const nodeTypes = { calc: FlowNode };

@@ -1,0 +1,97 @@
+import { Link, useParams } from "react-router";
+import { ErrorBox, Loading, Page } from "../components/Status";
+import { request } from "../lib/api";
+import { when } from "../lib/format";
+import { useAsync } from "../lib/hooks";
+import { PackageQuery, PackagesQuery } from "../queries";
+
+export function PackagesPage() {
+  const { data, error } = useAsync(() => request(PackagesQuery, { cursor: null }), "packages");
+  return (
+    <Page title="Packages">
+      {error && <ErrorBox error={error} />}
+      {!data && !error && <Loading />}
+      {data && (
+        <table>
+          <thead>
+            <tr><th>Name</th><th>Version</th><th>Visibility</th><th>Owner</th><th>Description</th><th>Updated</th></tr>
+          </thead>
+          <tbody>
+            {data.packages.items.map((p) => (
+              <tr key={p.id}>
+                <td><Link to={`/packages/${p.id}`}>{p.name}</Link></td>
+                <td>{p.currentVersion ?? "—"}</td>
+                <td>{p.visibility}</td>
+                <td>{p.organizationSlug ?? p.owner}</td>
+                <td>{p.description ?? ""}</td>
+                <td>{when(p.updatedAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Page>
+  );
+}
+
+interface ChangeEntry {
+  type?: string;
+  description?: string;
+  functions?: string[];
+}
+
+function Changelog({ changelog }: { changelog: unknown }) {
+  if (!changelog || typeof changelog !== "object") return null;
+  const log = changelog as { date?: string; changes?: ChangeEntry[] };
+  return (
+    <div className="changelog">
+      {log.date && <p>Released {log.date}</p>}
+      <ul>
+        {(log.changes ?? []).map((c, i) => (
+          <li key={i}>
+            <strong>{c.type}</strong> {c.description}
+            {c.functions && c.functions.length > 0 && <> ({c.functions.join(", ")})</>}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+export function PackagePage() {
+  const { id = "" } = useParams();
+  const { data, error } = useAsync(() => request(PackageQuery, { id }), id);
+  if (error) return <ErrorBox error={error} />;
+  if (!data) return <Loading />;
+  const pkg = data.package;
+  return (
+    <Page title={`Package ${pkg.name}`}>
+      <p>{pkg.description}</p>
+      <dl className="facts">
+        <dt>Current version</dt><dd>{pkg.currentVersion ?? "—"}</dd>
+        <dt>Visibility</dt><dd>{pkg.visibility}</dd>
+        <dt>Owner</dt><dd>{pkg.organizationSlug ?? pkg.owner}</dd>
+      </dl>
+      <h2>Functions</h2>
+      <ul>
+        {pkg.functions.map((f) => (
+          <li key={f.id}>
+            <Link to={`/functions/${f.id}`}>{f.name}</Link> {f.currentVersion}
+          </li>
+        ))}
+      </ul>
+      <h2>Versions and changelog</h2>
+      {[...pkg.versions].reverse().map((v) => (
+        <article key={v.id} className="version">
+          <h3>
+            {v.version} {v.isLatest && <span className="badge">latest</span>}{" "}
+            {v.isStable ? <span className="badge">stable</span> : <span className="badge">pre-release</span>}
+          </h3>
+          <p>{when(v.createdAt)}{v.gitRef ? ` · git ${v.gitRef} ${v.gitCommit?.slice(0, 10) ?? ""}` : ""}</p>
+          <Changelog changelog={v.changelog} />
+          <p>Functions: {v.functions.map((f) => `${f.name} ${f.version} (${f.status})`).join(", ")}</p>
+        </article>
+      ))}
+    </Page>
+  );
+}

@@ -1,0 +1,79 @@
+import { useState } from "react";
+import { Link, useNavigate, useParams } from "react-router";
+import { ErrorBox, Loading, Page } from "../components/Status";
+import { InputsForm, type FormPort } from "../components/TypeForm";
+import { request } from "../lib/api";
+import { useCatalog } from "../lib/catalog";
+import { when } from "../lib/format";
+import { asGraph } from "../lib/graph";
+import { useAsync, useSessionState } from "../lib/hooks";
+import { typeExprOf } from "../lib/typeexpr";
+import type { Draft } from "../lib/values";
+import { CreateRunMutation, WorkflowQuery, WorkflowsQuery } from "../queries";
+
+export function WorkflowsPage() {
+  const { data, error } = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
+  return (
+    <Page title="Workflows">
+      {error && <ErrorBox error={error} />}
+      {!data && !error && <Loading />}
+      {data && (
+        <table>
+          <thead><tr><th>Workflow</th><th>Name</th><th>Version</th><th>Visibility</th><th>Owner</th><th>Updated</th><th>Actions</th></tr></thead>
+          <tbody>
+            {data.workflows.items.map((w) => (
+              <tr key={w.id}>
+                <td><Link to={`/workflows/${w.slug}`}>{w.slug}</Link></td>
+                <td>{w.name}</td>
+                <td>v{w.latestVersion}</td>
+                <td>{w.visibility}</td>
+                <td>{w.owner}</td>
+                <td>{when(w.updatedAt)}</td>
+                <td><Link to={`/workflows/${w.slug}/run`} aria-label={`Start a run of ${w.slug}`}>Start a run</Link></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Page>
+  );
+}
+
+export function StartRunPage() {
+  const { slug = "" } = useParams();
+  const navigate = useNavigate();
+  const catalog = useCatalog();
+  const { data, error } = useAsync(() => request(WorkflowQuery, { slug }), slug);
+  const [drafts, setDrafts] = useSessionState<Record<string, Draft>>(`calcgraph.draft.run.${slug}`, () => ({}));
+  const [problem, setProblem] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  if (error) return <ErrorBox error={error} />;
+  if (!data || catalog.size === 0) return <Loading />;
+  const graph = asGraph(data.workflow.latest?.graph);
+  let formPorts: FormPort[];
+  try {
+    formPorts = graph.nodes
+      .filter((n) => n.kind === "input")
+      .map((n) => ({ name: n.node_key, expr: typeExprOf(n.input_spec?.type_expr) }));
+  } catch (e) {
+    return <p className="problem">{e instanceof Error ? e.message : String(e)}</p>;
+  }
+  const start = (inputs: Record<string, unknown>) => {
+    setBusy(true);
+    setProblem(null);
+    request(CreateRunMutation, { workflow: slug, inputs }).then(
+      (r) => navigate(`/runs/${r.createWorkflowRun.id}`),
+      (e: unknown) => {
+        setProblem(e instanceof Error ? e.message : String(e));
+        setBusy(false);
+      },
+    );
+  };
+  return (
+    <Page title={`Start a run of ${data.workflow.name}`} actions={<Link to={`/workflows/${slug}`}>Open in the editor</Link>}>
+      <p>Version {data.workflow.latestVersion}. Physical inputs take a number and a unit, e.g. <code>12 kN</code>.</p>
+      <InputsForm ports={formPorts} drafts={drafts} onDrafts={setDrafts} onSubmit={start} submitLabel="Start run" busy={busy} />
+      {problem && <p role="alert" className="problem">{problem}</p>}
+    </Page>
+  );
+}

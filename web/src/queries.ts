@@ -1,0 +1,161 @@
+// Every operation of the app, typed by codegen from the committed schema.graphql.
+import { graphql } from "./gql";
+
+export const TypesQuery = graphql(`
+  query Types {
+    types { name parent kind unit shape description }
+  }
+`);
+
+export const MeQuery = graphql(`
+  query Me { me { username roles } }
+`);
+
+export const CheckConnectionQuery = graphql(`
+  query CheckConnection($source: String!, $target: String!) {
+    checkConnection(source: $source, target: $target) { compatibility reason }
+  }
+`);
+
+export const PackagesQuery = graphql(`
+  query Packages($cursor: String) {
+    packages(limit: 100, cursor: $cursor) {
+      items { id name visibility owner organizationSlug description currentVersion updatedAt }
+      nextCursor
+    }
+  }
+`);
+
+export const PackageQuery = graphql(`
+  query Package($id: ID!) {
+    package(id: $id) {
+      id name visibility owner organizationSlug description currentVersion
+      functions { id name currentVersion }
+      versions {
+        id version isLatest isStable gitRef gitCommit changelog createdAt
+        functions { name version status functionId }
+      }
+    }
+  }
+`);
+
+export const FunctionsQuery = graphql(`
+  query Functions($cursor: String) {
+    functions(limit: 100, cursor: $cursor) {
+      items { id name currentVersion package { id name } }
+      nextCursor
+    }
+  }
+`);
+
+export const FunctionVersionFields = graphql(`
+  fragment FunctionVersionFields on FunctionVersion {
+    id version functionId inputsSchema outputsSchema typed changelog
+    deprecated deprecatedMessage removalVersion isBreakingChange deployedAt
+  }
+`);
+
+export const FunctionQuery = graphql(`
+  query Function($ref: String!) {
+    resolveFunction(reference: $ref) {
+      ...FunctionVersionFields
+      function { id name package { id name } versions { id version deprecated changelog deployedAt } }
+    }
+  }
+`);
+
+export const ExecuteMutation = graphql(`
+  mutation Execute($functionId: ID!, $inputs: JSON!) {
+    executeFunction(functionId: $functionId, inputs: $inputs, wait: 30) {
+      id status outputs error logs cacheHit
+    }
+  }
+`);
+
+export const WorkflowsQuery = graphql(`
+  query Workflows($cursor: String) {
+    workflows(limit: 100, cursor: $cursor) {
+      items { id slug name visibility owner latestVersion updatedAt }
+      nextCursor
+    }
+  }
+`);
+
+export const WorkflowQuery = graphql(`
+  query Workflow($slug: String!) {
+    workflow(slug: $slug) {
+      id slug name visibility owner latestVersion
+      latest { id version graph inputNodes resolvedFunctions createdAt }
+    }
+  }
+`);
+
+export const ValidateWorkflowQuery = graphql(`
+  query ValidateWorkflow($graph: JSON!) {
+    validateWorkflow(graph: $graph) { valid report }
+  }
+`);
+
+export const UpdateWorkflowMutation = graphql(`
+  mutation UpdateWorkflow($slug: String!, $graph: JSON!) {
+    updateWorkflow(slug: $slug, graph: $graph) { id latestVersion }
+  }
+`);
+
+export const CreateRunMutation = graphql(`
+  mutation CreateRun($workflow: String!, $inputs: JSON!) {
+    createWorkflowRun(workflow: $workflow, inputs: $inputs) { id }
+  }
+`);
+
+export const RunFields = graphql(`
+  fragment RunFields on WorkflowRun {
+    id status startedAt completedAt inputs terminalOutputs errorMessage firstFailedNodeKey
+    planSnapshot revision workflowId
+    workflowVersion { version workflowId }
+    nodeStates {
+      nodeKey status jobId outputs error attempt startedAt finishedAt functionVersionId
+      job { id status inputs logs cacheHit createdAt startedAt finishedAt }
+      functionVersion { id version outputsSchema inputsSchema function { name } }
+    }
+  }
+`);
+
+export const RunQuery = graphql(`
+  query Run($id: ID!) { workflowRun(id: $id) { ...RunFields } }
+`);
+
+export const TickMutation = graphql(`
+  mutation Tick($id: ID!) { tickRun(id: $id) { ...RunFields } }
+`);
+
+export const RunUpdatesSubscription = graphql(`
+  subscription RunUpdates($id: ID!) { runUpdates(id: $id) { ...RunFields } }
+`);
+
+export const RunsQuery = graphql(`
+  query Runs($status: [String!], $cursor: String) {
+    workflowRuns(status: $status, limit: 100, cursor: $cursor) {
+      items { id status startedAt completedAt workflowId firstFailedNodeKey workflowVersion { version } }
+      nextCursor
+    }
+  }
+`);
+
+export const JobsQuery = graphql(`
+  query Jobs($cursor: String) {
+    jobs(limit: 100, cursor: $cursor) {
+      items { id status cacheHit createdAt finishedAt function { id name } package { name } }
+      nextCursor
+    }
+  }
+`);
+
+export const JobQuery = graphql(`
+  query Job($id: ID!) {
+    job(id: $id) {
+      id status inputs outputs error logs cacheHit createdAt startedAt finishedAt
+      functionVersionId function { id name } package { id name }
+    }
+  }
+`);
