@@ -116,12 +116,13 @@ def send_many(broker: dramatiq.Broker, messages: Sequence[Message]) -> int:
         return 0
     pipeline = broker.client.pipeline(transaction=False)
     batch = _Pipelined(broker, pipeline)
-    for message in messages:
-        # Dramatiq's own enqueue (message ids, middleware), with its script bound to the
-        # pipeline. Its "after enqueue" hooks run before the pipeline does; none of ours acts.
-        # The broker's class: ours stores each message under an id the sweeper can look up.
-        type(broker).enqueue(batch, _message(message))  # type: ignore[arg-type]
     try:
+        for message in messages:
+            # Dramatiq's own enqueue (message ids, middleware), with its script bound to the
+            # pipeline. Its "after enqueue" hooks run before the pipeline does; none of ours
+            # acts. The broker's class: ours stores each message under an id the sweeper can
+            # look up. (Its first enqueue asks Redis for the Lua stack size: it may fail here.)
+            type(broker).enqueue(batch, _message(message))  # type: ignore[arg-type]
         results = pipeline.execute(raise_on_error=False)
     except Exception:
         log.exception("could not send %d messages; the sweeper will re-send them", len(messages))

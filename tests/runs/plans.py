@@ -210,8 +210,12 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
         ("chain: lock the run", lambda: chains.lock_run(run.run_id)),
         ("chain: first queued", lambda: chains.first_queued(run.run_id, rest)),
         ("chain: node states", lambda: chains.node_states(run.run_id, rest)),
-        ("job: claim", lambda: jobs.claim(job_ids[0], NOW)),
-        ("job: finish", lambda: jobs.finish(job_ids[1], "success", {"y": 1}, None, "", NOW)),
+        ("job: claim", lambda: jobs.claim(job_ids[0], NOW, "plan-lease")),
+        (
+            "job: finish",
+            lambda: jobs.finish(job_ids[1], "success", {"y": 1}, None, "", NOW, "plan-lease"),
+        ),
+        ("job: heartbeat", lambda: jobs.heartbeat(["plan-lease"], NOW)),
     ]
     engine = session.bind
     sync_engine = engine.sync_engine  # type: ignore[union-attr]
