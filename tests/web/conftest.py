@@ -32,9 +32,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 DEMO_SLUG = "cantilever-check"
-# Chromium logs a refused WebSocket upgrade as a console error; the app then ticks every 2 s.
-# Tolerated only until the server's WebSocket door (graphql-transport-ws) is there.
-_WS_REFUSED = re.compile(r"^WebSocket connection to 'ws://[^']+/graphql' failed")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -91,8 +88,6 @@ class ConsoleWatch:
         url = (message.location or {}).get("url", "")
         if url and not url.startswith(self.origin):
             return  # the identity provider's page (its stylesheet is on a CDN we block)
-        if _WS_REFUSED.match(message.text):
-            return
         self.errors.append(f"{message.text} ({url})")
 
     def on_page_error(self, error: Any) -> None:
