@@ -38,7 +38,10 @@ MODULES = (
     "bench_builds",
     "bench_execution",
     "bench_workflows",
+    "bench_tenancy",
+    "bench_scale_tick",
     "bench_scale",
+    "bench_web",
     "bench_peers",
 )
 
