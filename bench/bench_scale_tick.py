@@ -39,12 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import redis
 from sqlalchemy import text
 
 from bench.bench_workflows import parallel_chains
 from bench.core import Options, Result, summarise
+from bench.scale_client import POSTGRES_URL as SERVED_URL
 from bench.scale_client import Api, api, cpu_seconds
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
@@ -367,15 +369,37 @@ class _Submitted:
     answered_ns: int
     sent_ns: int
     server_cpu_s: float
+    database_cpu_s: float
+
+
+async def _database_cpu(connection: Any) -> float:
+    """CPU seconds of the PostgreSQL backends serving this database's clients (but this
+    connection's): the server's pooled connections, on this machine; not autovacuum's."""
+    pids = await connection.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+    )
+    total = 0.0
+    for (pid,) in pids:
+        with contextlib.suppress(OSError):  # a backend that just ended
+            total += cpu_seconds(pid)
+    return total
 
 
 async def _submit_tick(
-    bench: Api, queue: Any, key: str, slug: str, width: int, x: float, stalls: list[int] | None
+    bench: Api,
+    queue: Any,
+    key: str,
+    pg: Any,
+    slug: str,
+    width: int,
+    x: float,
+    stalls: list[int] | None,
 ) -> _Submitted:
     """One run's first tick, which submits `width` jobs; with `stalls`, probed meanwhile."""
     run_id = await bench.start(slug, x)
     before = await queue.hlen(key)
-    cpu_before = cpu_seconds(bench.pid)
+    cpu_before, db_before = cpu_seconds(bench.pid), await _database_cpu(pg)
     stop = asyncio.Event()
     probe = None
     if stalls is not None:
@@ -394,15 +418,17 @@ async def _submit_tick(
     running = sum(s["status"] == "running" for s in body["node_states"].values())
     if running != width:
         raise RuntimeError(f"the tick started {running} of {width} nodes")
-    return _Submitted(answered, sent, cpu_seconds(bench.pid) - cpu_before)
+    return _Submitted(
+        answered, sent, cpu_seconds(bench.pid) - cpu_before, await _database_cpu(pg) - db_before
+    )
 
 
 def tick_submit_redis_http(options: Options) -> list[Result]:
     """A tick that submits 100 and 1,000 jobs as a user's client sees it: the tick over HTTP
     (uvicorn, RS256 token, PostgreSQL, full answer) until its answer, and until its messages
-    are in Redis (the broker's message hash holds them all); the server's CPU per tick, its
-    send thread included; and, in a second pass, what a `/health` sent every 2 ms meanwhile
-    waits (the event loop is free when it is about 1 ms)."""
+    are in Redis (the broker's message hash holds them all); the CPU per tick of the server
+    (its send thread included) and of PostgreSQL's backends; and, in a second pass, what a
+    `/health` sent every 2 ms meanwhile waits (the event loop is free when it is about 1 ms)."""
 
     async def run(prefix: str) -> list[Result]:
         from redis import asyncio as aioredis
@@ -412,6 +438,7 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
         results = []
         key = f"{prefix}calcgraph:{QUEUE}.msgs"
         queue = aioredis.Redis.from_url(REDIS_URL)
+        pg = await asyncpg.connect(SERVED_URL.replace("+asyncpg", ""))
         x = 0.0  # a fresh input for every run: no result-cache hits, every job is sent
         async with api(redis=(REDIS_URL, prefix)) as bench:
             try:
@@ -423,18 +450,20 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
                     for i in range(2 + 20 + 5):  # 2 to warm up, 20 timed, 5 probed
                         x += 1.0
                         one = await _submit_tick(
-                            bench, queue, key, slug, width, x, stalls if i >= 22 else None
+                            bench, queue, key, pg, slug, width, x, stalls if i >= 22 else None
                         )
                         if 2 <= i < 22:
                             timed.append(one)
                     seconds = time.perf_counter() - began
                     sent = sorted(t.sent_ns for t in timed)
                     cpu = sorted(t.server_cpu_s for t in timed)
+                    db_cpu = sorted(t.database_cpu_s for t in timed)
                     stalls.sort()
                     extra = {
                         "sent_p50_ms": round(sent[len(sent) // 2] / 1e6, 1),
                         "sent_max_ms": round(sent[-1] / 1e6, 1),
                         "server_cpu_p50_ms": round(cpu[len(cpu) // 2] * 1000, 1),
+                        "postgres_cpu_p50_ms": round(db_cpu[len(db_cpu) // 2] * 1000, 1),
                         "health_during_tick_p50_ms": round(stalls[len(stalls) // 2] / 1e6, 1),
                         "health_during_tick_max_ms": round(stalls[-1] / 1e6, 1),
                         "load": load(),
@@ -451,6 +480,7 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
                     )
             finally:
                 await queue.aclose()
+                await pg.close()
         return results
 
     with _redis_prefix() as prefix:
