@@ -212,15 +212,6 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
         deployed = await self.deployed_functions([v.id for v in versions])
         return [version_view(v, deployed) for v in versions]
 
-    async def version_views_by_id(self, ids: Sequence[str]) -> list[PackageVersionView]:
-        if not ids:
-            return []
-        versions = list(
-            await self.session.scalars(select(PackageVersion).where(PackageVersion.id.in_(ids)))
-        )
-        deployed = await self.deployed_functions([v.id for v in versions])
-        return [version_view(v, deployed) for v in versions]
-
     async def version_views_by_package(
         self, package_ids: Sequence[str]
     ) -> list[PackageVersionView]:

@@ -398,19 +398,6 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         )
         return [run_view(run) for run in rows]
 
-    async def runs_by_id(self, ids: Sequence[str]) -> list[WorkflowRun]:
-        if not ids:
-            return []
-        return list(await self.session.scalars(select(WorkflowRun).where(WorkflowRun.id.in_(ids))))
-
-    async def set_fields(self, run_id: str, **values: Any) -> None:
-        await self.session.execute(
-            update(WorkflowRun)
-            .where(WorkflowRun.id == run_id)
-            .values(**values)
-            .execution_options(synchronize_session=False)
-        )
-
 
 def _before(after: tuple[str, ...] | None) -> Any:
     if after is None:
