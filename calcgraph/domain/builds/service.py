@@ -32,9 +32,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.builds.logs import BuildLog, read_log, store_log
 from calcgraph.builds.pipeline import BuildInput, BuildResult, run_build
 from calcgraph.db.base import new_id, utcnow
-from calcgraph.domain.access import policy
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.access.service import access_service
 from calcgraph.domain.builds.models import Build
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.builds.submission import (
@@ -56,7 +55,6 @@ from calcgraph.domain.errors import (
     FieldError,
     InvalidRequest,
     NotFound,
-    PermissionDenied,
     ValidationError,
 )
 from calcgraph.domain.functions.models import Function
@@ -233,18 +231,8 @@ class BuildService:
         package = await PackageVersionRepository.from_session(session).find_package(name)
         if package is None or package.name != name:
             return None
-        role = (
-            await OrganizationRepository.from_session(session).role_of(
-                package.organization_id, principal.user_id
-            )
-            if package.organization_id is not None
-            else None
-        )
-        facts = policy.PackageFacts(package.owner_id, package.organization_id, package.visibility)
-        if not policy.can_manage_package(principal, facts, role):
-            raise PermissionDenied(
-                policy.denial(f"function {name!r}: its package belongs to someone else")
-            )
+        refusal = f"function {name!r}: its package belongs to someone else"
+        await access_service.require(session, principal, ("manage_package", refusal), on=package)
         others = [
             f.name
             for f in await FunctionVersionRepository.from_session(session).functions_of_package(
@@ -327,7 +315,10 @@ class BuildService:
         packages = PackageVersionRepository.from_session(session)
         functions = FunctionVersionRepository.from_session(session)
         if package is None:
-            organization_id = await self._organization_id(session, principal, submission)
+            organization = await access_service.organization_to_place_in(
+                session, principal, submission.organization
+            )
+            organization_id = organization.id if organization is not None else None
             if submission.visibility == "internal" and organization_id is None:
                 raise ValidationError(
                     "an internal package needs an organization",
@@ -349,22 +340,6 @@ class BuildService:
             session.add(function)
             await session.flush()
         return function.id
-
-    async def _organization_id(
-        self, session: AsyncSession, principal: Principal, submission: FunctionSubmission
-    ) -> str | None:
-        if submission.organization is None:
-            return None
-        organizations = OrganizationRepository.from_session(session)
-        organization = await organizations.get_by_slug(submission.organization)
-        if organization is None:
-            raise NotFound(f"no organization {submission.organization!r}")
-        role = await organizations.role_of(organization.id, principal.user_id)
-        if not policy.can_publish_into_organization(principal, role):
-            raise PermissionDenied(
-                policy.denial(f"organization {submission.organization!r}: only its members")
-            )
-        return organization.id
 
 
 build_service = BuildService()

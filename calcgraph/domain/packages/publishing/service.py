@@ -19,13 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access import policy
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
     Conflict,
     FieldError,
     NotFound,
-    PermissionDenied,
     ValidationError,
 )
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -383,21 +381,11 @@ class PublishingService:
     async def _ensure_manager(
         self, session: AsyncSession, principal: Principal, package: Package
     ) -> None:
-        role = (
-            await OrganizationRepository.from_session(session).role_of(
-                package.organization_id, principal.user_id
-            )
-            if package.organization_id is not None
-            else None
+        refusal = (
+            f"package {package.name!r} for changes: its owner, the owners of its organization "
+            "and admins manage it"
         )
-        facts = policy.PackageFacts(package.owner_id, package.organization_id, package.visibility)
-        if not policy.can_manage_package(principal, facts, role):
-            raise PermissionDenied(
-                policy.denial(
-                    f"package {package.name!r} for changes: its owner, the owners of its "
-                    "organization and admins manage it"
-                )
-            )
+        await access_service.require(session, principal, ("manage_package", refusal), on=package)
 
 
 def sha256_hex(data: bytes) -> str:
