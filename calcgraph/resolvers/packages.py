@@ -20,6 +20,7 @@ from calcgraph.schema.packages import (
     PackageVersionHistoryType,
     Visibility,
 )
+from calcgraph.sources.git import GitSources
 
 
 def _files(files: Any) -> dict[str, str]:
@@ -117,7 +118,7 @@ class PackageMutation:
             report = await publishing_service.publish_from_git(
                 session,
                 principal,
-                info.context.settings,
+                GitSources(info.context.settings),
                 git_url,
                 ref,
                 visibility.value if visibility is not None else None,

@@ -36,6 +36,7 @@ from calcgraph.rest_compat.schemas import (
 )
 from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
+from calcgraph.sources.git import GitSources
 
 
 class FunctionVersionsQuery(Query):
@@ -154,7 +155,7 @@ async def publish_from_git(request: Request) -> JSONResponse:
         report = await publishing_service.publish_from_git(
             session,
             principal,
-            settings,
+            GitSources(settings),
             body.git_url,
             body.ref,
             body.visibility,

@@ -6,12 +6,8 @@ policy), to keep both modules small; both doors call `publishing_service`.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,6 +29,7 @@ from calcgraph.domain.packages.files import clean_files
 from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest
 from calcgraph.domain.packages.manifest_json import release_as_json
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
+from calcgraph.domain.packages.publishing.sources import SourceFetcher
 from calcgraph.domain.packages.repository import PackageRepository, PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import same_version, version_from_tag
 from calcgraph.domain.packages.service import package_read_service
@@ -50,8 +47,6 @@ from calcgraph.domain.packages.views import (
     PackageVersionView,
     PackageView,
 )
-from calcgraph.settings import Settings
-from calcgraph.sources.git import fetch_repository
 
 
 def _history(
@@ -280,28 +275,16 @@ class PublishingService:
         self,
         session: AsyncSession,
         principal: Principal,
-        settings: Settings,
+        sources: SourceFetcher,
         git_url: str,
         ref: str,
         visibility: str | None = None,
         organization_slug: str | None = None,
     ) -> DeploymentReport:
-        """Fetch `ref`, read `calcgraph.yaml` at the root, publish. The clone runs before the
+        """Fetch `ref`, read `calcgraph.yaml` at the root, publish. The fetch runs before the
         first statement of the session, so no transaction (and no SQLite write lock) is held
-        while git works; each request clones into its own temporary directory."""
-        workdir = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="calcgraph-deploy-"))
-        try:
-            checkout = await fetch_repository(
-                git_url,
-                ref,
-                workdir / "checkout",
-                timeout_seconds=settings.git_clone_timeout_seconds,
-                max_bytes=settings.git_max_repository_bytes,
-                allowed_schemes=settings.git_allowed_schemes,
-                local_roots=settings.git_local_roots,
-            )
-        finally:
-            await asyncio.to_thread(shutil.rmtree, workdir, True)
+        while git works."""
+        checkout = await sources.fetch(git_url, ref)
         source = checkout.files.get(MANIFEST_FILE)
         if source is None:
             raise ValidationError(
