@@ -11,12 +11,13 @@ from strawberry.scalars import JSON
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.packages.publishing.service import publishing_service
-from calcgraph.schema.access import PackageType, principal_of
+from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import (
     DeploymentReportType,
     FunctionVersionHistoryType,
     FunctionVersionType,
+    PackageType,
     PackageVersionHistoryType,
     Visibility,
 )
