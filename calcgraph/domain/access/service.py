@@ -91,20 +91,6 @@ class AccessService:
             if not policy.decide(act, principal, facts):
                 raise PermissionDenied(policy.denial(refusal))
 
-    async def allows(
-        self,
-        session: AsyncSession,
-        principal: Principal,
-        act: policy.Act,
-        *,
-        on: Owned | None = None,
-        organization_id: str | None = None,
-        submitted_by: str | None = None,
-    ) -> bool:
-        """`require`'s verdict without the error."""
-        facts = await self._facts(session, principal, [act], on, organization_id, submitted_by)
-        return policy.decide(act, principal, facts)
-
     async def _facts(
         self,
         session: AsyncSession,
