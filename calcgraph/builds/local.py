@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 from calcgraph.builds.logs import BuildLog, read_log, store_log
-from calcgraph.builds.pipeline import BuildInput, run_build
+from calcgraph.builds.pipeline import run_build
 from calcgraph.domain.builds.ports import BuildReport, BuildRequest
 from calcgraph.settings import Settings
 
@@ -18,12 +18,7 @@ class LocalBuilds:
 
     async def build(self, request: BuildRequest) -> BuildReport:
         log = BuildLog()
-        result = await asyncio.to_thread(
-            run_build,
-            self.settings,
-            BuildInput(request.function, request.files, request.requirements),
-            log,
-        )
+        result = await asyncio.to_thread(run_build, self.settings, request, log)
         artifact = result.artifact
         return BuildReport(
             status=result.status,
