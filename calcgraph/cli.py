@@ -50,7 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         preflight(settings)
     host = args.host or settings.host
-    from calcgraph.auth.setup import require_https
+    from calcgraph.auth.issuer import require_https
 
     require_https(settings.issuer)
     dev_idp = None
