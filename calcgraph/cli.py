@@ -84,11 +84,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         if dev_idp is not None:
             dev_idp.stop()
-    return 0
+    from calcgraph.ops.starting import start_failed
+
+    return 1 if start_failed() else 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from calcgraph.auth.devidp import dev_token, is_loopback
+    from calcgraph.auth.devidp import dev_token
+    from calcgraph.auth.issuer import is_loopback
 
     settings = get_settings()
     if not settings.uses_dev_identity_provider:
