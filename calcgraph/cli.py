@@ -36,6 +36,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from calcgraph import heap
+
+    heap.pause_until_settled()  # the application's lifespan settles the heap
     import uvicorn
 
     from calcgraph.ops.header_limit import HTTP_PROTOCOL
@@ -106,15 +109,28 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from calcgraph.demo.run import DemoOptions, run_demo
-    from calcgraph.workers.sandbox import preflight
+    from calcgraph import heap
+    from calcgraph.auth.devidp import DevIdentityProvider
 
-    preflight(get_settings(), args.sandbox)
+    heap.pause_until_settled()  # the platform's lifespan settles the heap
+    settings = get_settings()
+    identity = None
+    if settings.uses_dev_identity_provider:
+        # Launched first: the provider's process starts while this one imports the platform.
+        identity = DevIdentityProvider(settings.oidc_audience)
+        identity.launch()
+    try:
+        from calcgraph.demo.run import DemoOptions, run_demo
+        from calcgraph.workers.sandbox import preflight
 
-    options = DemoOptions(
-        fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
-    )
-    return run_demo(get_settings(), options)
+        preflight(settings, args.sandbox)
+        options = DemoOptions(
+            fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
+        )
+        return run_demo(settings, options, identity=identity)
+    finally:
+        if identity is not None:
+            identity.stop()  # a no-op when the platform stopped it
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

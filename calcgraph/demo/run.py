@@ -23,6 +23,7 @@ import yaml
 from rich.console import Console
 from sqlalchemy.engine import make_url
 
+from calcgraph.auth.devidp import DevIdentityProvider
 from calcgraph.client import CalcgraphError, Client, Conflict, NotFound
 from calcgraph.demo import DEMO_INPUTS, package_files, workflow_document
 from calcgraph.demo.platform import InProcessPlatform, PlatformError
@@ -44,8 +45,14 @@ class DemoOptions:
     timeout_seconds: float = 120.0
 
 
-def run_demo(settings: Settings, options: DemoOptions, stdout: Console | None = None) -> int:
-    """0 when the run completed, 1 when it failed or did not finish in time."""
+def run_demo(
+    settings: Settings,
+    options: DemoOptions,
+    stdout: Console | None = None,
+    identity: DevIdentityProvider | None = None,
+) -> int:
+    """0 when the run completed, 1 when it failed or did not finish in time. `identity`: the
+    development identity provider, already launched (the platform stops it)."""
     if not settings.uses_dev_identity_provider:
         raise ValueError(
             "calcgraph demo signs in as the development user alice, which needs the "
@@ -69,7 +76,7 @@ def run_demo(settings: Settings, options: DemoOptions, stdout: Console | None = 
             "in-process workers"
         )
         try:
-            with InProcessPlatform(settings) as platform:
+            with InProcessPlatform(settings, identity) as platform:
                 shown.print(f"platform at {platform.base_url}, signed in as {USERNAME}")
                 with Client(platform.base_url, platform.token(USERNAME)) as client:
                     _publish(client, shown)

@@ -7,12 +7,14 @@ up logging itself before building the app, or its records would go nowhere. Each
 
 from __future__ import annotations
 
+from calcgraph import heap
 from calcgraph.ops.logs import setup_logging
 from calcgraph.ops.starting import StartingApp
 from calcgraph.settings import Settings, get_settings
 
 
 def create_served_app() -> StartingApp:
+    heap.pause_until_settled()  # spawned processes too; the application's lifespan settles
     settings = get_settings()
     setup_logging(settings)
     return StartingApp(settings)
