@@ -275,7 +275,10 @@ def rss_30000_jobs(options: Options) -> list[Result]:
     return [asyncio.run(run())]
 
 
-def _startup_once(env: dict[str, str]) -> tuple[int, float]:
+def _startup_once(env: dict[str, str]) -> tuple[int, float, int]:
+    """Nanoseconds to the first /health 200, the server's CPU seconds then, and nanoseconds to
+    the first answer of a real route (GET /types): /health answers while the application is
+    still imported, and requests wait for it (calcgraph.ops.starting)."""
     port = free_port()
     command = [sys.executable, "-m", "calcgraph", "serve", "--host", HOST, "--port", str(port)]
     start = time.perf_counter_ns()
@@ -288,8 +291,11 @@ def _startup_once(env: dict[str, str]) -> tuple[int, float]:
                 raise RuntimeError(f"calcgraph serve exited with {process.returncode}")
             try:
                 if httpx.get(f"http://{HOST}:{port}/health", timeout=1).status_code == 200:
-                    took = time.perf_counter_ns() - start
-                    return took, cpu_seconds(process.pid)
+                    took, cpu = time.perf_counter_ns() - start, cpu_seconds(process.pid)
+                    types = httpx.get(f"http://{HOST}:{port}/types", timeout=120)
+                    if types.status_code != 200:
+                        raise RuntimeError(f"GET /types answered {types.status_code}")
+                    return took, cpu, time.perf_counter_ns() - start
             except httpx.TransportError:
                 pass
             time.sleep(0.01)
@@ -321,15 +327,20 @@ def startup(options: Options) -> list[Result]:
             )
             demo.append(time.perf_counter_ns() - start)
         demo_s = time.perf_counter() - t0
-    cpu = sorted(c for _, c in starts)
+    cpu = sorted(c for _, c, _ in starts)
+    first = sorted(f for _, _, f in starts)
     return [
         summarise(
             "scale_startup_serve_to_health",
             "calcgraph serve to first /health 200, migrated SQLite",
             "subprocess, process sandbox, development identity provider",
-            [t for t, _ in starts],
-            sum(t for t, _ in starts) / 1e9,
-            extra={"server_cpu_s_p50": round(cpu[len(cpu) // 2], 2), "target_s": 1.5},
+            [t for t, _, _ in starts],
+            sum(t for t, _, _ in starts) / 1e9,
+            extra={
+                "server_cpu_s_p50": round(cpu[len(cpu) // 2], 2),
+                "first_get_types_s_p50": round(first[len(first) // 2] / 1e9, 2),
+                "target_s": 1.5,
+            },
         ),
         summarise(
             "scale_startup_demo_fresh",

@@ -42,7 +42,12 @@ from calcgraph.settings import Settings, get_settings
 from calcgraph.workers.inprocess import Execution
 
 
-def create_app(settings: Settings | None = None, database: Database | None = None) -> Starlette:
+def create_app(
+    settings: Settings | None = None,
+    database: Database | None = None,
+    *,
+    metrics: Metrics | None = None,
+) -> Starlette:
     settings = settings or get_settings()
     owns_database = database is None
     db = database or Database(
@@ -69,7 +74,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     graphql = LazyEndpoint(build_graphql)
     identity = build_identity(settings, db)
     # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
-    metrics = Metrics()
+    metrics = metrics or Metrics()
     execution = Execution(settings, db, metrics)
     limiter = build_limiter(settings)
 

@@ -36,6 +36,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from calcgraph import heap
+
+    heap.pause_until_settled()  # the application's lifespan settles the heap
     import uvicorn
 
     from calcgraph.ops.header_limit import HTTP_PROTOCOL
@@ -50,7 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         preflight(settings)
     host = args.host or settings.host
-    from calcgraph.auth.setup import require_https
+    from calcgraph.auth.issuer import require_https
 
     require_https(settings.issuer)
     dev_idp = None
@@ -84,11 +87,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         if dev_idp is not None:
             dev_idp.stop()
-    return 0
+    from calcgraph.ops.starting import start_failed
+
+    return 1 if start_failed() else 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from calcgraph.auth.devidp import dev_token, is_loopback
+    from calcgraph.auth.devidp import dev_token
+    from calcgraph.auth.issuer import is_loopback
 
     settings = get_settings()
     if not settings.uses_dev_identity_provider:
@@ -103,15 +109,28 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from calcgraph.demo.run import DemoOptions, run_demo
-    from calcgraph.workers.sandbox import preflight
+    from calcgraph import heap
+    from calcgraph.auth.devidp import DevIdentityProvider
 
-    preflight(get_settings(), args.sandbox)
+    heap.pause_until_settled()  # the platform's lifespan settles the heap
+    settings = get_settings()
+    identity = None
+    if settings.uses_dev_identity_provider:
+        # Launched first: the provider's process starts while this one imports the platform.
+        identity = DevIdentityProvider(settings.oidc_audience)
+        identity.launch()
+    try:
+        from calcgraph.demo.run import DemoOptions, run_demo
+        from calcgraph.workers.sandbox import preflight
 
-    options = DemoOptions(
-        fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
-    )
-    return run_demo(get_settings(), options)
+        preflight(settings, args.sandbox)
+        options = DemoOptions(
+            fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
+        )
+        return run_demo(settings, options, identity=identity)
+    finally:
+        if identity is not None:
+            identity.stop()  # a no-op when the platform stopped it
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

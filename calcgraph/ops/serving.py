@@ -1,23 +1,23 @@
 """The application as `calcgraph serve` runs it, in each of its processes.
 
 With `--workers N` uvicorn starts N processes of its own (spawned, not forked): each must set
-up logging itself before building the app, or its records would go nowhere.
+up logging itself before building the app, or its records would go nowhere. Each serves a
+`StartingApp`, which answers /health while the application is imported (ops.starting).
 """
 
 from __future__ import annotations
 
-from starlette.applications import Starlette
-
+from calcgraph import heap
 from calcgraph.ops.logs import setup_logging
+from calcgraph.ops.starting import StartingApp
 from calcgraph.settings import Settings, get_settings
 
 
-def create_served_app() -> Starlette:
-    from calcgraph.app import create_app
-
+def create_served_app() -> StartingApp:
+    heap.pause_until_settled()  # spawned processes too; the application's lifespan settles
     settings = get_settings()
     setup_logging(settings)
-    return create_app(settings)
+    return StartingApp(settings)
 
 
 def refuse_workers_without_redis(settings: Settings, workers: int) -> None:
