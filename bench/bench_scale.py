@@ -45,6 +45,7 @@ from bench.scale_client import (
     Api,
     api,
     chains_nodes,
+    client_pools,
     cpu_seconds,
     cpu_split,
     diamond_nodes,
@@ -55,6 +56,7 @@ from bench.scale_client import (
 from bench.server import HOST, free_port
 
 POLL_S = 2.0
+POOLS = 20  # of 30 connections: 25 pollers to a pool at 500 runs
 FIRST_PAGE = """query Page($id: ID!) { workflowRun(id: $id) { id status
   nodeStates(first: 100) { nodeKey status startedAt job { id status finishedAt } } } }"""
 WHOLE_RUN = """query Whole($id: ID!) { workflowRun(id: $id) { id status
@@ -134,11 +136,13 @@ def _sleepy(bench: Api) -> dict[str, object]:
     }
 
 
-async def _poll(bench: Api, run_id: str, latencies: list[int], deadline: float) -> bool:
+async def _poll(
+    bench: Api, http: httpx.AsyncClient, run_id: str, latencies: list[int], deadline: float
+) -> bool:
     await asyncio.sleep(random.uniform(0, POLL_S))  # polls spread over the interval
     while time.monotonic() < deadline:
         start = time.perf_counter_ns()
-        view, _ = await bench.tick(run_id)
+        view, _ = await bench.tick(run_id, http=http)
         took = time.perf_counter_ns() - start
         latencies.append(took)
         if view["status"] in TERMINAL:
@@ -167,7 +171,7 @@ def _ms(nanoseconds: list[int], share: float) -> float:
 def polled_runs(options: Options) -> list[Result]:
     async def run() -> list[Result]:
         results = []
-        async with api(connections=600) as bench:
+        async with api() as bench:
             slug = await bench.workflow(diamond_nodes(bench))
             await bench.run_to_end(slug, -1.0, 60)  # warm: sandboxes started
             for runs in (10, 100, 500):
@@ -181,7 +185,13 @@ def polled_runs(options: Options) -> list[Result]:
                 before, t0 = await cpu_split(bench), time.perf_counter()
                 lag = asyncio.create_task(_health_lag(bench, stop, health))
                 deadline = time.monotonic() + 180
-                done = await asyncio.gather(*(_poll(bench, i, latencies, deadline) for i in ids))
+                async with client_pools(bench, POOLS, 600 // POOLS) as pools:
+                    done = await asyncio.gather(
+                        *(
+                            _poll(bench, pools[n % POOLS], run_id, latencies, deadline)
+                            for n, run_id in enumerate(ids)
+                        )
+                    )
                 elapsed = time.perf_counter() - t0
                 stop.set()
                 await lag

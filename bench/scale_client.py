@@ -173,10 +173,12 @@ class Api:
             raise RuntimeError(f"run refused: {response.status_code} {response.text[:300]}")
         return str(response.json()["id"])
 
-    async def tick(self, run_id: str, wait: float = 0.0) -> tuple[dict[str, Any], int]:
-        """The run after one tick, and the size of the answer in bytes."""
+    async def tick(
+        self, run_id: str, wait: float = 0.0, http: httpx.AsyncClient | None = None
+    ) -> tuple[dict[str, Any], int]:
+        """The run after one tick (through `http` if given), and the answer's size in bytes."""
         params = {"wait": wait} if wait else None
-        response = await self.http.post(
+        response = await (http or self.http).post(
             f"/workflow-runs/{run_id}/tick", params=params, headers=self.headers
         )
         if response.status_code != 200:
@@ -293,6 +295,21 @@ async def api(
                 yield Api(server, http, headers, package, setup, postgres)
     finally:
         idp.stop()
+
+
+@contextlib.asynccontextmanager
+async def client_pools(api: Api, count: int, connections: int) -> AsyncIterator[list[Any]]:
+    """`count` HTTP clients of `connections` each: hundreds of pollers share them, a few dozen
+    to a pool. (One pool of 600 cost the load generator more CPU than the server: httpcore
+    looks through its connections for every request.)"""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with contextlib.AsyncExitStack() as stack:
+        yield [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=api.server.base_url, limits=limits, timeout=120.0)
+            )
+            for _ in range(count)
+        ]
 
 
 def diamond_nodes(api: Api) -> list[dict[str, Any]]:
