@@ -41,9 +41,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     heap.pause_until_settled()  # the application's lifespan settles the heap
     import uvicorn
 
-    from calcgraph.ops.header_limit import HTTP_PROTOCOL
     from calcgraph.ops.logs import setup_logging
-    from calcgraph.ops.serving import refuse_workers_without_redis
+    from calcgraph.ops.serving import http_options, refuse_workers_without_redis
 
     settings = get_settings()
     refuse_workers_without_redis(settings, args.workers)
@@ -78,8 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port or settings.port,
             log_level=settings.log_level,
             proxy_headers=True,
-            # The contract's 431 for oversized headers, before they are read whole.
-            http=HTTP_PROTOCOL,
+            **http_options(settings),
             # Logging is ours (JSON or text, with request ids); the app logs each request.
             log_config=None,
             access_log=False,

@@ -98,7 +98,7 @@ class InProcessPlatform:
         from calcgraph.app import create_app
         from calcgraph.db.engine import Database
         from calcgraph.db.migrate import upgrade
-        from calcgraph.ops.header_limit import HTTP_PROTOCOL
+        from calcgraph.ops.serving import http_options
 
         database = Database(
             self.settings.database_url, busy_timeout_ms=self.settings.sqlite_busy_timeout_ms
@@ -115,7 +115,7 @@ class InProcessPlatform:
                 access_log=False,
                 lifespan="on",
                 loop="asyncio",
-                http=HTTP_PROTOCOL,
+                **http_options(self.settings),
             )
             self._server = uvicorn.Server(config)
             if self._stopping:
