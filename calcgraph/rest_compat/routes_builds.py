@@ -3,29 +3,31 @@ Each route parses, calls one service, serialises."""
 
 from __future__ import annotations
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import Route
+from starlette.responses import PlainTextResponse
 
-from calcgraph.auth.authenticate import require_principal
-from calcgraph.domain.builds.service import FunctionSubmission, build_service
-from calcgraph.rest_compat.body import parse_body
-from calcgraph.rest_compat.operations import Operation
+from calcgraph.domain.builds.service import BuildOutcome, FunctionSubmission, build_service
+from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import BuildOut
 from calcgraph.rest_compat.schemas import SubmitFunctionBody
-from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
 
+rest = Operations(tag="functions")
 
-async def submit_function(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    body = await parse_body(request, SubmitFunctionBody)
-    settings: Settings = request.app.state.settings
-    database = database_of(request)
-    async with database.write_session() as session:
+
+@rest(
+    "POST",
+    "/functions",
+    "Build a function from submitted code",
+    {201: BuildOut},
+    errors=(400, 403, 404, 409),
+)
+async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
+    body = call.body
+    settings: Settings = call.request.app.state.settings
+    async with call.database.write_session() as session:
         outcome = await build_service.submit(
             session,
-            principal,
+            call.principal,
             settings,
             FunctionSubmission(
                 name=body.name,
@@ -41,44 +43,20 @@ async def submit_function(request: Request) -> JSONResponse:
     # Raised after the commit: a refused build keeps its record and its reason.
     if outcome.refusal is not None:
         raise outcome.refusal
-    return JSONResponse(outcome.as_json(), status_code=201)
+    return outcome
 
 
-async def build_log(request: Request) -> PlainTextResponse:
-    principal = require_principal(request)
-    settings: Settings = request.app.state.settings
-    database = database_of(request)
-    async with database.read_session() as session:
+@rest(
+    "GET",
+    "/functions/{function_id}/builds/{build_id}/log",
+    "A build's log",
+    {200: "text/plain"},
+    errors=(404,),
+)
+async def build_log(call: Call[None, None]) -> PlainTextResponse:
+    settings: Settings = call.request.app.state.settings
+    async with call.database.read_session() as session:
         text = await build_service.read_log(
-            session,
-            principal,
-            settings,
-            request.path_params["function_id"],
-            request.path_params["build_id"],
+            session, call.principal, settings, call.path("function_id"), call.path("build_id")
         )
     return PlainTextResponse(text)
-
-
-routes = [
-    Route("/functions", submit_function, methods=["POST"]),
-    Route("/functions/{function_id}/builds/{build_id}/log", build_log, methods=["GET"]),
-]
-operations = [
-    Operation(
-        "POST",
-        "/functions",
-        "Build a function from submitted code",
-        {201: BuildOut},
-        body=SubmitFunctionBody,
-        errors=(400, 403, 404, 409),
-        tag="functions",
-    ),
-    Operation(
-        "GET",
-        "/functions/{function_id}/builds/{build_id}/log",
-        "A build's log",
-        {200: "text/plain"},
-        errors=(404,),
-        tag="functions",
-    ),
-]
