@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, get_args, get_type_hints
+from typing import Any, Generic, TypeVar, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter
 from starlette.requests import Request
@@ -128,17 +128,21 @@ class Operation:
         status, value = (
             (result.status, result.value) if isinstance(result, Reply) else (self.success, result)
         )
+        if self.answers[status] is None:
+            return Response(status_code=status)
         serialise = self._serialisers.get(status)
         if serialise is None:
-            assert self.answers[status] is None, f"{self.method} {self.path}: {status} has a body"
-            return Response(status_code=status)
+            raise TypeError(f"{self.method} {self.path}: a {status} answer is a Response")
         return Response(serialise(value), status_code=status, media_type="application/json")
 
 
 def _request_models(handler: Handler) -> tuple[Any, Any]:
     """The Body and Query of the handler's `Call[Body, Query]` parameter (None: none)."""
     first = next(iter(inspect.signature(handler).parameters))
-    body, query = get_args(get_type_hints(handler)[first])
+    hint = get_type_hints(handler)[first]
+    if get_origin(hint) is not Call:
+        raise TypeError(f"{handler.__name__}: annotate its parameter as Call[Body, Query]")
+    body, query = get_args(hint)
     return (None if body is type(None) else body), (None if query is type(None) else query)
 
 

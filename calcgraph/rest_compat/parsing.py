@@ -49,9 +49,10 @@ BlankIsAbsent = BeforeValidator(_blank_is_absent)
 
 
 @cache
-def _list_fields(model: type[Query]) -> frozenset[str]:
-    return frozenset(
-        name for name, info in model.model_fields.items() if get_origin(info.annotation) is list
+def _fields(model: type[Query]) -> tuple[tuple[str, bool], ...]:
+    """Each parameter's name, and whether it is a list (read from a repeated parameter)."""
+    return tuple(
+        (name, get_origin(info.annotation) is list) for name, info in model.model_fields.items()
     )
 
 
@@ -62,10 +63,9 @@ def _refusal(model: type[BaseModel], name: str) -> Refusal | None:
 
 
 def parse_query(params: QueryParams, model: type[Q]) -> Q:
-    lists = _list_fields(model)
     raw: dict[str, Any] = {
-        name: params.getlist(name) if name in lists else params[name]
-        for name in model.model_fields
+        name: params.getlist(name) if many else params[name]
+        for name, many in _fields(model)
         if name in params
     }
     try:
