@@ -16,9 +16,19 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    TypeVar,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from pydantic import BaseModel, TypeAdapter
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -31,6 +41,8 @@ from calcgraph.rest_compat.state import database_of
 
 B = TypeVar("B")
 Q = TypeVar("Q")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # A success answer: a response model, or a media type for a non-JSON body (logs, pages) that
 # the handler returns as a Response, or None for an empty body (204).
@@ -58,6 +70,27 @@ class Call(Generic[B, Q]):
     def path(self, name: str) -> str:
         value: str = self.request.path_params[name]
         return value
+
+    async def read(
+        self,
+        use_case: Callable[Concatenate[AsyncSession, Principal, P], Awaitable[R]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """A service use case on the caller's behalf, in one read-only unit of work."""
+        async with self.database.read_session() as session:
+            return await use_case(session, self.principal, *args, **kwargs)
+
+    async def write(
+        self,
+        use_case: Callable[Concatenate[AsyncSession, Principal, P], Awaitable[R]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """A service use case on the caller's behalf, in one unit of work committed before the
+        answer is written (its jobs leave after the commit)."""
+        async with self.database.write_session() as session:
+            return await use_case(session, self.principal, *args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,7 @@ async def callback(call: Call[LoginCallbackBody, None]) -> LoginResult:
 
 @rest("GET", "/auth/me", "The caller's user", {200: UserOut})
 async def me(call: Call[None, None]) -> UserView:
-    async with call.database.read_session() as session:
-        return await access_service.me(session, call.principal)
+    return await call.read(access_service.me)
 
 
 _CALLBACK_PAGE = """<!doctype html>

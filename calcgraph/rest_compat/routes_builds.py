@@ -24,22 +24,20 @@ rest = Operations(tag="functions")
 async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     body = call.body
     settings: Settings = call.request.app.state.settings
-    async with call.database.write_session() as session:
-        outcome = await build_service.submit(
-            session,
-            call.principal,
-            settings,
-            FunctionSubmission(
-                name=body.name,
-                code=body.code,
-                requirements=tuple(body.requirements),
-                handler=body.handler,
-                inputs=body.inputs,
-                outputs=body.outputs,
-                visibility=body.visibility,
-                organization=body.organization,
-            ),
-        )
+    outcome = await call.write(
+        build_service.submit,
+        settings,
+        FunctionSubmission(
+            name=body.name,
+            code=body.code,
+            requirements=tuple(body.requirements),
+            handler=body.handler,
+            inputs=body.inputs,
+            outputs=body.outputs,
+            visibility=body.visibility,
+            organization=body.organization,
+        ),
+    )
     # Raised after the commit: a refused build keeps its record and its reason.
     if outcome.refusal is not None:
         raise outcome.refusal
@@ -55,8 +53,7 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
 )
 async def build_log(call: Call[None, None]) -> PlainTextResponse:
     settings: Settings = call.request.app.state.settings
-    async with call.database.read_session() as session:
-        text = await build_service.read_log(
-            session, call.principal, settings, call.path("function_id"), call.path("build_id")
-        )
+    text = await call.read(
+        build_service.read_log, settings, call.path("function_id"), call.path("build_id")
+    )
     return PlainTextResponse(text)

@@ -15,11 +15,9 @@ rest = Operations(tag="jobs")
 
 @rest("GET", "/jobs", "The caller's jobs", {200: PageOut[JobOut]})
 async def list_jobs(call: Call[None, PageQuery]) -> Page[JobView]:
-    async with call.database.read_session() as session:
-        return await job_read_service.list_jobs(session, call.principal, call.query.page())
+    return await call.read(job_read_service.list_jobs, call.query.page())
 
 
 @rest("GET", "/jobs/{job_id}", "A job", {200: JobOut}, errors=(404,))
 async def get_job(call: Call[None, None]) -> JobView:
-    async with call.database.read_session() as session:
-        return await job_read_service.get_job(session, call.principal, call.path("job_id"))
+    return await call.read(job_read_service.get_job, call.path("job_id"))

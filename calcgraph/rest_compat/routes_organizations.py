@@ -19,10 +19,7 @@ rest = Operations(tag="organizations")
     errors=(409,),
 )
 async def create_organization(call: Call[CreateOrganizationBody, None]) -> OrganizationView:
-    async with call.database.write_session() as session:
-        return await access_service.create_organization(
-            session, call.principal, call.body.slug, call.body.name
-        )
+    return await call.write(access_service.create_organization, call.body.slug, call.body.name)
 
 
 @rest(
@@ -33,8 +30,7 @@ async def create_organization(call: Call[CreateOrganizationBody, None]) -> Organ
     errors=(403, 404),
 )
 async def get_organization(call: Call[None, None]) -> OrganizationView:
-    async with call.database.read_session() as session:
-        return await access_service.get_organization(session, call.principal, call.path("slug"))
+    return await call.read(access_service.get_organization, call.path("slug"))
 
 
 @rest(
@@ -45,10 +41,9 @@ async def get_organization(call: Call[None, None]) -> OrganizationView:
     errors=(403, 404, 409),
 )
 async def add_member(call: Call[AddMemberBody, None]) -> MemberView:
-    async with call.database.write_session() as session:
-        return await access_service.add_member(
-            session, call.principal, call.path("slug"), call.body.username, call.body.role
-        )
+    return await call.write(
+        access_service.add_member, call.path("slug"), call.body.username, call.body.role
+    )
 
 
 @rest(
@@ -59,7 +54,4 @@ async def add_member(call: Call[AddMemberBody, None]) -> MemberView:
     errors=(400, 403, 404),
 )
 async def remove_member(call: Call[None, None]) -> None:
-    async with call.database.write_session() as session:
-        await access_service.remove_member(
-            session, call.principal, call.path("slug"), call.path("username")
-        )
+    await call.write(access_service.remove_member, call.path("slug"), call.path("username"))

@@ -18,16 +18,12 @@ rest = Operations(tag="packages")
 
 @rest("GET", "/packages", "Packages the caller can see", {200: PageOut[PackageOut]})
 async def list_packages(call: Call[None, PageQuery]) -> Page[PackageView]:
-    async with call.database.read_session() as session:
-        return await package_read_service.list_packages(session, call.principal, call.query.page())
+    return await call.read(package_read_service.list_packages, call.query.page())
 
 
 @rest("GET", "/packages/{package_id}", "A package", {200: PackageOut}, errors=(404,))
 async def get_package(call: Call[None, None]) -> PackageView:
-    async with call.database.read_session() as session:
-        return await package_read_service.get_package(
-            session, call.principal, call.path("package_id")
-        )
+    return await call.read(package_read_service.get_package, call.path("package_id"))
 
 
 @rest(
@@ -38,7 +34,4 @@ async def get_package(call: Call[None, None]) -> PackageView:
     tag="functions",
 )
 async def list_functions(call: Call[None, PageQuery]) -> Page[FunctionView]:
-    async with call.database.read_session() as session:
-        return await function_read_service.list_functions(
-            session, call.principal, call.query.page()
-        )
+    return await call.read(function_read_service.list_functions, call.query.page())

@@ -45,10 +45,9 @@ _PUBLISH_ERRORS = (400, 403, 404, 409)
 )
 async def publish_package(call: Call[PublishPackageBody, None]) -> DeploymentReport:
     body = call.body
-    async with call.database.write_session() as session:
-        return await publishing_service.publish(
-            session, call.principal, body.manifest, body.files, body.visibility, body.organization
-        )
+    return await call.write(
+        publishing_service.publish, body.manifest, body.files, body.visibility, body.organization
+    )
 
 
 @rest(
@@ -61,16 +60,14 @@ async def publish_package(call: Call[PublishPackageBody, None]) -> DeploymentRep
 async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentReport:
     body = call.body
     settings: Settings = call.request.app.state.settings
-    async with call.database.write_session() as session:
-        return await publishing_service.publish_from_git(
-            session,
-            call.principal,
-            settings,
-            body.git_url,
-            body.ref,
-            body.visibility,
-            body.organization,
-        )
+    return await call.write(
+        publishing_service.publish_from_git,
+        settings,
+        body.git_url,
+        body.ref,
+        body.visibility,
+        body.organization,
+    )
 
 
 @rest(
@@ -81,10 +78,9 @@ async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentRe
     errors=(403, 404),
 )
 async def patch_package(call: Call[PatchPackageBody, None]) -> PackageView:
-    async with call.database.write_session() as session:
-        return await publishing_service.set_visibility(
-            session, call.principal, call.path("package_id"), call.body.visibility
-        )
+    return await call.write(
+        publishing_service.set_visibility, call.path("package_id"), call.body.visibility
+    )
 
 
 @rest(
@@ -95,10 +91,7 @@ async def patch_package(call: Call[PatchPackageBody, None]) -> PackageView:
     errors=(404,),
 )
 async def package_versions(call: Call[None, None]) -> PackageVersionsView:
-    async with call.database.read_session() as session:
-        return await publishing_service.package_versions(
-            session, call.principal, call.path("package_name")
-        )
+    return await call.read(publishing_service.package_versions, call.path("package_name"))
 
 
 @rest(
@@ -110,10 +103,9 @@ async def package_versions(call: Call[None, None]) -> PackageVersionsView:
     tag="functions",
 )
 async def function_versions(call: Call[None, FunctionVersionsQuery]) -> FunctionVersionsView:
-    async with call.database.read_session() as session:
-        return await function_version_service.function_versions(
-            session, call.principal, call.path("function_name"), call.query.package
-        )
+    return await call.read(
+        function_version_service.function_versions, call.path("function_name"), call.query.package
+    )
 
 
 @rest(
@@ -125,7 +117,4 @@ async def function_versions(call: Call[None, FunctionVersionsQuery]) -> Function
     tag="functions",
 )
 async def get_function(call: Call[None, None]) -> FunctionDetailView:
-    async with call.database.read_session() as session:
-        return await function_version_service.function_detail(
-            session, call.principal, call.path("function_id")
-        )
+    return await call.read(function_version_service.function_detail, call.path("function_id"))

@@ -85,8 +85,7 @@ _GRAPH_ERRORS = (400, 403, 404)
 
 @rest("GET", "/workflows", "Workflows the caller can see", {200: PageOut[WorkflowOut]})
 async def list_workflows(call: Call[None, PageQuery]) -> Page[WorkflowView]:
-    async with call.database.read_session() as session:
-        return await workflow_service.list_workflows(session, call.principal, call.query.page())
+    return await call.read(workflow_service.list_workflows, call.query.page())
 
 
 @rest(
@@ -98,16 +97,14 @@ async def list_workflows(call: Call[None, PageQuery]) -> Page[WorkflowView]:
 )
 async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetailView:
     body = call.body
-    async with call.database.write_session() as session:
-        return await workflow_service.create(
-            session,
-            call.principal,
-            slug=body.slug,
-            name=body.name,
-            graph=body.graph,
-            visibility=body.visibility,
-            organization_slug=body.organization,
-        )
+    return await call.write(
+        workflow_service.create,
+        slug=body.slug,
+        name=body.name,
+        graph=body.graph,
+        visibility=body.visibility,
+        organization_slug=body.organization,
+    )
 
 
 @rest(
@@ -118,8 +115,7 @@ async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetai
     errors=_GRAPH_ERRORS,
 )
 async def validate_workflow(call: Call[WorkflowGraphBody, None]) -> Report:
-    async with call.database.read_session() as session:
-        return await workflow_service.validate_graph(session, call.principal, call.body.graph)
+    return await call.read(workflow_service.validate_graph, call.body.graph)
 
 
 @rest(
@@ -130,8 +126,7 @@ async def validate_workflow(call: Call[WorkflowGraphBody, None]) -> Report:
     errors=(404,),
 )
 async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
-    async with call.database.read_session() as session:
-        return await workflow_service.get(session, call.principal, call.path("slug"))
+    return await call.read(workflow_service.get, call.path("slug"))
 
 
 @rest(
@@ -142,10 +137,7 @@ async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
     errors=_GRAPH_ERRORS,
 )
 async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetailView:
-    async with call.database.write_session() as session:
-        return await workflow_service.update(
-            session, call.principal, call.path("slug"), call.body.graph
-        )
+    return await call.write(workflow_service.update, call.path("slug"), call.body.graph)
 
 
 @rest(
@@ -157,10 +149,7 @@ async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetail
     tag="runs",
 )
 async def create_run(call: Call[CreateRunBody, None]) -> RunView:
-    async with call.database.write_session() as session:
-        return await run_service.create(
-            session, call.principal, call.path("slug"), call.body.inputs
-        )
+    return await call.write(run_service.create, call.path("slug"), call.body.inputs)
 
 
 @rest(
@@ -173,16 +162,12 @@ async def create_run(call: Call[CreateRunBody, None]) -> RunView:
 )
 async def list_runs(call: Call[None, RunsQuery]) -> Page[RunView]:
     query = call.query
-    async with call.database.read_session() as session:
-        return await run_service.list_runs(
-            session, call.principal, query.page(), query.status, query.workflow
-        )
+    return await call.read(run_service.list_runs, query.page(), query.status, query.workflow)
 
 
 @rest("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, errors=(404,), tag="runs")
 async def get_run(call: Call[None, None]) -> RunView:
-    async with call.database.read_session() as session:
-        return await run_service.get(session, call.principal, call.path("run_id"))
+    return await call.read(run_service.get, call.path("run_id"))
 
 
 @rest(
@@ -194,8 +179,7 @@ async def get_run(call: Call[None, None]) -> RunView:
     tag="runs",
 )
 async def get_plan(call: Call[None, None]) -> RunView:
-    async with call.database.read_session() as session:
-        return await run_service.get(session, call.principal, call.path("run_id"))
+    return await call.read(run_service.get, call.path("run_id"))
 
 
 @rest(
