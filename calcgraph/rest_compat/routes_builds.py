@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from starlette.responses import PlainTextResponse
 
+from calcgraph.builds.local import LocalBuilds
 from calcgraph.domain.builds.service import BuildOutcome, FunctionSubmission, build_service
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import BuildOut
@@ -27,6 +28,7 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     outcome = await call.write(
         build_service.submit,
         settings,
+        LocalBuilds(settings),
         FunctionSubmission(
             name=body.name,
             code=body.code,
@@ -54,6 +56,9 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
 async def build_log(call: Call[None, None]) -> PlainTextResponse:
     settings: Settings = call.request.app.state.settings
     text = await call.read(
-        build_service.read_log, settings, call.path("function_id"), call.path("build_id")
+        build_service.read_log,
+        LocalBuilds(settings),
+        call.path("function_id"),
+        call.path("build_id"),
     )
     return PlainTextResponse(text)

@@ -24,6 +24,7 @@ from calcgraph.rest_compat.schemas import (
     PublishPackageBody,
 )
 from calcgraph.settings import Settings
+from calcgraph.sources.git import GitSources
 
 
 class FunctionVersionsQuery(Query):
@@ -62,7 +63,7 @@ async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentRe
     settings: Settings = call.request.app.state.settings
     return await call.write(
         publishing_service.publish_from_git,
-        settings,
+        GitSources(settings),
         body.git_url,
         body.ref,
         body.visibility,
