@@ -144,16 +144,25 @@ class Api:
 
 @contextlib.asynccontextmanager
 async def api(
-    *, postgres: bool = True, threads: int = 4, connections: int = 100
+    *,
+    postgres: bool = True,
+    threads: int = 4,
+    connections: int = 100,
+    redis: tuple[str, str] | None = None,
 ) -> AsyncIterator[Api]:
     """A fresh server (PostgreSQL unless told, in-process workers, process sandbox) with the
-    bench package published by alice."""
+    bench package published by alice. `redis`: (url, key prefix) to send jobs through Redis
+    instead (the server then runs no workers: what it sends waits in Redis)."""
     idp = LocalIdentityProvider().start()
     env = {
         "CALCGRAPH_OIDC_ISSUER": idp.issuer,
         "CALCGRAPH_SANDBOX": "process",
         "CALCGRAPH_INPROCESS_WORKER_THREADS": str(threads),
     }
+    broker = f"in-process broker, {threads} worker threads"
+    if redis is not None:
+        env |= {"CALCGRAPH_REDIS_URL": redis[0], "CALCGRAPH_REDIS_KEY_PREFIX": redis[1]}
+        broker = "Redis broker, no worker"
     database = "SQLite"
     if postgres:
         await _reset_postgres(POSTGRES_URL)
@@ -161,7 +170,7 @@ async def api(
         database = "PostgreSQL"
     setup = (
         f"HTTP through uvicorn (calcgraph serve, 1 process), RS256 token, {database}, "
-        f"in-process broker, {threads} worker threads, process sandbox"
+        f"{broker}, process sandbox"
     )
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     try:
