@@ -19,6 +19,7 @@ import strawberry
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.views import MemberView, OrganizationView, UserView
 from calcgraph.domain.errors import Unauthenticated
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.context import Info
 
@@ -58,15 +59,7 @@ class UserType:
 
     @classmethod
     def from_view(cls, user: UserView) -> UserType:
-        return cls(
-            id=user.id,
-            username=user.username,
-            email=user.email,
-            given_name=user.given_name,
-            family_name=user.family_name,
-            roles=list(user.roles),
-            created_at=user.created_at,
-        )
+        return from_attributes(cls, user, roles=list(user.roles))
 
 
 @strawberry.enum(description="Role in an organization.")

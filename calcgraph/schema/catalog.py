@@ -6,6 +6,7 @@ from enum import Enum
 
 import strawberry
 
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.types.catalog import TypeDef
 from calcgraph.domain.types.service import ConnectionCheck
 
@@ -27,14 +28,7 @@ class CatalogType:
 
     @classmethod
     def from_domain(cls, t: TypeDef) -> CatalogType:
-        return cls(
-            name=t.name,
-            parent=t.parent,
-            kind=t.kind,
-            unit=t.unit_symbol,
-            shape=t.shape,
-            description=t.description,
-        )
+        return from_attributes(cls, t, unit=t.unit_symbol)
 
 
 @strawberry.type(description="The verdict of the connection rule for two type expressions.")

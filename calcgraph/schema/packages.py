@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -26,6 +25,7 @@ from calcgraph.domain.packages.views import (
     PackageVersionView,
     PackageView,
 )
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access import OrganizationType, loaders_of, principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.package_loaders import PackageLoaders
@@ -81,24 +81,7 @@ class FunctionVersionType:
 
     @classmethod
     def from_view(cls, v: FunctionVersionView) -> FunctionVersionType:
-        return cls(
-            id=strawberry.ID(v.id),
-            function_id=v.function_id,
-            package_version_id=v.package_version_id,
-            version=v.version,
-            handler=v.handler,
-            code_checksum=v.code_checksum,
-            inputs_schema=cast(JSON | None, v.inputs_schema),
-            outputs_schema=cast(JSON | None, v.outputs_schema),
-            typed=v.typed,
-            changelog=v.changelog,
-            is_breaking_change=v.is_breaking_change,
-            deprecated=v.deprecated,
-            deprecated_message=v.deprecated_message,
-            removal_version=v.removal_version,
-            created_at=v.created_at,
-            deployed_at=v.deployed_at,
-        )
+        return from_attributes(cls, v)
 
 
 @strawberry.type(name="DeployedFunction", description="A function as one deployment carried it.")
@@ -117,14 +100,7 @@ class DeployedFunctionType:
 
     @classmethod
     def from_view(cls, d: DeployedFunctionView) -> DeployedFunctionType:
-        return cls(
-            name=d.name,
-            function_id=d.function_id,
-            version=d.version,
-            version_id=d.version_id,
-            status=d.status,
-            deployed_at=d.deployed_at,
-        )
+        return from_attributes(cls, d)
 
 
 @strawberry.type(name="PackageVersion", description="One deployment of a package.")
@@ -144,17 +120,8 @@ class PackageVersionType:
 
     @classmethod
     def from_view(cls, v: PackageVersionView) -> PackageVersionType:
-        return cls(
-            id=strawberry.ID(v.id),
-            package_id=v.package_id,
-            version=v.version,
-            git_ref=v.git_ref,
-            git_commit=v.git_commit,
-            is_latest=v.is_latest,
-            is_stable=v.is_stable,
-            changelog=cast(JSON | None, v.changelog),
-            created_at=v.created_at,
-            functions=[DeployedFunctionType.from_view(f) for f in v.functions],
+        return from_attributes(
+            cls, v, functions=[DeployedFunctionType.from_view(f) for f in v.functions]
         )
 
 
@@ -188,16 +155,7 @@ class FunctionVersionEntryType:
 
     @classmethod
     def from_view(cls, e: FunctionVersionEntry) -> FunctionVersionEntryType:
-        return cls(
-            version=e.version,
-            version_id=e.version_id,
-            deployed_at=e.deployed_at,
-            package_version=e.package_version,
-            status=e.status,
-            changelog=e.changelog,
-            deprecated=e.deprecated,
-            is_breaking_change=e.is_breaking_change,
-        )
+        return from_attributes(cls, e)
 
 
 @strawberry.type(
@@ -236,19 +194,7 @@ class FunctionDeploymentType:
 
     @classmethod
     def from_view(cls, f: FunctionDeployment) -> FunctionDeploymentType:
-        return cls(
-            id=f.function_id,
-            name=f.name,
-            version=f.version,
-            version_id=f.version_id,
-            checksum=f.checksum,
-            status=f.status,
-            changelog=f.changelog,
-            endpoint=f.endpoint,
-            is_breaking_change=f.is_breaking_change,
-            breaking_reasons=list(f.breaking_reasons),
-            deprecated=f.deprecated,
-        )
+        return from_attributes(cls, f, id=f.function_id, breaking_reasons=list(f.breaking_reasons))
 
 
 @strawberry.type(name="DeploymentReport", description="What a deployment did (Versioning 8).")
@@ -269,15 +215,9 @@ class DeploymentReportType:
 
     @classmethod
     def from_view(cls, r: DeploymentReport) -> DeploymentReportType:
-        return cls(
-            package_id=r.package_id,
-            package=r.package,
-            package_version=r.package_version,
-            package_version_id=r.package_version_id,
-            is_latest=r.is_latest,
-            is_stable=r.is_stable,
-            git_ref=r.git_ref,
-            git_commit=r.git_commit,
+        return from_attributes(
+            cls,
+            r,
             functions=[FunctionDeploymentType.from_view(f) for f in r.functions],
             removed_functions=list(r.removed_functions),
             warnings=list(r.warnings),
@@ -320,18 +260,7 @@ class PackageType:
 
     @classmethod
     def from_view(cls, package: PackageView) -> PackageType:
-        return cls(
-            id=package.id,
-            name=package.name,
-            visibility=package.visibility,
-            owner=package.owner,
-            organization_slug=package.organization,
-            description=package.description,
-            current_version=package.current_version,
-            created_at=package.created_at,
-            updated_at=package.updated_at,
-            organization_id=package.organization_id,
-        )
+        return from_attributes(cls, package, organization_slug=package.organization)
 
 
 async def package_or_denied(info: Info, package_id: str) -> PackageType:
@@ -362,14 +291,7 @@ class FunctionType:
 
     @classmethod
     def from_view(cls, function: FunctionView) -> FunctionType:
-        return cls(
-            id=function.id,
-            name=function.name,
-            package_id=function.package_id,
-            current_version=function.current_version,
-            current_version_id=function.current_version_id,
-            created_at=function.created_at,
-        )
+        return from_attributes(cls, function)
 
 
 @strawberry.type(description="A page of packages.")

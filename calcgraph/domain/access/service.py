@@ -20,6 +20,7 @@ from calcgraph.domain.errors import (
     PermissionDenied,
     ValidationError,
 )
+from calcgraph.domain.read_models import from_attributes
 
 Demand = tuple[policy.Act, str]
 """An act the caller must be allowed, and what its refusal names (`policy.denial`)."""
@@ -49,16 +50,7 @@ def principal_of(user: User) -> Principal:
 
 
 def user_view(user: User) -> UserView:
-    return UserView(
-        id=user.id,
-        subject=user.subject,
-        username=user.username,
-        email=user.email,
-        given_name=user.given_name,
-        family_name=user.family_name,
-        roles=tuple(str(r) for r in user.roles),
-        created_at=user.created_at,
-    )
+    return from_attributes(UserView, user, roles=tuple(str(r) for r in user.roles))
 
 
 def _matches(user: User, identity: Identity) -> bool:

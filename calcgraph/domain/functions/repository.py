@@ -18,6 +18,7 @@ from calcgraph.domain.functions.views import (
 )
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
 from calcgraph.domain.packages.repository import visible_clause
+from calcgraph.domain.read_models import from_attributes
 
 
 class FunctionRepository(RepositoryBase[Function]):
@@ -29,15 +30,7 @@ class FunctionRepository(RepositoryBase[Function]):
     @staticmethod
     def _view(row: Any) -> FunctionView:
         function, package_name = row
-        return FunctionView(
-            id=function.id,
-            name=function.name,
-            package_id=function.package_id,
-            package=package_name,
-            current_version=function.current_version,
-            current_version_id=function.current_version_id,
-            created_at=function.created_at,
-        )
+        return from_attributes(FunctionView, function, package=package_name)
 
     async def list_visible(
         self,
@@ -80,24 +73,7 @@ class FunctionRepository(RepositoryBase[Function]):
 
 
 def function_version_view(row: FunctionVersion) -> FunctionVersionView:
-    return FunctionVersionView(
-        id=row.id,
-        function_id=row.function_id,
-        package_version_id=row.package_version_id,
-        version=row.version,
-        handler=row.handler,
-        code_checksum=row.code_checksum,
-        inputs_schema=row.inputs_schema,
-        outputs_schema=row.outputs_schema,
-        typed=row.typed,
-        changelog=row.changelog,
-        is_breaking_change=row.is_breaking_change,
-        deprecated=row.deprecated,
-        deprecated_message=row.deprecated_message,
-        removal_version=row.removal_version,
-        created_at=row.created_at,
-        deployed_at=row.deployed_at,
-    )
+    return from_attributes(FunctionVersionView, row)
 
 
 class FunctionVersionRepository(RepositoryBase[FunctionVersion]):
@@ -180,17 +156,14 @@ class FunctionVersionRepository(RepositoryBase[FunctionVersion]):
             .order_by(PackageVersionFunction.deployed_at, PackageVersion.created_at)
         )
         return [
-            FunctionVersionEntry(
-                version=version.version,
+            from_attributes(
+                FunctionVersionEntry,
+                version,
                 version_id=version.id,
                 deployed_at=link.deployed_at,
                 package_version=package_version,
                 package_version_id=link.package_version_id,
                 status=link.status,
-                changelog=version.changelog,
-                deprecated=version.deprecated,
-                deprecated_message=version.deprecated_message,
-                is_breaking_change=version.is_breaking_change,
             )
             for link, version, package_version in rows
         ]

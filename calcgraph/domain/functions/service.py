@@ -29,6 +29,7 @@ from calcgraph.domain.packages.repository import PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import latest_version
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
+from calcgraph.domain.read_models import from_attributes
 
 
 class FunctionReadService:
@@ -254,15 +255,7 @@ class FunctionVersionService:
         row, fn, current = found
         refusal = f"package {package!r}: it is not visible to you"
         await access_service.require(session, principal, ("see_package", refusal), on=row)
-        view = FunctionView(
-            id=fn.id,
-            name=fn.name,
-            package_id=fn.package_id,
-            package=row.name,
-            current_version=fn.current_version,
-            current_version_id=fn.current_version_id,
-            created_at=fn.created_at,
-        )
+        view = from_attributes(FunctionView, fn, package=row.name)
         return ResolvedFunction(function=view, version=function_version_view(current))
 
     async def _visible_package(

@@ -18,29 +18,13 @@ from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.repository import visible_clause
+from calcgraph.domain.read_models import from_attributes
 
 _JOBS = cast(Table, Job.__table__)
 
 
 def job_view(job: Job) -> JobView:
-    return JobView(
-        id=job.id,
-        function_id=job.function_id,
-        function_version_id=job.function_version_id,
-        package_id=job.package_id,
-        user_id=job.user_id,
-        status=job.status,
-        inputs=job.inputs,
-        outputs=job.outputs,
-        error=job.error,
-        logs=job.logs,
-        cache_hit=job.cache_hit,
-        workflow_run_id=job.workflow_run_id,
-        node_key=job.node_key,
-        created_at=job.created_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-    )
+    return from_attributes(JobView, job)
 
 
 def visible_job_clause(principal: Principal) -> ColumnElement[bool]:

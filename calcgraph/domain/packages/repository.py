@@ -25,6 +25,7 @@ from calcgraph.domain.packages.views import (
     PackageVersionView,
     PackageView,
 )
+from calcgraph.domain.read_models import from_attributes
 
 
 def visible_clause(principal: Principal) -> ColumnElement[bool]:
@@ -55,18 +56,8 @@ class PackageRepository(RepositoryBase[Package]):
     @staticmethod
     def _view(row: Any) -> PackageView:
         package, owner, org_slug, version = row
-        return PackageView(
-            id=package.id,
-            name=package.name,
-            visibility=package.visibility,
-            owner_id=package.owner_id,
-            owner=owner,
-            organization_id=package.organization_id,
-            organization=org_slug,
-            description=package.description,
-            current_version=version,
-            created_at=package.created_at,
-            updated_at=package.updated_at,
+        return from_attributes(
+            PackageView, package, owner=owner, organization=org_slug, current_version=version
         )
 
     async def list_visible(
@@ -228,15 +219,8 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
 def version_view(
     version: PackageVersion, deployed: Sequence[DeployedFunctionView]
 ) -> PackageVersionView:
-    return PackageVersionView(
-        id=version.id,
-        package_id=version.package_id,
-        version=version.version,
-        git_ref=version.git_ref,
-        git_commit=version.git_commit,
-        is_latest=version.is_latest,
-        is_stable=version.is_stable,
-        changelog=version.changelog,
-        created_at=version.created_at,
+    return from_attributes(
+        PackageVersionView,
+        version,
         functions=tuple(d for d in deployed if d.package_version_id == version.id),
     )

@@ -12,6 +12,7 @@ from calcgraph.db.dialect import locked
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.models import Membership, Organization, User
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
 
@@ -29,13 +30,8 @@ def visible_workflow_clause(principal: Principal) -> ColumnElement[bool]:
 
 
 def version_view(row: WorkflowVersion) -> WorkflowVersionView:
-    return WorkflowVersionView(
-        id=row.id,
-        workflow_id=row.workflow_id,
-        version=row.version,
-        graph=row.graph,
-        resolved_functions=dict(row.resolved_functions or {}),
-        created_at=row.created_at,
+    return from_attributes(
+        WorkflowVersionView, row, resolved_functions=dict(row.resolved_functions or {})
     )
 
 
@@ -52,19 +48,7 @@ class WorkflowRepository(RepositoryBase[Workflow]):
     @staticmethod
     def _view(row: Any) -> WorkflowView:
         workflow, owner, org_slug = row
-        return WorkflowView(
-            id=workflow.id,
-            slug=workflow.slug,
-            name=workflow.name,
-            visibility=workflow.visibility,
-            owner_id=workflow.owner_id,
-            owner=owner,
-            organization_id=workflow.organization_id,
-            organization=org_slug,
-            latest_version=workflow.latest_version,
-            created_at=workflow.created_at,
-            updated_at=workflow.updated_at,
-        )
+        return from_attributes(WorkflowView, workflow, owner=owner, organization=org_slug)
 
     async def by_slug(self, slug: str, *, for_update: bool = False) -> Workflow | None:
         query = select(Workflow).where(Workflow.slug == slug)

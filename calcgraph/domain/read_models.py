@@ -1,0 +1,17 @@
+"""Building one read model from another object's same-named attributes. Pure.
+
+Views, GraphQL types and ORM rows of one thing share their field names, so a read model is the
+source's attributes under its own field names, plus the few that differ (`given`)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def from_attributes(cls: type[T], source: object, **given: Any) -> T:
+    """`cls` (a dataclass) with each init field read from `source`, except those `given`."""
+    names = [f.name for f in fields(cls) if f.init and f.name not in given]  # type: ignore[arg-type]
+    return cls(**given, **{name: getattr(source, name) for name in names})
