@@ -5,13 +5,24 @@ source's attributes under its own field names, plus the few that differ (`given`
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import fields
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 def from_attributes(cls: type[T], source: object, **given: Any) -> T:
     """`cls` (a dataclass) with each init field read from `source`, except those `given`."""
     names = [f.name for f in fields(cls) if f.init and f.name not in given]  # type: ignore[arg-type]
     return cls(**given, **{name: getattr(source, name) for name in names})
+
+
+def grouped_by(keys: Iterable[K], rows: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """`rows` under their `key`, every one of `keys` present (empty when no row has it), as a
+    DataLoader answers one list per requested key."""
+    grouped: dict[K, list[T]] = {k: [] for k in keys}
+    for row in rows:
+        grouped[key(row)].append(row)
+    return grouped

@@ -29,7 +29,7 @@ from calcgraph.domain.packages.repository import PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import latest_version
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
-from calcgraph.domain.read_models import from_attributes
+from calcgraph.domain.read_models import from_attributes, grouped_by
 
 
 class FunctionReadService:
@@ -56,10 +56,7 @@ class FunctionReadService:
         rows = await FunctionRepository.from_session(session).visible_by_package(
             principal, package_ids
         )
-        grouped: dict[str, list[FunctionView]] = {pid: [] for pid in package_ids}
-        for row in rows:
-            grouped[row.package_id].append(row)
-        return grouped
+        return grouped_by(package_ids, rows, lambda row: row.package_id)
 
     async def visible_functions(
         self, session: AsyncSession, principal: Principal, ids: Sequence[str]
@@ -216,10 +213,7 @@ class FunctionVersionService:
         rows = await FunctionVersionRepository.from_session(session).visible_views_by_function(
             principal, function_ids
         )
-        grouped: dict[str, list[FunctionVersionView]] = {fid: [] for fid in function_ids}
-        for row in rows:
-            grouped[row.function_id].append(row)
-        return grouped
+        return grouped_by(function_ids, rows, lambda row: row.function_id)
 
     async def _by_name(
         self, session: AsyncSession, principal: Principal, name: str

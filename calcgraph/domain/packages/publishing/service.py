@@ -47,6 +47,7 @@ from calcgraph.domain.packages.views import (
     PackageVersionView,
     PackageView,
 )
+from calcgraph.domain.read_models import from_attributes, grouped_by
 
 
 def _history(
@@ -56,17 +57,8 @@ def _history(
 ) -> PackageHistory:
     by_function: dict[str, dict[str, ExistingFunctionVersion]] = {}
     for v in function_versions:
-        by_function.setdefault(v.function_id, {})[v.version] = ExistingFunctionVersion(
-            version=v.version,
-            checksum=v.code_checksum,
-            handler=v.handler,
-            inputs_schema=v.inputs_schema,
-            outputs_schema=v.outputs_schema,
-            deprecated=v.deprecated,
-            deprecated_message=v.deprecated_message,
-            removal_version=v.removal_version,
-            changelog=v.changelog,
-            id=v.id,
+        by_function.setdefault(v.function_id, {})[v.version] = from_attributes(
+            ExistingFunctionVersion, v, checksum=v.code_checksum
         )
     history: dict[str, FunctionHistory] = {}
     for f in functions:
@@ -240,35 +232,23 @@ class PublishingService:
                 function.current_version = fp.version
                 function.current_version_id = version_id
             lines.append(
-                FunctionDeployment(
-                    name=fp.name,
-                    version=fp.version,
-                    checksum=fp.checksum,
-                    status=fp.status,
-                    changelog=fp.changelog,
-                    function_id=function.id,
-                    version_id=version_id,
-                    is_breaking_change=fp.is_breaking_change,
-                    breaking_reasons=fp.breaking_reasons,
-                    deprecated=fp.deprecated,
+                from_attributes(
+                    FunctionDeployment, fp, function_id=function.id, version_id=version_id
                 )
             )
             # Parents before children: a function row must exist before its versions.
             await session.flush()
         package.updated_at = now
         await session.flush()
-        return DeploymentReport(
+        return from_attributes(
+            DeploymentReport,
+            plan,
             package_id=package.id,
             package=package.name,
-            package_version=plan.package_version,
             package_version_id=version.id,
-            is_latest=plan.is_latest,
-            is_stable=plan.is_stable,
             git_ref=git_ref,
             git_commit=git_commit,
             functions=tuple(lines),
-            removed_functions=plan.removed_functions,
-            warnings=plan.warnings,
         )
 
     async def publish_from_git(
@@ -356,10 +336,7 @@ class PublishingService:
         rows = await PackageVersionRepository.from_session(session).version_views_by_package(
             sorted(visible)
         )
-        grouped: dict[str, list[PackageVersionView]] = {pid: [] for pid in package_ids}
-        for row in rows:
-            grouped[row.package_id].append(row)
-        return grouped
+        return grouped_by(package_ids, rows, lambda row: row.package_id)
 
     async def _ensure_manager(
         self, session: AsyncSession, principal: Principal, package: Package
