@@ -91,28 +91,20 @@ def _deploy_git(context: Context, args: argparse.Namespace) -> int:
 
 def _list_packages(context: Context, args: argparse.Namespace) -> int:
     page = context.client.list_packages(args.limit, args.cursor)
-    context.emit(
+    context.emit_table(
         page,
-        lambda: context.console.print(
-            table(
-                ("name", "version", "visibility", "owner", "id"),
-                ((p.name, p.current_version, p.visibility, p.owner, p.id) for p in page.items),
-            )
-        ),
+        ("name", "version", "visibility", "owner", "id"),
+        ((p.name, p.current_version, p.visibility, p.owner, p.id) for p in page.items),
     )
     return OK
 
 
 def _list_functions(context: Context, args: argparse.Namespace) -> int:
     page = context.client.list_functions(args.limit, args.cursor)
-    context.emit(
+    context.emit_table(
         page,
-        lambda: context.console.print(
-            table(
-                ("function", "version", "id"),
-                ((f"{f.package}/{f.name}", f.current_version, f.id) for f in page.items),
-            )
-        ),
+        ("function", "version", "id"),
+        ((f"{f.package}/{f.name}", f.current_version, f.id) for f in page.items),
     )
     return OK
 
@@ -203,14 +195,10 @@ def _show_workflow(context: Context, args: argparse.Namespace) -> int:
 
 def _list_workflows(context: Context, args: argparse.Namespace) -> int:
     page = context.client.list_workflows(args.limit, args.cursor)
-    context.emit(
+    context.emit_table(
         page,
-        lambda: context.console.print(
-            table(
-                ("slug", "name", "version", "visibility", "owner"),
-                ((w.slug, w.name, w.latest_version, w.visibility, w.owner) for w in page.items),
-            )
-        ),
+        ("slug", "name", "version", "visibility", "owner"),
+        ((w.slug, w.name, w.latest_version, w.visibility, w.owner) for w in page.items),
     )
     return OK
 

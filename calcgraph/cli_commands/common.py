@@ -131,6 +131,10 @@ class Context:
             return
         human()
 
+    def emit_table(self, value: Any, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """`value` as JSON with `--json`, else `rows` as a table (a listing's one shape)."""
+        self.emit(value, lambda: self.console.print(table(columns, rows)))
+
     def fail(self, message: str, error: e.CalcgraphError | None = None) -> None:
         self.errors.print(f"error: {message}", markup=False, highlight=False)
         # A workflow report is also flattened into `errors`: show it once, as the report.

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from calcgraph.cli_commands.catalog import add_listing_options, suggest_workflow
-from calcgraph.cli_commands.common import FAILED, OK, Context, command, global_options, table
+from calcgraph.cli_commands.common import FAILED, OK, Context, command, global_options
 from calcgraph.client import CalcgraphError
 from calcgraph.client import models as m
 from calcgraph.client.sync import Client
@@ -92,22 +92,12 @@ def _when(moment: datetime | None) -> str:
 
 def _list(context: Context, args: argparse.Namespace) -> int:
     page = context.client.list_runs(args.limit, args.cursor, args.status or (), args.workflow)
-    context.emit(
+    context.emit_table(
         page,
-        lambda: context.console.print(
-            table(
-                ("run", "status", "started", "completed", "failed node"),
-                (
-                    (
-                        r.id,
-                        r.status,
-                        _when(r.started_at),
-                        _when(r.completed_at),
-                        r.first_failed_node_key,
-                    )
-                    for r in page.items
-                ),
-            )
+        ("run", "status", "started", "completed", "failed node"),
+        (
+            (r.id, r.status, _when(r.started_at), _when(r.completed_at), r.first_failed_node_key)
+            for r in page.items
         ),
     )
     return OK
