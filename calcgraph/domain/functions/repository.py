@@ -9,6 +9,7 @@ from sqlalchemy import Select, or_, select
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.keyset import keyset_clause
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.views import (
@@ -35,19 +36,18 @@ class FunctionRepository(RepositoryBase[Function]):
     async def list_visible(
         self,
         principal: Principal,
-        limit: int,
-        after: tuple[str, ...] | None,
+        page: PageRequest,
         package_id: str | None = None,
-    ) -> list[FunctionView]:
+    ) -> Page[FunctionView]:
         query = self._views().where(
-            visible_clause(principal), keyset_clause(Function.created_at, Function.id, after)
+            visible_clause(principal), keyset_clause(Function.created_at, Function.id, page.after)
         )
         if package_id is not None:
             query = query.where(Function.package_id == package_id)
         rows = await self.session.execute(
-            query.order_by(Function.created_at, Function.id).limit(limit + 1)
+            query.order_by(Function.created_at, Function.id).limit(page.limit + 1)
         )
-        return [self._view(row) for row in rows]
+        return make_page([self._view(row) for row in rows], page.limit, FunctionView.sort_key)
 
     async def get_view(self, function_id: str) -> FunctionView | None:
         row = (await self.session.execute(self._views().where(Function.id == function_id))).first()

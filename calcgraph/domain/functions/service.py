@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import Conflict, NotFound
@@ -36,10 +36,7 @@ class FunctionReadService:
     async def list_functions(
         self, session: AsyncSession, principal: Principal, page: PageRequest
     ) -> Page[FunctionView]:
-        rows = await FunctionRepository.from_session(session).list_visible(
-            principal, page.limit, page.after
-        )
-        return make_page(rows, page.limit, FunctionView.sort_key)
+        return await FunctionRepository.from_session(session).list_visible(principal, page)
 
     async def get_function(
         self, session: AsyncSession, principal: Principal, function_id: str

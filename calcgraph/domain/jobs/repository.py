@@ -13,6 +13,7 @@ from sqlalchemy import JSON, ColumnElement, Table, and_, func, insert, select, t
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import insert_from_arrays
 from calcgraph.db.keyset import keyset_clause
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.views import JobView
@@ -38,20 +39,18 @@ def visible_job_clause(principal: Principal) -> ColumnElement[bool]:
 class JobRepository(RepositoryBase[Job]):
     model = Job
 
-    async def list_of_caller(
-        self, principal: Principal, limit: int, after: tuple[str, ...] | None
-    ) -> list[JobView]:
+    async def list_of_caller(self, principal: Principal, page: PageRequest) -> Page[JobView]:
         """The caller's own jobs whose package the caller can still see, newest first."""
         query = (
             select(Job)
             .join(Package, Package.id == Job.package_id)
             .where(Job.user_id == principal.user_id, visible_clause(principal))
         )
-        query = query.where(keyset_clause(Job.created_at, Job.id, after, newest_first=True))
+        query = query.where(keyset_clause(Job.created_at, Job.id, page.after, newest_first=True))
         rows = await self.session.scalars(
-            query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+            query.order_by(Job.created_at.desc(), Job.id.desc()).limit(page.limit + 1)
         )
-        return [job_view(job) for job in rows]
+        return make_page([job_view(job) for job in rows], page.limit, JobView.sort_key)
 
     async def count_by_status(self) -> dict[str, int]:
         """Every job counted by status, in one GROUP BY (the status index covers it)."""

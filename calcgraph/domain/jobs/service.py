@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import NotFound
@@ -19,10 +19,7 @@ class JobReadService:
     async def list_jobs(
         self, session: AsyncSession, principal: Principal, page: PageRequest
     ) -> Page[JobView]:
-        rows = await JobRepository.from_session(session).list_of_caller(
-            principal, page.limit, page.after
-        )
-        return make_page(rows, page.limit, JobView.sort_key)
+        return await JobRepository.from_session(session).list_of_caller(principal, page)
 
     async def get_job(self, session: AsyncSession, principal: Principal, job_id: str) -> JobView:
         job = await JobRepository.from_session(session).get_view(job_id)

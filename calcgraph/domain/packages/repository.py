@@ -12,6 +12,7 @@ from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.models import Membership, Organization, User
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import (
@@ -60,16 +61,15 @@ class PackageRepository(RepositoryBase[Package]):
             PackageView, package, owner=owner, organization=org_slug, current_version=version
         )
 
-    async def list_visible(
-        self, principal: Principal, limit: int, after: tuple[str, ...] | None
-    ) -> list[PackageView]:
+    async def list_visible(self, principal: Principal, page: PageRequest) -> Page[PackageView]:
+        keyset = keyset_clause(Package.created_at, Package.id, page.after)
         rows = await self.session.execute(
             self._views()
-            .where(visible_clause(principal), keyset_clause(Package.created_at, Package.id, after))
+            .where(visible_clause(principal), keyset)
             .order_by(Package.created_at, Package.id)
-            .limit(limit + 1)
+            .limit(page.limit + 1)
         )
-        return [self._view(row) for row in rows]
+        return make_page([self._view(row) for row in rows], page.limit, PackageView.sort_key)
 
     async def get_view(self, package_id: str) -> PackageView | None:
         row = (await self.session.execute(self._views().where(Package.id == package_id))).first()

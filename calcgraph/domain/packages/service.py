@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import NotFound
@@ -18,10 +18,7 @@ class PackageReadService:
     async def list_packages(
         self, session: AsyncSession, principal: Principal, page: PageRequest
     ) -> Page[PackageView]:
-        rows = await PackageRepository.from_session(session).list_visible(
-            principal, page.limit, page.after
-        )
-        return make_page(rows, page.limit, PackageView.sort_key)
+        return await PackageRepository.from_session(session).list_visible(principal, page)
 
     async def get_package(
         self, session: AsyncSession, principal: Principal, package_id: str

@@ -11,6 +11,7 @@ from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import locked
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.models import Membership, Organization, User
+from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
@@ -64,19 +65,15 @@ class WorkflowRepository(RepositoryBase[Workflow]):
         row = (await self.session.execute(self._views().where(Workflow.id == workflow_id))).first()
         return self._view(row) if row is not None else None
 
-    async def list_visible(
-        self, principal: Principal, limit: int, after: tuple[str, ...] | None
-    ) -> list[WorkflowView]:
+    async def list_visible(self, principal: Principal, page: PageRequest) -> Page[WorkflowView]:
+        keyset = keyset_clause(Workflow.created_at, Workflow.id, page.after)
         rows = await self.session.execute(
             self._views()
-            .where(
-                visible_workflow_clause(principal),
-                keyset_clause(Workflow.created_at, Workflow.id, after),
-            )
+            .where(visible_workflow_clause(principal), keyset)
             .order_by(Workflow.created_at, Workflow.id)
-            .limit(limit + 1)
+            .limit(page.limit + 1)
         )
-        return [self._view(row) for row in rows]
+        return make_page([self._view(row) for row in rows], page.limit, WorkflowView.sort_key)
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
         if not ids:

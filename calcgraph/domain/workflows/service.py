@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import utcnow
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
@@ -242,10 +242,7 @@ class WorkflowService:
     async def list_workflows(
         self, session: AsyncSession, principal: Principal, page: PageRequest
     ) -> Page[WorkflowView]:
-        rows = await WorkflowRepository.from_session(session).list_visible(
-            principal, page.limit, page.after
-        )
-        return make_page(rows, page.limit, WorkflowView.sort_key)
+        return await WorkflowRepository.from_session(session).list_visible(principal, page)
 
     async def versions_by_id(
         self, session: AsyncSession, ids: list[str]
