@@ -12,7 +12,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from functools import wraps
+from functools import partial, wraps
 from typing import TYPE_CHECKING, Any
 
 import dramatiq
@@ -27,6 +27,7 @@ from dramatiq.middleware import (
 )
 
 from calcgraph.domain.jobs.enqueue import Message
+from calcgraph.workers.flush import send_each
 
 if TYPE_CHECKING:
     from calcgraph.settings import Settings
@@ -105,20 +106,7 @@ def send_many(broker: dramatiq.Broker, messages: Sequence[Message]) -> int:
     their queued rows)."""
     if len(messages) > 1 and _is_redis(broker):
         return _send_batch(broker, messages)
-    for index, message in enumerate(messages):
-        try:
-            send(broker, message)
-        except Exception:
-            # A broker that refused one message refuses the next (each after its retries):
-            # the rest of the unit's messages wait for the sweeper too.
-            left = len(messages) - index
-            log.exception(
-                "could not send %s (and %d more); the sweeper will re-send them",
-                message.actor,
-                left - 1,
-            )
-            return left
-    return 0
+    return send_each(partial(send, broker), messages)
 
 
 def _hooks(broker: dramatiq.Broker, name: str) -> list[Callable[..., None]]:

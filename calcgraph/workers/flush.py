@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from calcgraph.db.engine import Database
@@ -16,6 +17,24 @@ log = logging.getLogger("calcgraph.workers.outbox")
 Sender = Callable[[Message], None]
 BatchSender = Callable[[Sequence[Message]], int]
 """Sends a unit of work's messages at once; returns how many could not be sent (it logs them)."""
+
+
+def send_each(send: Sender, messages: Sequence[Message]) -> int:
+    """Send `messages` one by one; returns how many could not be sent (it logs them)."""
+    for index, message in enumerate(messages):
+        try:
+            send(message)
+        except Exception:
+            # A broker that refused one message refuses the next (each after its retries):
+            # the rest of the unit's messages wait for the sweeper too.
+            left = len(messages) - index
+            log.exception(
+                "could not send %s (and %d more); the sweeper will re-send them",
+                message.actor,
+                left - 1,
+            )
+            return left
+    return 0
 
 
 class Outbox:
@@ -32,26 +51,10 @@ class Outbox:
         detach: bool = False,
     ) -> None:
         self.send = send
-        self.send_many = send_many if send_many is not None else self._each
+        self.send_many = send_many if send_many is not None else partial(send_each, send)
         self.off_loop = off_loop
         self.detach = detach
         self._sending: set[asyncio.Task[None]] = set()
-
-    def _each(self, messages: Sequence[Message]) -> int:
-        for index, message in enumerate(messages):
-            try:
-                self.send(message)
-            except Exception:
-                # A broker that refused one message refuses the next (each after its retries):
-                # the rest of the unit's messages wait for the sweeper too.
-                left = len(messages) - index
-                log.exception(
-                    "could not send %s (and %d more); the sweeper will re-send them",
-                    message.actor,
-                    left - 1,
-                )
-                return left
-        return 0
 
     def begin(self) -> Any:
         manager = collecting()
