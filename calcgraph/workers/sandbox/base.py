@@ -205,6 +205,22 @@ def unstorable(value: Any, path: str = "") -> str | None:
     return None
 
 
+def runner_config(
+    spec: SandboxSpec, limits: Limits, *, code_dir: str, deps_dir: str, **confinement: Any
+) -> dict[str, Any]:
+    """The runner's config as every backend sends it (where the code and its dependencies are
+    mounted, what it may return), plus the backend's own `confinement` (rlimits, user, ...)."""
+    return {
+        "handler": spec.handler,
+        "code_dir": code_dir,
+        "extra_paths": [deps_dir] if spec.deps_dir else [],
+        "output_ports": list(spec.output_ports),
+        "output_bytes": limits.output_bytes,
+        "result_bytes": limits.result_bytes,
+        **confinement,
+    }
+
+
 class Sandbox(ABC):
     """A started sandbox for one function version: the handler is imported, jobs go over pipes."""
 

@@ -27,6 +27,7 @@ from calcgraph.workers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
     check_enforcement,
+    runner_config,
 )
 from calcgraph.workers.sandbox.cgroups import CgroupLayout, SandboxCgroup
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
@@ -162,19 +163,17 @@ class BwrapBackend(SandboxBackend):
             rlimits["NPROC"] = user_process_count(os.getuid()) + limits.pids
         procs_files = group.procs_files if group else []
 
-        config = {
-            "handler": spec.handler,
-            "code_dir": "/code",
-            "extra_paths": ["/deps"] if spec.deps_dir else [],
-            "output_ports": list(spec.output_ports),
-            "output_bytes": limits.output_bytes,
-            "result_bytes": limits.result_bytes,
-            "rlimits": rlimits,
-            "cpu_affinity": None if group else math.ceil(limits.cpus),
-            "no_new_privs": False,  # bwrap has set it already
-            "user": None,
-            "workdir": "/tmp",
-        }
+        config = runner_config(
+            spec,
+            limits,
+            code_dir="/code",
+            deps_dir="/deps",
+            rlimits=rlimits,
+            cpu_affinity=None if group else math.ceil(limits.cpus),
+            no_new_privs=False,  # bwrap has set it already
+            user=None,
+            workdir="/tmp",
+        )
         try:
             process = spawn(
                 [*_JOIN_CGROUPS, str(len(procs_files)), *procs_files, *self._args(spec)],

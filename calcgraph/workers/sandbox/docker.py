@@ -32,6 +32,7 @@ from calcgraph.workers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
     check_enforcement,
+    runner_config,
 )
 from calcgraph.workers.sandbox.session import (
     Channel,
@@ -267,19 +268,17 @@ class DockerBackend(SandboxBackend):
         volumes = {str(staged / "code"): {"bind": "/code", "mode": "ro"}}
         if spec.deps_dir is not None:
             volumes[str(spec.deps_dir.resolve())] = {"bind": "/deps", "mode": "ro"}
-        config = {
-            "handler": spec.handler,
-            "code_dir": "/code",
-            "extra_paths": ["/deps"] if spec.deps_dir else [],
-            "output_ports": list(spec.output_ports),
-            "output_bytes": limits.output_bytes,
-            "result_bytes": limits.result_bytes,
-            "rlimits": {},
-            "cpu_affinity": None,
-            "no_new_privs": False,  # the engine has set it
-            "user": None,
-            "workdir": "/tmp",
-        }
+        config = runner_config(
+            spec,
+            limits,
+            code_dir="/code",
+            deps_dir="/deps",
+            rlimits={},
+            cpu_affinity=None,
+            no_new_privs=False,  # the engine has set it
+            user=None,
+            workdir="/tmp",
+        )
         container: Any = None
         try:
             container = self.client.containers.create(

@@ -32,6 +32,7 @@ from calcgraph.workers.sandbox.base import (
     SandboxError,
     SandboxSpec,
     check_enforcement,
+    runner_config,
 )
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
 from calcgraph.workers.sandbox.staging import (
@@ -131,29 +132,27 @@ class ProcessBackend(SandboxBackend):
         if self.as_root:
             os.chown(tmp, uid, uid)
         nproc = limits.pids if self.as_root else user_process_count(uid) + limits.pids
-        config = {
-            "handler": spec.handler,
-            "code_dir": str(staged / "code"),
-            "extra_paths": [str(spec.deps_dir)] if spec.deps_dir else [],
-            "output_ports": list(spec.output_ports),
-            "output_bytes": limits.output_bytes,
-            "result_bytes": limits.result_bytes,
-            "rlimits": {
+        config = runner_config(
+            spec,
+            limits,
+            code_dir=str(staged / "code"),
+            deps_dir=str(spec.deps_dir),
+            rlimits={
                 "AS": limits.memory_bytes,
                 "FSIZE": limits.tmp_bytes,
                 "NPROC": nproc,
                 "NOFILE": limits.open_files,
                 "CORE": 0,
             },
-            "cpu_affinity": math.ceil(limits.cpus),
-            "no_new_privs": True,
-            "die_with_parent": os.getpid(),  # the worker: the runner's expected parent
-            "user": [uid, uid] if self.as_root else None,
-            "workdir": "/tmp" if self.as_root else str(tmp),
-            "private_tmp": limits.tmp_bytes if self.as_root else None,
-            "unshare_net": self.as_root,
-            "hide_dirs": list(HIDDEN_DIRS) if self.as_root else [],
-        }
+            cpu_affinity=math.ceil(limits.cpus),
+            no_new_privs=True,
+            die_with_parent=os.getpid(),  # the worker: the runner's expected parent
+            user=[uid, uid] if self.as_root else None,
+            workdir="/tmp" if self.as_root else str(tmp),
+            private_tmp=limits.tmp_bytes if self.as_root else None,
+            unshare_net=self.as_root,
+            hide_dirs=list(HIDDEN_DIRS) if self.as_root else [],
+        )
         home = "/tmp" if self.as_root else str(tmp)
         env = {"PATH": _SANDBOX_PATH, "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
         try:
