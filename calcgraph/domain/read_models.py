@@ -13,10 +13,21 @@ T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 
 
+_INIT_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per class once: read models are built per row, thousands to a response."""
+
+
+def _init_fields(cls: type) -> tuple[str, ...]:
+    names = _INIT_FIELDS.get(cls)
+    if names is None:
+        names = _INIT_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.init)
+    return names
+
+
 def from_attributes(cls: type[T], source: object, **given: Any) -> T:
     """`cls` (a dataclass) with each init field read from `source`, except those `given`."""
-    names = [f.name for f in fields(cls) if f.init and f.name not in given]  # type: ignore[arg-type]
-    return cls(**given, **{name: getattr(source, name) for name in names})
+    names = _init_fields(cls)
+    return cls(**given, **{name: getattr(source, name) for name in names if name not in given})
 
 
 def grouped_by(keys: Iterable[K], rows: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
