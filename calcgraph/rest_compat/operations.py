@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from calcgraph.domain.access.paging import DEFAULT_LIMIT, MAX_LIMIT
+from calcgraph.domain.execution.waits import EXECUTE_WAIT
 
 # A success answer: a JSON model, or a media type for a non-JSON body (logs, pages), or None
 # for an empty body (204).
@@ -43,7 +44,7 @@ class PageQuery(Query):
 
 class ExecuteQuery(Query):
     wait: float = Field(
-        default=30.0,
+        default=EXECUTE_WAIT.default,
         ge=0,
         description="seconds to wait for the result (capped by the server); 0: answer at once",
     )

@@ -17,7 +17,7 @@ from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.operations import Operation
 from calcgraph.rest_compat.responses import LoginResultOut, LoginStartOut, UserOut
 from calcgraph.rest_compat.schemas import LoginCallbackBody
-from calcgraph.rest_compat.state import database_of
+from calcgraph.rest_compat.state import database_of, services_of
 
 
 def user_json(user: UserView) -> dict[str, Any]:
@@ -34,8 +34,7 @@ def user_json(user: UserView) -> dict[str, Any]:
 
 
 def _identity(request: Request) -> IdentityAdapters:
-    identity: IdentityAdapters = request.app.state.identity
-    return identity
+    return services_of(request).identity
 
 
 async def login(request: Request) -> JSONResponse:

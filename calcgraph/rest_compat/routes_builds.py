@@ -13,14 +13,13 @@ from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.operations import Operation
 from calcgraph.rest_compat.responses import BuildOut
 from calcgraph.rest_compat.schemas import SubmitFunctionBody
-from calcgraph.rest_compat.state import database_of
-from calcgraph.settings import Settings
+from calcgraph.rest_compat.state import database_of, services_of
 
 
 async def submit_function(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, SubmitFunctionBody)
-    settings: Settings = request.app.state.settings
+    settings = services_of(request).settings
     database = database_of(request)
     async with database.write_session() as session:
         outcome = await build_service.submit(
@@ -46,7 +45,7 @@ async def submit_function(request: Request) -> JSONResponse:
 
 async def build_log(request: Request) -> PlainTextResponse:
     principal = require_principal(request)
-    settings: Settings = request.app.state.settings
+    settings = services_of(request).settings
     database = database_of(request)
     async with database.read_session() as session:
         text = await build_service.read_log(

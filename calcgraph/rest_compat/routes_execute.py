@@ -1,7 +1,7 @@
 """Execute routes: every addressing form of the specification, answered per contract 4.
 
-The job is created (or answered from the result cache) in one unit of work; its message leaves
-after the commit; the route then waits up to `wait` seconds for the result outside any
+The execution service (`calcgraph.domain.execution`) creates the job (or answers it from the
+result cache) in one unit of work, then waits up to `wait` seconds for the result outside any
 transaction: 200 with outputs or error when the job ended, else 202 with its id and status.
 """
 
@@ -19,30 +19,24 @@ from calcgraph.auth.authenticate import require_principal
 from calcgraph.domain import json_limits
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.rest_compat.operations import ExecuteQuery, Operation
 from calcgraph.rest_compat.responses import ExecuteOut
 from calcgraph.rest_compat.schemas import ExecuteBody
-from calcgraph.rest_compat.state import database_of
-from calcgraph.workers.inprocess import Execution
+from calcgraph.rest_compat.state import services_of
 
-DEFAULT_WAIT_SECONDS = 30.0
+WAIT = ("query", "wait")
 
 
-def parse_wait(raw: str | None, cap: float) -> float:
+def seconds_param(raw: str | None) -> float | None:
+    """A query parameter's number of seconds as written (NaN when it is not a number: the
+    execution service refuses it, with its bounds); None when absent."""
     if raw is None:
-        return min(DEFAULT_WAIT_SECONDS, cap)
+        return None
     try:
-        wait = float(raw)
+        return float(raw)
     except ValueError:
-        wait = math.nan
-    if not math.isfinite(wait) or wait < 0:
-        raise ValidationError(
-            "wait must be a number of seconds, 0 or more",
-            [FieldError(("query", "wait"), "expected a number of seconds >= 0")],
-        )
-    return min(wait, cap)
+        return math.nan
 
 
 async def _inputs(request: Request) -> object:
@@ -72,21 +66,10 @@ def execute_json(job: JobView) -> tuple[dict[str, Any], int]:
 
 async def _execute(request: Request, address: ExecuteAddress) -> JSONResponse:
     principal = require_principal(request)
-    database = database_of(request)
-    execution: Execution = request.app.state.execution
-    wait = parse_wait(request.query_params.get("wait"), execution.settings.execute_max_wait_seconds)
+    wait = seconds_param(request.query_params.get("wait"))
     inputs = await _inputs(request)
-    async with database.write_session() as session:
-        job = await job_execution_service.submit(
-            session, principal, address, inputs, execution.cache
-        )
-    if job.status not in TERMINAL and wait > 0:
-
-        async def read() -> JobView:
-            async with database.read_session() as session:
-                return await job_execution_service.view(session, job.id)
-
-        job = await execution.wait(job.id, wait, read)
+    execution = services_of(request).execution
+    job = await execution.execute(principal, address, inputs, wait, where=WAIT)
     body, status = execute_json(job)
     return JSONResponse(body, status_code=status)
 

@@ -9,8 +9,7 @@ from starlette.routing import Route
 from calcgraph import __version__
 from calcgraph.rest_compat.operations import Operation
 from calcgraph.rest_compat.responses import Health
-from calcgraph.rest_compat.state import database_of
-from calcgraph.workers.inprocess import Execution
+from calcgraph.rest_compat.state import services_of
 
 # A probe polled many times a second reaches the database at most once a second: the answer
 # is then at most this old, and /health costs the database nothing most of the time.
@@ -18,11 +17,11 @@ HEALTH_PING_MAX_AGE_S = 1.0
 
 
 async def health(request: Request) -> JSONResponse:
-    database = database_of(request)
-    execution: Execution = request.app.state.execution
+    services = services_of(request)
+    database = services.database
     # Without Redis nothing is sent: the API keeps answering (jobs stay queued, the sweeper
     # sends them once it is back), so the platform is degraded, not down.
-    redis = await execution.redis_reachable()
+    redis = await services.probes.redis_reachable()
     extra = {} if redis is None else {"redis": "ok" if redis else "unreachable"}
     try:
         await database.ping(max_age=HEALTH_PING_MAX_AGE_S)

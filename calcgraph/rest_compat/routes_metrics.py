@@ -8,19 +8,17 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from calcgraph.domain.jobs.service import job_read_service
-from calcgraph.ops.metrics import Metrics
 from calcgraph.rest_compat.operations import Operation
-from calcgraph.rest_compat.state import database_of
-from calcgraph.workers.inprocess import Execution
+from calcgraph.rest_compat.state import services_of
 
 
 async def metrics(request: Request) -> Response:
-    execution: Execution = request.app.state.execution
-    found: Metrics = execution.metrics
+    services = services_of(request)
+    found = services.metrics
     # Counted at scrape time: the jobs' transitions happen in whichever worker process ran them.
-    async with database_of(request).read_session() as session:
+    async with services.database.read_session() as session:
         counts = await job_read_service.count_by_status(session)
-    found.set_jobs(counts, await execution.queue_length())
+    found.set_jobs(counts, await services.probes.queue_length())
     return Response(found.render(), media_type=CONTENT_TYPE_LATEST)
 
 

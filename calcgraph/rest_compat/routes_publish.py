@@ -34,8 +34,7 @@ from calcgraph.rest_compat.schemas import (
     PublishFromGitBody,
     PublishPackageBody,
 )
-from calcgraph.rest_compat.state import database_of
-from calcgraph.settings import Settings
+from calcgraph.rest_compat.state import database_of, services_of
 
 
 class FunctionVersionsQuery(Query):
@@ -149,7 +148,7 @@ async def publish_package(request: Request) -> JSONResponse:
 async def publish_from_git(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, PublishFromGitBody)
-    settings: Settings = request.app.state.settings
+    settings = services_of(request).settings
     async with database_of(request).write_session() as session:
         report = await publishing_service.publish_from_git(
             session,

@@ -3,7 +3,6 @@ parses, calls one service, serialises; the long-poll tick waits outside any tran
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
 from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.execution.waits import TICK_WAIT
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RunStatus
 from calcgraph.domain.runs.views import RunView
@@ -30,12 +30,10 @@ from calcgraph.rest_compat.responses import (
     WorkflowDetailOut,
     WorkflowOut,
 )
+from calcgraph.rest_compat.routes_execute import WAIT, seconds_param
 from calcgraph.rest_compat.routes_packages import page_request
 from calcgraph.rest_compat.schemas import CreateRunBody, CreateWorkflowBody, WorkflowGraphBody
-from calcgraph.rest_compat.state import database_of
-from calcgraph.workers.inprocess import Execution
-
-MAX_TICK_WAIT_SECONDS = 30.0
+from calcgraph.rest_compat.state import database_of, services_of
 
 
 class RunsQuery(PageQuery):
@@ -45,9 +43,9 @@ class RunsQuery(PageQuery):
 
 class TickQuery(Query):
     wait: float = Field(
-        default=0.0,
+        default=TICK_WAIT.default,
         ge=0,
-        le=MAX_TICK_WAIT_SECONDS,
+        le=TICK_WAIT.cap,
         description="first wait until a job of the run finishes or this many seconds pass",
     )
     since: int | None = Field(
@@ -131,21 +129,6 @@ def plan_json(run: RunView) -> dict[str, Any]:
         "plan": run.plan_snapshot,
         "node_states": node_states_json(run),
     }
-
-
-def parse_tick_wait(raw: str | None) -> float:
-    if raw is None or raw == "":
-        return 0.0
-    try:
-        wait = float(raw)
-    except ValueError:
-        wait = math.nan
-    if not math.isfinite(wait) or wait < 0:
-        raise ValidationError(
-            "wait must be a number of seconds from 0 to 30",
-            [FieldError(("query", "wait"), "expected a number of seconds from 0 to 30")],
-        )
-    return min(wait, MAX_TICK_WAIT_SECONDS)
 
 
 def parse_tick_since(raw: str | None) -> int | None:
@@ -252,10 +235,11 @@ async def tick_run(request: Request) -> JSONResponse:
     poller of a 10,000-node run gets what changed instead of the whole run each time."""
     principal = require_principal(request)
     run_id = request.path_params["run_id"]
-    wait = parse_tick_wait(request.query_params.get("wait"))
+    wait = seconds_param(request.query_params.get("wait") or None)
     since = parse_tick_since(request.query_params.get("since"))
-    execution: Execution = request.app.state.execution
-    return JSONResponse(run_json(await execution.tick(principal, run_id, wait, since=since)))
+    execution = services_of(request).execution
+    run = await execution.tick(principal, run_id, wait, since=since, where=WAIT)
+    return JSONResponse(run_json(run))
 
 
 routes = [

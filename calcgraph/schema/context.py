@@ -15,6 +15,7 @@ from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.node_loaders import NodeLoaders
 from calcgraph.schema.package_loaders import PackageLoaders
 from calcgraph.schema.workflow_loaders import WorkflowLoaders
+from calcgraph.services import Services
 from calcgraph.settings import Settings
 
 
@@ -22,8 +23,8 @@ from calcgraph.settings import Settings
 class Context:
     request: Request | WebSocket
     response: Response | None
-    database: Database
-    settings: Settings
+    services: Services
+    """What the resolvers reach in the application (the REST routes' `services_of`)."""
     principal: Principal | None = None
     """Set by the authentication middleware when the request carried a valid token."""
     access_loaders: AccessLoaders | None = None
@@ -33,6 +34,14 @@ class Context:
     """Loaders of the run graph (versions, node states, jobs), built on first use."""
     node_loaders: NodeLoaders | None = None
     """Loaders of node state pages and single node states, built on first use."""
+
+    @property
+    def database(self) -> Database:
+        return self.services.database
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
 
     def renew_loaders(self) -> None:
         """Start a new act of reading: each push of a subscription. Loaders remember what they
