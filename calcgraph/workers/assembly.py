@@ -4,8 +4,8 @@
   application's lifespan), beside the API on the in-process broker;
 - in a worker process of its own, against Redis (`calcgraph worker`: `serve_worker`).
 
-`Backbone` is what both sides of the queue share: the broker, the result cache and the
-completion notifier. `Workers` is what runs jobs: the runtime (`CodeRuntime`, with sandboxes,
+Both are given the `Backbone` (broker, result cache, notifier) the process shares with the
+API side. `Workers` is what runs jobs: the runtime (`CodeRuntime`, with sandboxes,
 when a declared actor runs code), the actors of `registry.ACTORS` bound to it, Dramatiq's
 worker threads, and the three timers (sweeper, heartbeat, retention).
 """
@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import dramatiq
 
 from calcgraph.ops.metrics import WorkerMetrics
 from calcgraph.settings import Settings
 from calcgraph.workers.actor import ActorSpec, declare_actors
-from calcgraph.workers.broker import build_broker
-from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier
+from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.registry import ACTORS
-from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
 from calcgraph.workers.retention import RetentionTimer
 from calcgraph.workers.runtime import CodeRuntime, WorkerRuntime
 from calcgraph.workers.sandbox import SandboxBackend
@@ -36,31 +33,6 @@ log = logging.getLogger("calcgraph.workers")
 # `worker_poll_ms` (Dramatiq's default backs off to 1 s, which would be the enqueue-to-start
 # latency after an idle spell).
 _INPROCESS_POLL_MS = 100
-
-
-@dataclass(frozen=True)
-class Backbone:
-    broker: dramatiq.Broker
-    cache: ResultCache
-    notifier: Notifier
-
-    @classmethod
-    def build(cls, settings: Settings) -> Backbone:
-        """Redis when `CALCGRAPH_REDIS_URL` is set (shared by every API and worker process),
-        in-process otherwise."""
-        if settings.redis_url is not None:
-            url = settings.redis_url.get_secret_value()
-            prefix = settings.redis_key_prefix
-            return cls(
-                build_broker(settings),
-                RedisResultCache(url, settings.result_cache_ttl_seconds, prefix),
-                RedisNotifier(url, prefix),
-            )
-        return cls(
-            build_broker(settings),
-            InProcessResultCache(settings.result_cache_ttl_seconds),
-            LocalNotifier(),
-        )
 
 
 class Workers:
@@ -86,22 +58,12 @@ class Workers:
         self.threads = threads
         self.own_process = own_process
         self.actors = actors
-        broker, cache, notifier = backbone.broker, backbone.cache, backbone.notifier
-        self.runtime: WorkerRuntime
         # The sandbox backend and warm pool only for actors that run code.
-        if any(spec.runs_code for spec in actors):
-            self.runtime = CodeRuntime(
-                settings,
-                broker=broker,
-                cache=cache,
-                notifier=notifier,
-                backend=backend,
-                metrics=metrics,
-            )
-        else:
-            self.runtime = WorkerRuntime(
-                settings, broker=broker, cache=cache, notifier=notifier, metrics=metrics
-            )
+        self.runtime: WorkerRuntime = (
+            CodeRuntime(settings, backbone, metrics, backend=backend)
+            if any(spec.runs_code for spec in actors)
+            else WorkerRuntime(settings, backbone, metrics)
+        )
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
         self.heartbeat: Heartbeat | None = None

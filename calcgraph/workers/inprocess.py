@@ -17,7 +17,8 @@ from calcgraph.domain.execution.service import ExecutionService
 from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
-from calcgraph.workers.assembly import Backbone, Workers
+from calcgraph.workers.assembly import Workers
+from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import QUEUE, send, send_many
 from calcgraph.workers.flush import attach
 from calcgraph.workers.result_cache import RedisResultCache

@@ -18,7 +18,8 @@ from typing import Any
 from prometheus_client import start_http_server
 
 from calcgraph.settings import Settings
-from calcgraph.workers.assembly import Backbone, Workers
+from calcgraph.workers.assembly import Workers
+from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sandbox import preflight
 

@@ -20,14 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import dramatiq
-
 from calcgraph.builds.artifact import runnable
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
 from calcgraph.domain.jobs.inputs import output_ports
 from calcgraph.ops.metrics import WorkerMetrics
 from calcgraph.settings import Settings
+from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import send, send_many
 from calcgraph.workers.code_cache import CodeCache, CodeError
 from calcgraph.workers.flush import attach
@@ -57,20 +56,14 @@ class Target:
 
 class WorkerRuntime:
     def __init__(
-        self,
-        settings: Settings,
-        *,
-        broker: dramatiq.Broker,
-        cache: ResultCache,
-        notifier: Notifier,
-        metrics: WorkerMetrics | None = None,
+        self, settings: Settings, backbone: Backbone, metrics: WorkerMetrics | None = None
     ) -> None:
         self.settings = settings
         # The API's metrics for in-process workers; a worker process's own otherwise.
         self.metrics = metrics if metrics is not None else WorkerMetrics()
-        self.broker = broker
-        self.cache = cache
-        self.notifier = notifier
+        self.broker = broker = backbone.broker
+        self.cache: ResultCache = backbone.cache
+        self.notifier: Notifier = backbone.notifier
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._run_loop, name="calcgraph-worker-loop", daemon=True
@@ -92,7 +85,7 @@ class WorkerRuntime:
         self.store = JobStore(self.database)
         self.leases = Leases()
         """The leases of the jobs this process runs, whose heartbeat `Heartbeat` renews."""
-        self.metrics.watch(cache=cache)
+        self.metrics.watch(cache=self.cache)
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -115,17 +108,15 @@ class CodeRuntime(WorkerRuntime):
     def __init__(
         self,
         settings: Settings,
-        *,
-        broker: dramatiq.Broker,
-        cache: ResultCache,
-        notifier: Notifier,
-        backend: SandboxBackend | None = None,
+        backbone: Backbone,
         metrics: WorkerMetrics | None = None,
+        *,
+        backend: SandboxBackend | None = None,
     ) -> None:
         self._owns_backend = backend is None
         # Fail closed now, naming the fix, rather than at the first job.
         self.backend = backend or create_backend(settings, check=True)
-        super().__init__(settings, broker=broker, cache=cache, notifier=notifier, metrics=metrics)
+        super().__init__(settings, backbone, metrics)
         self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
         self.metrics.watch(pool=self.pool)
         self.code_cache = CodeCache(settings.code_cache_dir)

@@ -11,7 +11,8 @@ from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.settings import Settings
 from calcgraph.workers import jobs, retention
 from calcgraph.workers.actor import declare_actors
-from calcgraph.workers.assembly import Backbone, Workers
+from calcgraph.workers.assembly import Workers
+from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import QUEUE, send
 from calcgraph.workers.registry import ACTORS
 from calcgraph.workers.runtime import CodeRuntime, WorkerRuntime
@@ -43,9 +44,7 @@ async def test_actors_that_run_no_code_get_no_sandbox(database_url: str) -> None
 async def test_a_code_actor_refuses_a_runtime_without_sandboxes(database_url: str) -> None:
     settings = _settings(database_url)
     backbone = Backbone.build(settings)
-    runtime = WorkerRuntime(
-        settings, broker=backbone.broker, cache=backbone.cache, notifier=backbone.notifier
-    )
+    runtime = WorkerRuntime(settings, backbone)
     try:
         with pytest.raises(TypeError, match="runs code"):
             declare_actors(backbone.broker, runtime, jobs.ACTORS)
