@@ -78,6 +78,53 @@ def test_services_never_commit() -> None:
     assert offenders == []
 
 
+def calcgraph_imports(path: Path) -> set[str]:
+    """Every calcgraph module `path` imports, wherever the import statement is."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("calcgraph."))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("calcgraph."):
+                found.add(node.module)
+    return found
+
+
+# The domain acts on the world through ports (protocols) that the doors fill in; it renders
+# no wire format, so it knows neither the adapters nor the doors.
+OUTSIDE_THE_DOMAIN = (
+    "calcgraph.builds",
+    "calcgraph.sources",
+    "calcgraph.workers",
+    "calcgraph.rest_compat",
+    "calcgraph.schema",
+    "calcgraph.resolvers",
+    "calcgraph.auth",
+)
+
+
+def _reaches(modules: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "domain").rglob("*.py")),
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
+def test_the_domain_imports_no_adapter_and_no_door(path: Path) -> None:
+    assert _reaches(calcgraph_imports(path), OUTSIDE_THE_DOMAIN) == []
+
+
+def test_auth_imports_no_door() -> None:
+    offenders = {
+        path.relative_to(ROOT).as_posix(): reached
+        for path in sorted((ROOT / "auth").rglob("*.py"))
+        if (reached := _reaches(calcgraph_imports(path), ("calcgraph.rest_compat",)))
+    }
+    assert offenders == {}
+
+
 DOORS = ("rest_compat", "resolvers", "schema")
 
 
@@ -165,20 +212,9 @@ def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     return found
 
 
-KNOWN_CIRCLES: list[frozenset[str]] = [
-    # Issue 16, item 5 (helper "access"): the GraphQL types of packages, functions and jobs
-    # live in schema/access.py. Remove this entry once that circle is gone.
-    frozenset({"calcgraph.schema.access", "calcgraph.schema.packages"}),
-]
-"""Import circles that exist today and are being taken apart: empty it, never add to it."""
-
-
 def test_calcgraph_has_no_import_circle() -> None:
-    found = circles(import_graph())
-    new = [sorted(circle) for circle in found if circle not in KNOWN_CIRCLES]
-    assert new == [], f"modules that import each other (through a function, too): {new}"
-    gone = [sorted(circle) for circle in KNOWN_CIRCLES if circle not in found]
-    assert gone == [], f"no longer a circle: remove it from KNOWN_CIRCLES: {gone}"
+    found = [sorted(circle) for circle in circles(import_graph())]
+    assert found == [], f"modules that import each other (through a function, too): {found}"
 
 
 def test_the_circle_finder_finds_circles() -> None:

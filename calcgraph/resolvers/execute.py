@@ -12,8 +12,9 @@ from strawberry.scalars import JSON
 from calcgraph.domain.errors import InvalidRequest
 from calcgraph.domain.execution.waits import EXECUTE_WAIT
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.schema.access import JobType, principal_of
+from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
+from calcgraph.schema.jobs import JobType
 
 
 def _address(

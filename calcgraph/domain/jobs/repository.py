@@ -4,14 +4,13 @@ package's current visibility and the caller's current memberships."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, true
+from sqlalchemy import ColumnElement, Table, and_, func, insert, select, true
 
 from calcgraph.db.base import RepositoryBase
+from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.packages.models import Package
@@ -61,17 +60,7 @@ class JobRepository(RepositoryBase[Job]):
             .join(Package, Package.id == Job.package_id)
             .where(Job.user_id == principal.user_id, visible_clause(principal))
         )
-        if after is not None:
-            try:
-                when, last_id = datetime.fromisoformat(after[0]), after[1]
-            except (ValueError, IndexError):
-                raise ValidationError(
-                    "cursor is not one this listing issued",
-                    [FieldError(("query", "cursor"), "unknown cursor")],
-                ) from None
-            query = query.where(
-                or_(Job.created_at < when, and_(Job.created_at == when, Job.id < last_id))
-            )
+        query = query.where(keyset_clause(Job.created_at, Job.id, after, newest_first=True))
         rows = await self.session.scalars(
             query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
         )
