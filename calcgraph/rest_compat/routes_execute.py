@@ -7,118 +7,65 @@ transaction: 200 with outputs or error when the job ended, else 202 with its id 
 
 from __future__ import annotations
 
-import json
-import math
-from typing import Any
+from typing import Annotated
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from pydantic import Field
 
-from calcgraph.auth.authenticate import require_principal
-from calcgraph.domain import json_limits
-from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.execution.waits import EXECUTE_WAIT
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.views import JobView
-from calcgraph.rest_compat.operations import ExecuteQuery, Operation
+from calcgraph.domain.jobs.execution.service import TERMINAL
+from calcgraph.rest_compat.operations import Call, Operations, Reply
+from calcgraph.rest_compat.parsing import Query, Refusal
 from calcgraph.rest_compat.responses import ExecuteOut
 from calcgraph.rest_compat.schemas import ExecuteBody
-from calcgraph.rest_compat.state import services_of
 
 WAIT = ("query", "wait")
 
 
-def seconds_param(raw: str | None) -> float | None:
-    """A query parameter's number of seconds as written (NaN when it is not a number: the
-    execution service refuses it, with its bounds); None when absent."""
-    if raw is None:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        return math.nan
-
-
-async def _inputs(request: Request) -> object:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = json_limits.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ValidationError(
-            "request body is not valid JSON", [FieldError(("body",), "invalid JSON")]
-        ) from None
-    if not isinstance(body, dict):
-        raise ValidationError(
-            'the body is an object {"inputs": {...}}', [FieldError(("body",), "expected an object")]
-        )
-    return body.get("inputs", {})
-
-
-def execute_json(job: JobView) -> tuple[dict[str, Any], int]:
-    if job.status == "success":
-        return {"job_id": job.id, "status": job.status, "outputs": job.outputs}, 200
-    if job.status == "failed":
-        return {"job_id": job.id, "status": job.status, "error": job.error}, 200
-    return {"job_id": job.id, "status": job.status}, 202
-
-
-async def _execute(request: Request, address: ExecuteAddress) -> JSONResponse:
-    principal = require_principal(request)
-    wait = seconds_param(request.query_params.get("wait"))
-    inputs = await _inputs(request)
-    execution = services_of(request).execution
-    job = await execution.execute(principal, address, inputs, wait, where=WAIT)
-    body, status = execute_json(job)
-    return JSONResponse(body, status_code=status)
-
-
-async def execute_function(request: Request) -> JSONResponse:
-    return await _execute(
-        request, ExecuteAddress.by_function_id(request.path_params["function_id"])
+class ExecuteQuery(Query):
+    # The bound is the execution service's (which also applies the operator's cap); declared
+    # here for the parsing and the OpenAPI document.
+    wait: Annotated[float, Refusal(EXECUTE_WAIT.message, EXECUTE_WAIT.expected)] = Field(
+        default=EXECUTE_WAIT.default,
+        ge=EXECUTE_WAIT.low,
+        allow_inf_nan=False,
+        description="seconds to wait for the result (capped by the server); 0: answer at once",
     )
 
 
-async def execute_package_function(request: Request) -> JSONResponse:
-    address = ExecuteAddress.by_path(
-        request.path_params["package"], request.path_params["function"]
+async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddress) -> Reply:
+    execution = call.services.execution
+    job = await execution.execute(
+        call.principal, address, call.body.inputs, call.query.wait, where=WAIT
     )
-    return await _execute(request, address)
+    return Reply(200 if job.status in TERMINAL else 202, job)
 
 
-routes = [
-    Route("/functions/{function_id}/execute", execute_function, methods=["POST"]),
-    Route(
-        "/packages/{package}/functions/{function}/execute",
-        execute_package_function,
-        methods=["POST"],
-    ),
-]
+rest = Operations(tag="execute")
+_ANSWERS = {200: ExecuteOut, 202: ExecuteOut}
+# 400: a package path that is not package[@version]/functions/name[@version].
+_ERRORS = (400, 403, 404)
 
 
-def _operation(path: str, summary: str) -> Operation:
-    return Operation(
-        "POST",
-        path,
-        summary,
-        {200: ExecuteOut, 202: ExecuteOut},
-        body=ExecuteBody,
-        body_required=False,
-        query=ExecuteQuery,
-        # 400: a package path that is not package[@version]/functions/name[@version].
-        errors=(400, 403, 404),
-        tag="execute",
-    )
+@rest(
+    "POST",
+    "/functions/{function_id}/execute",
+    "Run a function (or a pinned function version) by identifier",
+    _ANSWERS,
+    errors=_ERRORS,
+    body_required=False,
+)
+async def execute_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
+    return await _execute(call, ExecuteAddress.by_function_id(call.path("function_id")))
 
 
-operations = [
-    _operation(
-        "/functions/{function_id}/execute",
-        "Run a function (or a pinned function version) by identifier",
-    ),
-    _operation(
-        "/packages/{package}/functions/{function}/execute",
-        "Run a function by package and function name, each with an optional @version",
-    ),
-]
+@rest(
+    "POST",
+    "/packages/{package}/functions/{function}/execute",
+    "Run a function by package and function name, each with an optional @version",
+    _ANSWERS,
+    errors=_ERRORS,
+    body_required=False,
+)
+async def execute_package_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
+    return await _execute(call, ExecuteAddress.by_path(call.path("package"), call.path("function")))

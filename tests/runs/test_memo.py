@@ -47,3 +47,12 @@ def test_remembering_a_run_again_replaces_its_weight() -> None:
     memo.remember_states("other", 0, _states(300))
     assert memo.states("r", 9) is not None
     assert memo.states("other", 0) is not None
+
+
+def test_hundreds_of_small_runs_polled_in_turn_stay_remembered() -> None:
+    memo = RunMemo()  # as the services build it
+    for _ in range(2):  # 2,000 diamond runs, each ticked in turn, twice
+        for run in range(2_000):
+            if memo.states(f"r{run}", 1) is None:
+                memo.remember_states(f"r{run}", 1, _states(5))
+    assert all(memo.states(f"r{run}", 1) is not None for run in range(2_000))
