@@ -84,8 +84,8 @@ class WorkflowQuery:
     async def workflow_run(self, info: Info, id: strawberry.ID) -> WorkflowRunType:
         principal = principal_of(info)
         async with info.context.database.read_session() as session:
-            run = await run_service.get(session, principal, str(id), states=False)
-        return WorkflowRunType.from_view(run)
+            run = await run_service.get(session, principal, str(id), states=False, plan=False)
+        return WorkflowRunType.from_view(run, plan=False)
 
     @strawberry.field(description="The caller's runs, newest first; filter by status and slug.")
     async def workflow_runs(

@@ -10,6 +10,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, true
 
 from calcgraph.db.base import RepositoryBase
+from calcgraph.db.dialect import by_keys
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.models import Job
@@ -18,6 +19,24 @@ from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.repository import visible_clause
 
 _JOBS = cast(Table, Job.__table__)
+JOB_FIELDS = (
+    "id",
+    "status",
+    "function_id",
+    "function_version_id",
+    "package_id",
+    "inputs",
+    "outputs",
+    "error",
+    "logs",
+    "cache_hit",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "workflow_run_id",
+)
+"""The columns a read of chosen fields may ask for (`visible_fields_*`): a job as the contract
+shows it."""
 
 
 def job_view(job: Job) -> JobView:
@@ -47,6 +66,13 @@ def visible_job_clause(principal: Principal) -> ColumnElement[bool]:
     if principal.is_admin:
         return true()
     return and_(Job.user_id == principal.user_id, visible_clause(principal))
+
+
+def _columns(fields: Sequence[str]) -> list[Any]:
+    unknown = set(fields) - set(JOB_FIELDS)
+    if unknown:
+        raise ValueError(f"not a job field: {sorted(unknown)}")
+    return [_JOBS.c[name] for name in fields]
 
 
 class JobRepository(RepositoryBase[Job]):
@@ -101,6 +127,41 @@ class JobRepository(RepositoryBase[Job]):
             .where(Job.id.in_(ids), visible_job_clause(principal))
         )
         return [job_view(j) for j in rows]
+
+    async def visible_fields_by_id(
+        self, principal: Principal, ids: Sequence[str], fields: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """`fields` (of JOB_FIELDS) of the jobs among `ids` the caller may read now, each
+        read by its key (one array parameter on PostgreSQL, however many ids)."""
+        if not ids:
+            return []
+        columns = _columns(fields)
+        query = by_keys(
+            self.session.get_bind().dialect.name,
+            columns,
+            _JOBS.c.id,
+            "ids",
+            visible_job_clause(principal),
+            joined=_JOBS.join(Package, Package.id == _JOBS.c.package_id),
+        )
+        rows = await self.session.execute(query, {"ids": list(ids)})
+        return [dict(zip(fields, row, strict=True)) for row in rows]
+
+    async def visible_fields_of_runs(
+        self, principal: Principal, run_ids: Sequence[str], fields: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """`fields` (of JOB_FIELDS) of every job of the runs `run_ids` that the caller may read
+        now, by the (run, node, attempt) index: a whole run's jobs in one range, not one probe
+        per job (a run's node states lead to jobs of that run only)."""
+        if not run_ids:
+            return []
+        query = (
+            select(*_columns(fields))
+            .join_from(_JOBS, Package, Package.id == _JOBS.c.package_id)
+            .where(_JOBS.c.workflow_run_id.in_(run_ids), visible_job_clause(principal))
+        )
+        rows = await self.session.execute(query)
+        return [dict(zip(fields, row, strict=True)) for row in rows]
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """Job rows as plain values in one executemany INSERT per set of keys (workflow node

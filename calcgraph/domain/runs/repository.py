@@ -239,13 +239,22 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         )
         return {row[0]: _state(row) for row in rows}
 
+    async def plan_snapshots(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        rows = await self.session.execute(
+            select(WorkflowRun.id, WorkflowRun.plan_snapshot).where(WorkflowRun.id.in_(run_ids))
+        )
+        return {row[0]: dict(row[1]) for row in rows}
+
     async def node_rows(self, run_ids: Sequence[str]) -> list[NodeRow]:
         if not run_ids:
             return []
+        # Table columns, not the model's: rows without the ORM's per-row loading (10,000 of
+        # them for a whole run in GraphQL).
+        columns = (_NODES.c.run_id, _NODES.c.kind, *(_NODES.c[c.key] for c in _STATE_COLUMNS))
         rows = await self.session.execute(
-            select(NodeRowModel.run_id, NodeRowModel.kind, *_STATE_COLUMNS)
-            .where(NodeRowModel.run_id.in_(run_ids))
-            .order_by(NodeRowModel.run_id, NodeRowModel.node_key)
+            select(*columns)
+            .where(_NODES.c.run_id.in_(run_ids))
+            .order_by(_NODES.c.run_id, _NODES.c.node_key)
         )
         return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows]
 

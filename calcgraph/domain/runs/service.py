@@ -155,10 +155,17 @@ class RunService:
         return run_view(run, states)
 
     async def get(
-        self, session: AsyncSession, principal: Principal, run_id: str, *, states: bool = True
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        run_id: str,
+        *,
+        states: bool = True,
+        plan: bool = True,
     ) -> RunView:
         """The run; its node states too unless `states` is false (then only when remembered:
-        GraphQL reads them a page at a time)."""
+        GraphQL reads them a page at a time), its plan unless `plan` is false (then the plan
+        snapshot is empty: GraphQL reads it, megabytes at 10,000 nodes, when a field needs it)."""
         repository = RunRepository.from_session(session)
         found = await repository.locked_run(run_id, lock=False)
         if found is None:
@@ -166,9 +173,11 @@ class RunService:
         run, facts = found
         await self._ensure_visible(session, principal, run, facts)
         remembered = self.memo.plan(run_id)
-        snapshot = (
-            remembered[0] if remembered is not None else await repository.plan_snapshot(run_id)
-        )
+        snapshot: dict[str, Any] = {}
+        if plan:
+            snapshot = (
+                remembered[0] if remembered is not None else await repository.plan_snapshot(run_id)
+            )
         # States remembered at this revision are committed ones; states read here are not
         # remembered: without the run's lock a tick may commit between the two reads.
         node_states = self.memo.states(run_id, run.revision)
@@ -374,6 +383,23 @@ class RunService:
     async def node_rows(self, session: AsyncSession, run_ids: Sequence[str]) -> list[NodeRow]:
         """Node states of runs the caller already read (GraphQL loaders)."""
         return await RunRepository.from_session(session).node_rows(run_ids)
+
+    async def plan_snapshots(
+        self, session: AsyncSession, run_ids: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """The frozen plans of runs the caller already read (GraphQL loaders): from the memo
+        when remembered, else read (a 10,000-node plan is megabytes: only when asked for)."""
+        found: dict[str, dict[str, Any]] = {}
+        missing: list[str] = []
+        for run_id in run_ids:
+            remembered = self.memo.plan(run_id)
+            if remembered is None:
+                missing.append(run_id)
+            else:
+                found[run_id] = remembered[0]
+        if missing:
+            found.update(await RunRepository.from_session(session).plan_snapshots(missing))
+        return found
 
     async def workflow_versions(
         self, session: AsyncSession, ids: Sequence[str]
