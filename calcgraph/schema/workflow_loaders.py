@@ -9,7 +9,7 @@ admins), so a node whose package went private answers `job: null` (the field is 
 every hidden relation that may be absent is; non-null relations such as `Job.package` answer
 `PermissionDenied`). Function versions go through the package loaders, which apply the policy.
 
-Jobs are read as projections: only the fields the query selects (`JobFields`), so a whole run's
+Jobs are read as projections: only the fields the query selects (`Fields`), so a whole run's
 10,000 jobs cost three columns each when the query asks for three, and a run's every job is one
 range of the (run, node, attempt) index rather than one probe per node."""
 
@@ -33,8 +33,9 @@ from calcgraph.domain.workflows.views import WorkflowVersionView
 
 V = TypeVar("V")
 L = TypeVar("L", bound=DataLoader[Any, Any])
-JobFields = tuple[str, ...]
-"""Fields of `JOB_FIELDS` a query selects, `id` among them, in a fixed order."""
+Fields = tuple[str, ...]
+"""The fields a query selects, in a fixed order, for loaders that read only those: of a job,
+`JOB_FIELDS` (`id` among them); of a run's nodes, `("values",)` or none."""
 JobRow = dict[str, Any]
 """A job's selected fields by name."""
 
@@ -61,36 +62,37 @@ class WorkflowVersionByWorkflowIdLoader(DataLoader[str, WorkflowVersionView | No
     """The latest version of a workflow."""
 
 
-class NodeStatesByRunIdLoader(DataLoader[str, list[NodeRow]]):
-    """Every node state of a run, in node key order."""
+class NodeStatesByRunIdLoader(DataLoader[tuple[str, Fields], list[NodeRow]]):
+    """Every node state of a run by (run id, fields), in node key order; fields `()` leaves
+    the outputs and errors out (None), `("values",)` reads them."""
 
 
 class PlanByRunIdLoader(DataLoader[str, dict[str, Any] | None]):
     """The frozen plan of a run the caller read (large: read only when a field needs it)."""
 
 
-class JobByIdLoader(DataLoader[tuple[str, JobFields], JobRow | None]):
+class JobByIdLoader(DataLoader[tuple[str, Fields], JobRow | None]):
     """The selected fields of a node's job by (job id, fields); None when the caller may not
     read the job now."""
 
 
-class JobsOfRunLoader(DataLoader[tuple[str, JobFields], dict[str, JobRow]]):
+class JobsOfRunLoader(DataLoader[tuple[str, Fields], dict[str, JobRow]]):
     """The selected fields of every job of a run by (run id, fields), by job id; the jobs the
     caller may not read now are absent."""
 
 
 def _by_fields(
     database: Database,
-    fetch: Callable[[AsyncSession, list[str], JobFields], Awaitable[Mapping[str, V]]],
+    fetch: Callable[[AsyncSession, list[str], Fields], Awaitable[Mapping[str, V]]],
     default: Callable[[], V],
-) -> Callable[[list[tuple[str, JobFields]]], Awaitable[list[V]]]:
+) -> Callable[[list[tuple[str, Fields]]], Awaitable[list[V]]]:
     """A batch function over (id, fields) keys: one statement per distinct `fields`."""
 
-    async def batch(keys: list[tuple[str, JobFields]]) -> list[V]:
-        ids_by_fields: dict[JobFields, list[str]] = defaultdict(list)
+    async def batch(keys: list[tuple[str, Fields]]) -> list[V]:
+        ids_by_fields: dict[Fields, list[str]] = defaultdict(list)
         for key, fields in keys:
             ids_by_fields[fields].append(key)
-        found: dict[tuple[str, JobFields], V] = {}
+        found: dict[tuple[str, Fields], V] = {}
         async with database.read_session() as session:
             for fields, ids in ids_by_fields.items():
                 for key, value in (await fetch(session, ids, fields)).items():
@@ -126,20 +128,22 @@ class WorkflowLoaders:
         async def latest(s: AsyncSession, ids: list[str]) -> dict[str, WorkflowVersionView | None]:
             return dict(await workflow_service.latest_versions(s, ids))
 
-        async def nodes(s: AsyncSession, ids: list[str]) -> dict[str, list[NodeRow]]:
+        async def nodes(
+            s: AsyncSession, ids: list[str], fields: Fields
+        ) -> dict[str, list[NodeRow]]:
             grouped: dict[str, list[NodeRow]] = {run_id: [] for run_id in ids}
-            for row in await run_service.node_rows(s, ids):
+            for row in await run_service.node_rows(s, ids, values="values" in fields):
                 grouped[row.run_id].append(row)
             return grouped
 
         async def plans(s: AsyncSession, ids: list[str]) -> dict[str, dict[str, Any] | None]:
             return dict(await run_service.plan_snapshots(s, ids))
 
-        async def jobs(s: AsyncSession, ids: list[str], fields: JobFields) -> dict[str, JobRow]:
+        async def jobs(s: AsyncSession, ids: list[str], fields: Fields) -> dict[str, JobRow]:
             return await job_read_service.visible_fields(s, principal, fields, ids=ids)
 
         async def of_runs(
-            s: AsyncSession, ids: list[str], fields: JobFields
+            s: AsyncSession, ids: list[str], fields: Fields
         ) -> dict[str, dict[str, JobRow]]:
             grouped: dict[str, dict[str, JobRow]] = {run_id: {} for run_id in ids}
             found = await job_read_service.visible_fields(
@@ -154,7 +158,9 @@ class WorkflowLoaders:
             workflow_version_by_workflow_id=_loader(
                 WorkflowVersionByWorkflowIdLoader, database, latest, none
             ),
-            node_states_by_run_id=_loader(NodeStatesByRunIdLoader, database, nodes, list),
+            node_states_by_run_id=NodeStatesByRunIdLoader(
+                load_fn=_by_fields(database, nodes, list)
+            ),
             plan_by_run_id=_loader(PlanByRunIdLoader, database, plans, none),
             job_by_id=JobByIdLoader(load_fn=_by_fields(database, jobs, _no_job)),
             jobs_of_run=JobsOfRunLoader(load_fn=_by_fields(database, of_runs, dict)),

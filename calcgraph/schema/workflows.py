@@ -264,7 +264,10 @@ class WorkflowRunType:
         if self.states is not None:  # already in hand (a tick's answer): page it here
             items = _page(sorted(self.states.items()), first, after, statuses)
         elif whole:
-            rows = await workflow_loaders_of(info).node_states_by_run_id.load(str(self.id))
+            values = ("values",) if selects(info, "outputs") or selects(info, "error") else ()
+            rows = await workflow_loaders_of(info).node_states_by_run_id.load(
+                (str(self.id), values)
+            )
             items = [(row.node_key, row.state) for row in rows]
         else:
             key = (str(self.id), after, first, statuses)

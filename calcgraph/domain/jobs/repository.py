@@ -144,8 +144,7 @@ class JobRepository(RepositoryBase[Job]):
             visible_job_clause(principal),
             joined=_JOBS.join(Package, Package.id == _JOBS.c.package_id),
         )
-        rows = await self.session.execute(query, {"ids": list(ids)})
-        return [dict(zip(fields, row, strict=True)) for row in rows]
+        return await self._projected(query, fields, {"ids": list(ids)})
 
     async def visible_fields_of_runs(
         self, principal: Principal, run_ids: Sequence[str], fields: Sequence[str]
@@ -160,7 +159,15 @@ class JobRepository(RepositoryBase[Job]):
             .join_from(_JOBS, Package, Package.id == _JOBS.c.package_id)
             .where(_JOBS.c.workflow_run_id.in_(run_ids), visible_job_clause(principal))
         )
-        rows = await self.session.execute(query)
+        return await self._projected(query, fields)
+
+    async def _projected(
+        self, query: Any, fields: Sequence[str], parameters: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        # On the session's connection: plain rows, without the ORM's per-row loading (the
+        # visibility clause names model attributes, which would make it an ORM statement).
+        connection = await self.session.connection()
+        rows = (await connection.execute(query, parameters)).all()
         return [dict(zip(fields, row, strict=True)) for row in rows]
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:

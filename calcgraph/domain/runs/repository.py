@@ -23,6 +23,7 @@ from sqlalchemy import (
     delete,
     event,
     insert,
+    null,
     or_,
     select,
     true,
@@ -245,18 +246,22 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         )
         return {row[0]: dict(row[1]) for row in rows}
 
-    async def node_rows(self, run_ids: Sequence[str]) -> list[NodeRow]:
+    async def node_rows(self, run_ids: Sequence[str], *, values: bool = True) -> list[NodeRow]:
+        """Every node of the runs, by run and key; without `values`, outputs and error are not
+        read (None): a whole run's 10,000 JSON documents when the reader shows none."""
         if not run_ids:
             return []
-        # Table columns, not the model's: rows without the ORM's per-row loading (10,000 of
-        # them for a whole run in GraphQL).
-        columns = (_NODES.c.run_id, _NODES.c.kind, *(_NODES.c[c.key] for c in _STATE_COLUMNS))
+        # Table columns, not the model's: rows without the ORM's per-row loading.
+        columns: list[Any] = [_NODES.c.run_id, _NODES.c.kind]
+        columns += [_NODES.c[c.key] for c in _STATE_COLUMNS]
+        if not values:
+            columns[5:7] = [null().label("outputs"), null().label("error")]
         rows = await self.session.execute(
             select(*columns)
             .where(_NODES.c.run_id.in_(run_ids))
             .order_by(_NODES.c.run_id, _NODES.c.node_key)
         )
-        return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows]
+        return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows.all()]
 
     @property
     def _dialect(self) -> str:

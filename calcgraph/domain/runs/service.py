@@ -380,9 +380,12 @@ class RunService:
         await self._ensure_visible(session, principal, *found)
         return await repository.running_jobs(run_id)
 
-    async def node_rows(self, session: AsyncSession, run_ids: Sequence[str]) -> list[NodeRow]:
-        """Node states of runs the caller already read (GraphQL loaders)."""
-        return await RunRepository.from_session(session).node_rows(run_ids)
+    async def node_rows(
+        self, session: AsyncSession, run_ids: Sequence[str], *, values: bool = True
+    ) -> list[NodeRow]:
+        """Node states of runs the caller already read (GraphQL loaders); without `values`,
+        their outputs and errors are left out (None)."""
+        return await RunRepository.from_session(session).node_rows(run_ids, values=values)
 
     async def plan_snapshots(
         self, session: AsyncSession, run_ids: Sequence[str]
