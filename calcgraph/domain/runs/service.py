@@ -302,7 +302,12 @@ class RunService:
                 session, await self._node_jobs(repository, run, result), cache
             )
         new_states = {**states, **result.nodes}
-        repository.after_commit(lambda: self.memo.remember_states(run_id, revision + 1, new_states))
+        if after.status in RUN_TERMINAL:
+            repository.after_commit(lambda: self.memo.forget(run_id))
+        else:
+            repository.after_commit(
+                lambda: self.memo.remember_states(run_id, revision + 1, new_states)
+            )
         return await self._view(repository, run, since, new_states, snapshot)
 
     async def _plan(self, repository: RunRepository, run_id: str) -> tuple[dict[str, Any], Plan]:
@@ -335,7 +340,8 @@ class RunService:
             states = self.memo.states(run.id, run.revision)
         if states is None:
             states = await repository.states(run.id)
-            self.memo.remember_states(run.id, run.revision, states)
+            if run.status not in RUN_TERMINAL:  # an ended run stays out of the memo
+                self.memo.remember_states(run.id, run.revision, states)
         return run_view(run, states, snapshot)
 
     async def _node_jobs(
