@@ -117,17 +117,6 @@ class JobRepository(RepositoryBase[Job]):
             return []
         return [job_view(j) for j in await self.session.scalars(select(Job).where(Job.id.in_(ids)))]
 
-    async def visible_views(self, principal: Principal, ids: Sequence[str]) -> list[JobView]:
-        """The jobs among `ids` the caller may read now, in one statement (loaders)."""
-        if not ids:
-            return []
-        rows = await self.session.scalars(
-            select(Job)
-            .join(Package, Package.id == Job.package_id)
-            .where(Job.id.in_(ids), visible_job_clause(principal))
-        )
-        return [job_view(j) for j in rows]
-
     async def visible_fields_by_id(
         self, principal: Principal, ids: Sequence[str], fields: Sequence[str]
     ) -> list[dict[str, Any]]:

@@ -38,14 +38,6 @@ class JobReadService:
             raise PermissionDenied(policy.denial(f"job {job_id!r}"))
         return job
 
-    async def visible_jobs(
-        self, session: AsyncSession, principal: Principal, ids: Sequence[str]
-    ) -> dict[str, JobView]:
-        """The jobs among `ids` that `get_job` would answer, by id; the others are absent
-        (GraphQL relations to a job: a run's node states)."""
-        rows = await JobRepository.from_session(session).visible_views(principal, ids)
-        return {job.id: job for job in rows}
-
     async def visible_fields(
         self,
         session: AsyncSession,
