@@ -20,7 +20,8 @@ from bench.core import Options, Result, summarise
 from calcgraph.builds.docker_builder import DOCKER_PREFIX, docker_client, remove_image
 from calcgraph.builds.logs import BuildLog
 from calcgraph.builds.pip import BuildFailed
-from calcgraph.builds.pipeline import BuildInput, run_build
+from calcgraph.builds.pipeline import run_build
+from calcgraph.domain.builds.ports import BuildRequest
 from calcgraph.settings import Settings
 from tests.builds.build_fixtures import CLEAN, build_settings
 
@@ -45,7 +46,7 @@ def _run(builder: str) -> list[Result]:
                 code = f"def main(x):\n    return x + {i}  # {scenario}\n"
                 files = {"main.py": code, "requirements.txt": "\n".join(requirements)}
                 t0 = time.perf_counter_ns()
-                result = run_build(settings, BuildInput("bench", files, requirements), BuildLog())
+                result = run_build(settings, BuildRequest("bench", files, requirements), BuildLog())
                 latencies.append(time.perf_counter_ns() - t0)
                 if result.status != "success":
                     errors += 1

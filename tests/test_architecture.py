@@ -75,3 +75,50 @@ def test_services_never_commit() -> None:
         if ".commit(" in path.read_text()
     ]
     assert offenders == []
+
+
+def calcgraph_imports(path: Path) -> set[str]:
+    """Every calcgraph module `path` imports, wherever the import statement is."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("calcgraph."))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("calcgraph."):
+                found.add(node.module)
+    return found
+
+
+# The domain acts on the world through ports (protocols) that the doors fill in; it renders
+# no wire format, so it knows neither the adapters nor the doors.
+OUTSIDE_THE_DOMAIN = (
+    "calcgraph.builds",
+    "calcgraph.sources",
+    "calcgraph.workers",
+    "calcgraph.rest_compat",
+    "calcgraph.schema",
+    "calcgraph.resolvers",
+    "calcgraph.auth",
+)
+
+
+def _reaches(modules: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "domain").rglob("*.py")),
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
+def test_the_domain_imports_no_adapter_and_no_door(path: Path) -> None:
+    assert _reaches(calcgraph_imports(path), OUTSIDE_THE_DOMAIN) == []
+
+
+def test_auth_imports_no_door() -> None:
+    offenders = {
+        path.relative_to(ROOT).as_posix(): reached
+        for path in sorted((ROOT / "auth").rglob("*.py"))
+        if (reached := _reaches(calcgraph_imports(path), ("calcgraph.rest_compat",)))
+    }
+    assert offenders == {}

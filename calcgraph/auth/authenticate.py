@@ -18,7 +18,6 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Identity, Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import DomainError, Unauthenticated
-from calcgraph.rest_compat.errors import render
 
 # Contract section 3: the only routes that need no token. Everything else routed needs one.
 PUBLIC_ROUTES = frozenset(
@@ -98,7 +97,8 @@ def require_principal(connection: HTTPConnection) -> Principal:
 
 class AuthenticationMiddleware:
     """Authenticates once per request. A routed path outside the public list without a valid
-    token gets 401 here; unrouted paths fall through to the router's 404 and 405."""
+    token is refused here (Unauthenticated, rendered 401 by the REST door's error middleware,
+    which sits outside this one); unrouted paths fall through to the router's 404 and 405."""
 
     def __init__(
         self,
@@ -134,10 +134,9 @@ class AuthenticationMiddleware:
                     "this route needs a bearer token: Authorization: Bearer <access token>"
                 )
         except DomainError as exc:
-            error = exc
+            # Raised, not rendered: the door's error middleware outside this one maps it.
             if header is not None and self.throttle is not None:
-                error = await self.throttle(scope) or exc
-            await render(error)(scope, receive, send)
-            return
+                raise (await self.throttle(scope) or exc) from None
+            raise
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)

@@ -17,6 +17,7 @@ from calcgraph.builds.pip import BuildFailed, Deadline, PipOptions
 from calcgraph.builds.registry import push_image
 from calcgraph.builds.report import ScanError, ScanReport
 from calcgraph.builds.scanner import scanner_from_settings
+from calcgraph.domain.builds.ports import BuildRequest
 from calcgraph.settings import Settings
 
 BuilderKind = Literal["docker", "artifact"]
@@ -24,13 +25,6 @@ BuilderKind = Literal["docker", "artifact"]
 
 def builder_for(settings: Settings) -> BuilderKind:
     return "docker" if settings.sandbox_kind == "docker" else "artifact"
-
-
-@dataclass(frozen=True)
-class BuildInput:
-    function: str
-    files: dict[str, str]
-    requirements: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -50,7 +44,7 @@ def pip_options(settings: Settings) -> PipOptions:
     )
 
 
-def run_build(settings: Settings, request: BuildInput, log: BuildLog) -> BuildResult:
+def run_build(settings: Settings, request: BuildRequest, log: BuildLog) -> BuildResult:
     started = time.monotonic()
     deadline = Deadline(settings.build_timeout_seconds)
     kind = builder_for(settings)

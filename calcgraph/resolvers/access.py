@@ -11,19 +11,15 @@ from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.schema.access import (
-    FunctionPage,
-    FunctionType,
-    JobPage,
-    JobType,
     MemberRole,
     MemberType,
     OrganizationType,
-    PackagePage,
-    PackageType,
     UserType,
     principal_of,
 )
 from calcgraph.schema.context import Info
+from calcgraph.schema.jobs import JobPage, JobType
+from calcgraph.schema.packages import FunctionPage, FunctionType, PackagePage, PackageType
 
 
 @strawberry.type

@@ -13,8 +13,9 @@ from calcgraph.domain.errors import FieldError, InvalidRequest, ValidationError
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import JobView
-from calcgraph.schema.access import JobType, principal_of
+from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
+from calcgraph.schema.jobs import JobType
 from calcgraph.workers.inprocess import Execution
 
 

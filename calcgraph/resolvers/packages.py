@@ -11,15 +11,17 @@ from strawberry.scalars import JSON
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.packages.publishing.service import publishing_service
-from calcgraph.schema.access import PackageType, principal_of
+from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import (
     DeploymentReportType,
     FunctionVersionHistoryType,
     FunctionVersionType,
+    PackageType,
     PackageVersionHistoryType,
     Visibility,
 )
+from calcgraph.sources.git import GitSources
 
 
 def _files(files: Any) -> dict[str, str]:
@@ -117,7 +119,7 @@ class PackageMutation:
             report = await publishing_service.publish_from_git(
                 session,
                 principal,
-                info.context.settings,
+                GitSources(info.context.settings),
                 git_url,
                 ref,
                 visibility.value if visibility is not None else None,

@@ -3,18 +3,40 @@ Each route parses, calls one service, serialises."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import require_principal
-from calcgraph.domain.builds.service import FunctionSubmission, build_service
+from calcgraph.builds.local import LocalBuilds
+from calcgraph.domain.builds.service import BuildOutcome, FunctionSubmission, build_service
+from calcgraph.domain.builds.submission import format_duration, format_size
 from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.operations import Operation
 from calcgraph.rest_compat.responses import BuildOut
 from calcgraph.rest_compat.schemas import SubmitFunctionBody
 from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
+
+
+def build_json(outcome: BuildOutcome) -> dict[str, Any]:
+    """The specification's build response, plus the identifiers a client needs next."""
+    return {
+        "function_id": outcome.function_id,
+        "status": outcome.status,
+        "docker_image": outcome.docker_image,
+        "image_size": format_size(outcome.image_size_bytes or 0),
+        "build_time": format_duration(outcome.build_seconds),
+        "vulnerabilities": outcome.vulnerabilities,
+        "build_id": outcome.build_id,
+        "function_version_id": outcome.function_version_id,
+        "version": outcome.version,
+        "version_status": outcome.version_status,
+        "package_version": outcome.package_version,
+        "log": f"/functions/{outcome.function_id}/builds/{outcome.build_id}/log",
+    }
 
 
 async def submit_function(request: Request) -> JSONResponse:
@@ -27,6 +49,7 @@ async def submit_function(request: Request) -> JSONResponse:
             session,
             principal,
             settings,
+            LocalBuilds(settings),
             FunctionSubmission(
                 name=body.name,
                 code=body.code,
@@ -41,7 +64,7 @@ async def submit_function(request: Request) -> JSONResponse:
     # Raised after the commit: a refused build keeps its record and its reason.
     if outcome.refusal is not None:
         raise outcome.refusal
-    return JSONResponse(outcome.as_json(), status_code=201)
+    return JSONResponse(build_json(outcome), status_code=201)
 
 
 async def build_log(request: Request) -> PlainTextResponse:
@@ -52,7 +75,7 @@ async def build_log(request: Request) -> PlainTextResponse:
         text = await build_service.read_log(
             session,
             principal,
-            settings,
+            LocalBuilds(settings),
             request.path_params["function_id"],
             request.path_params["build_id"],
         )

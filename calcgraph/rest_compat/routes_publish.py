@@ -18,7 +18,12 @@ from calcgraph.domain.functions.views import (
     FunctionVersionView,
 )
 from calcgraph.domain.packages.publishing.service import publishing_service
-from calcgraph.domain.packages.views import PackageVersionsView, PackageVersionView
+from calcgraph.domain.packages.views import (
+    DeploymentReport,
+    FunctionDeployment,
+    PackageVersionsView,
+    PackageVersionView,
+)
 from calcgraph.rest_compat.body import parse_body
 from calcgraph.rest_compat.operations import Operation, Query
 from calcgraph.rest_compat.responses import (
@@ -36,6 +41,7 @@ from calcgraph.rest_compat.schemas import (
 )
 from calcgraph.rest_compat.state import database_of
 from calcgraph.settings import Settings
+from calcgraph.sources.git import GitSources
 
 
 class FunctionVersionsQuery(Query):
@@ -136,6 +142,38 @@ def function_detail_json(detail: FunctionDetailView) -> dict[str, Any]:
     }
 
 
+def deployed_function_json(function: FunctionDeployment) -> dict[str, Any]:
+    return {
+        "id": function.function_id,
+        "name": function.name,
+        "version": function.version,
+        "version_id": function.version_id,
+        "checksum": function.checksum,
+        "status": function.status,
+        "changelog": function.changelog,
+        "endpoint": function.endpoint,
+        "is_breaking_change": function.is_breaking_change,
+        "breaking_reasons": list(function.breaking_reasons),
+        "deprecated": function.deprecated,
+    }
+
+
+def deployment_json(report: DeploymentReport) -> dict[str, Any]:
+    return {
+        "package_id": report.package_id,
+        "package": report.package,
+        "package_version": report.package_version,
+        "package_version_id": report.package_version_id,
+        "is_latest": report.is_latest,
+        "is_stable": report.is_stable,
+        "git_ref": report.git_ref,
+        "git_commit": report.git_commit,
+        "functions": [deployed_function_json(f) for f in report.functions],
+        "removed_functions": list(report.removed_functions),
+        "warnings": list(report.warnings),
+    }
+
+
 async def publish_package(request: Request) -> JSONResponse:
     principal = require_principal(request)
     body = await parse_body(request, PublishPackageBody)
@@ -143,7 +181,7 @@ async def publish_package(request: Request) -> JSONResponse:
         report = await publishing_service.publish(
             session, principal, body.manifest, body.files, body.visibility, body.organization
         )
-    return JSONResponse(report.as_json(), status_code=201)
+    return JSONResponse(deployment_json(report), status_code=201)
 
 
 async def publish_from_git(request: Request) -> JSONResponse:
@@ -154,13 +192,13 @@ async def publish_from_git(request: Request) -> JSONResponse:
         report = await publishing_service.publish_from_git(
             session,
             principal,
-            settings,
+            GitSources(settings),
             body.git_url,
             body.ref,
             body.visibility,
             body.organization,
         )
-    return JSONResponse(report.as_json(), status_code=201)
+    return JSONResponse(deployment_json(report), status_code=201)
 
 
 async def patch_package(request: Request) -> JSONResponse:

@@ -1,5 +1,6 @@
-"""GraphQL types of publishing and versions: the graph package -> versions -> functions ->
-versions, and the deployment report. Relations go through the per-request loaders."""
+"""GraphQL types of the package catalogue: packages and functions (one module, as they point
+at each other), their versions, the deployment report and the pages. Relations go through
+the per-request loaders, hence the policy (see `schema.access`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import cast
 import strawberry
 from strawberry.scalars import JSON
 
+from calcgraph.domain.errors import PermissionDenied
 from calcgraph.domain.functions.views import (
     FunctionVersionEntry,
     FunctionVersionsView,
     FunctionVersionView,
+    FunctionView,
 )
 from calcgraph.domain.packages.views import (
     DeployedFunctionView,
@@ -21,8 +24,9 @@ from calcgraph.domain.packages.views import (
     FunctionDeployment,
     PackageVersionsView,
     PackageVersionView,
+    PackageView,
 )
-from calcgraph.schema.access import FunctionType, PackageType, loaders_of, principal_of
+from calcgraph.schema.access import OrganizationType, loaders_of, principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.package_loaders import PackageLoaders
 
@@ -280,13 +284,101 @@ class DeploymentReportType:
         )
 
 
-async def versions_of_package(info: Info, package_id: str) -> list[PackageVersionType]:
-    """`Package.versions`, resolved here for the type in `schema.access`."""
-    rows = await package_loaders_of(info).package_versions_by_package_id.load(package_id)
-    return [PackageVersionType.from_view(v) for v in rows]
+@strawberry.type(name="Package", description="A package of functions.")
+class PackageType:
+    id: str = strawberry.field(description="Identifier.")
+    name: str = strawberry.field(description="Unique package name.")
+    visibility: str = strawberry.field(description="`private`, `internal` or `public`.")
+    owner: str = strawberry.field(description="Username of the owner.")
+    organization_slug: str | None = strawberry.field(description="Owning organization's slug.")
+    description: str | None = strawberry.field(description="What the package does.")
+    current_version: str | None = strawberry.field(description="Latest deployed version.")
+    created_at: datetime = strawberry.field(description="Creation time.")
+    updated_at: datetime = strawberry.field(description="Last change.")
+    organization_id: strawberry.Private[str | None]
+
+    @strawberry.field(description="Functions of the package.")
+    async def functions(self, info: Info) -> list[FunctionType]:
+        rows = await loaders_of(info).functions_by_package_id.load(self.id)
+        return [FunctionType.from_view(f) for f in rows]
+
+    @strawberry.field(description="Every deployment of the package, oldest first.")
+    async def versions(self, info: Info) -> list[PackageVersionType]:
+        rows = await package_loaders_of(info).package_versions_by_package_id.load(self.id)
+        return [PackageVersionType.from_view(v) for v in rows]
+
+    @strawberry.field(description="The owning organization; PermissionDenied for non-members.")
+    async def organization(self, info: Info) -> OrganizationType | None:
+        if self.organization_id is None:
+            return None
+        org = await loaders_of(info).organization_by_id.load(self.organization_id)
+        if org is None:
+            raise PermissionDenied(
+                f"you may not access organization {self.organization_slug!r}: you are not a member"
+            )
+        return OrganizationType.from_view(org)
+
+    @classmethod
+    def from_view(cls, package: PackageView) -> PackageType:
+        return cls(
+            id=package.id,
+            name=package.name,
+            visibility=package.visibility,
+            owner=package.owner,
+            organization_slug=package.organization,
+            description=package.description,
+            current_version=package.current_version,
+            created_at=package.created_at,
+            updated_at=package.updated_at,
+            organization_id=package.organization_id,
+        )
 
 
-async def versions_of_function(info: Info, function_id: str) -> list[FunctionVersionType]:
-    """`Function.versions`, resolved here for the type in `schema.access`."""
-    rows = await package_loaders_of(info).function_versions_by_function_id.load(function_id)
-    return [FunctionVersionType.from_view(v) for v in rows]
+async def package_or_denied(info: Info, package_id: str) -> PackageType:
+    """A non-null relation to a package: PermissionDenied when it is hidden."""
+    package = await loaders_of(info).package_by_id.load(package_id)
+    if package is None:
+        raise PermissionDenied(f"you may not access package {package_id!r}")
+    return PackageType.from_view(package)
+
+
+@strawberry.type(name="Function", description="A function of a package.")
+class FunctionType:
+    id: str = strawberry.field(description="Immutable identifier.")
+    name: str = strawberry.field(description="Name within its package.")
+    package_id: str = strawberry.field(description="Identifier of its package.")
+    current_version: str | None = strawberry.field(description="Current version.")
+    current_version_id: str | None = strawberry.field(description="Current version's id.")
+    created_at: datetime = strawberry.field(description="Creation time.")
+
+    @strawberry.field(description="The package of the function.")
+    async def package(self, info: Info) -> PackageType:
+        return await package_or_denied(info, self.package_id)
+
+    @strawberry.field(description="Every version of the function, oldest first.")
+    async def versions(self, info: Info) -> list[FunctionVersionType]:
+        rows = await package_loaders_of(info).function_versions_by_function_id.load(self.id)
+        return [FunctionVersionType.from_view(v) for v in rows]
+
+    @classmethod
+    def from_view(cls, function: FunctionView) -> FunctionType:
+        return cls(
+            id=function.id,
+            name=function.name,
+            package_id=function.package_id,
+            current_version=function.current_version,
+            current_version_id=function.current_version_id,
+            created_at=function.created_at,
+        )
+
+
+@strawberry.type(description="A page of packages.")
+class PackagePage:
+    items: list[PackageType] = strawberry.field(description="Packages of this page.")
+    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
+
+
+@strawberry.type(description="A page of functions.")
+class FunctionPage:
+    items: list[FunctionType] = strawberry.field(description="Functions of this page.")
+    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")

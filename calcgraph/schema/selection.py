@@ -11,9 +11,9 @@ from strawberry.types.base import get_object_definition
 from strawberry.types.nodes import SelectedField, Selection
 from strawberry.utils.str_converters import to_camel_case
 
-from calcgraph.domain.jobs.repository import JOB_FIELDS
-from calcgraph.schema.access import JobType
+from calcgraph.domain.jobs.views import JOB_FIELDS
 from calcgraph.schema.context import Info
+from calcgraph.schema.jobs import JobType
 
 JOB_KEYS = ("id", "function_id", "package_id")
 """Read whatever the query selects: the job's own resolvers (`package`, `function`) need them."""
@@ -31,6 +31,20 @@ def _fields(selections: Sequence[Selection]) -> Iterator[SelectedField]:
 def selects(info: Info, name: str) -> bool:
     """Whether the query asks for field `name` of the items of the current list field."""
     return any(f.name == name for field in info.selected_fields for f in _fields(field.selections))
+
+
+def asks_for_plan(info: Info) -> bool:
+    """Whether a query on a run needs its plan: `planSnapshot`, or the function version of a
+    node (read with the run then, in its statement's session, rather than by a loader)."""
+    for run in info.selected_fields:
+        for field in _fields(run.selections):
+            if field.name == "planSnapshot":
+                return True
+            if field.name in ("nodeStates", "nodeState"):
+                names = {f.name for f in _fields(field.selections)}
+                if names & {"functionVersionId", "functionVersion"}:
+                    return True
+    return False
 
 
 @cache

@@ -16,8 +16,9 @@ from calcgraph.domain.runs.nodes.service import check_page
 from calcgraph.domain.runs.state import NodeState
 from calcgraph.domain.runs.views import RunView, function_versions
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowVersionView, WorkflowView
-from calcgraph.schema.access import JobType, principal_of
+from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
+from calcgraph.schema.jobs import JobType
 from calcgraph.schema.node_loaders import NodeLoaders
 from calcgraph.schema.packages import FunctionVersionType, package_loaders_of
 from calcgraph.schema.selection import job_fields, job_of_fields, selects

@@ -36,6 +36,7 @@ from typing import Literal
 from urllib.parse import unquote, urlsplit
 
 from calcgraph.domain.errors import FieldError, InvalidRequest, NotFound, ValidationError
+from calcgraph.settings import Settings
 
 RefKind = Literal["tag", "branch", "commit"]
 
@@ -408,3 +409,26 @@ async def fetch_repository(
         raise git.size_error()
     files = await asyncio.to_thread(read_files, destination, max_bytes)
     return GitCheckout(redact(git_url.strip()), ref, kind, commit, destination, files)
+
+
+@dataclass(frozen=True)
+class GitSources:
+    """Publishing's `SourceFetcher` on git, within the operator's bounds from settings. Each
+    fetch clones into its own temporary directory, removed once the files are read."""
+
+    settings: Settings
+
+    async def fetch(self, url: str, ref: str) -> GitCheckout:
+        workdir = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="calcgraph-deploy-"))
+        try:
+            return await fetch_repository(
+                url,
+                ref,
+                workdir / "checkout",
+                timeout_seconds=self.settings.git_clone_timeout_seconds,
+                max_bytes=self.settings.git_max_repository_bytes,
+                allowed_schemes=self.settings.git_allowed_schemes,
+                local_roots=self.settings.git_local_roots,
+            )
+        finally:
+            await asyncio.to_thread(shutil.rmtree, workdir, True)

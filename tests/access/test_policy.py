@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from calcgraph.domain.access import policy
@@ -73,3 +75,43 @@ def test_identity_from_claims() -> None:
     assert Identity.from_claims({"sub": "x"}).username == "x"
     with pytest.raises(Unauthenticated):
         Identity.from_claims({"preferred_username": "nobody"})
+
+
+ACTS: tuple[policy.Act, ...] = get_args(policy.Act)
+THINGS = [None] + [
+    package(visibility, org)
+    for visibility in ("private", "internal", "public")
+    for org in ("org-1", None)
+]
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_the_role_is_read_only_when_it_can_change_the_verdict(act: policy.Act) -> None:
+    """`access_service.require` skips the membership statement when `role_matters` says no:
+    then every role must give the same verdict."""
+    for who in (OWNER, OTHER, ADMIN):
+        for thing in THINGS:
+            for submitted_by in (None, OWNER.user_id, OTHER.user_id):
+                facts = policy.Facts(None, thing, submitted_by)
+                if policy.role_matters(act, who, facts):
+                    continue
+                verdicts = {
+                    policy.decide(act, who, policy.Facts(role, thing, submitted_by))
+                    for role in (None, "member", "owner")
+                }
+                assert len(verdicts) == 1, (act, who.username, thing, submitted_by)
+
+
+def test_acts_name_the_rules() -> None:
+    internal = package("internal")
+    member = policy.Facts("member", internal)
+    assert policy.decide("see_package", OTHER, member)
+    assert not policy.decide("manage_package", OTHER, member)
+    assert policy.decide("manage_package", OTHER, policy.Facts("owner", internal))
+    assert policy.decide("see_job", OTHER, policy.Facts("member", internal, OTHER.user_id))
+    assert not policy.decide("see_job", OTHER, policy.Facts("member", internal, OWNER.user_id))
+    assert policy.decide("see_run", ADMIN, policy.Facts(None, None, OWNER.user_id))
+    assert not policy.decide("see_package", OTHER, policy.Facts())  # gone
+    assert policy.decide("read_organization", OTHER, policy.Facts("member"))
+    assert not policy.decide("manage_members", OTHER, policy.Facts("member"))
+    assert policy.decide("publish_into_organization", ADMIN, policy.Facts())

@@ -7,6 +7,7 @@ import binascii
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Generic, TypeVar
 
 from calcgraph.domain.errors import FieldError, ValidationError
@@ -65,6 +66,29 @@ def decode_cursor(cursor: str) -> tuple[str, ...]:
             [FieldError(("query", "cursor"), "unknown cursor")],
         )
     return tuple(value)
+
+
+@dataclass(frozen=True)
+class Keyset:
+    """Where a page starts: the sort time and id of the previous page's last row (every
+    listing sorts by a timestamp, then the id to break ties)."""
+
+    when: datetime
+    last_id: str
+
+
+def keyset(after: tuple[str, ...] | None) -> Keyset | None:
+    """The position of a decoded cursor. Read when the listing's statement is built (after
+    the request's other checks), so a well-formed cursor of another shape says so then."""
+    if after is None:
+        return None
+    try:
+        return Keyset(datetime.fromisoformat(after[0]), after[1])
+    except (ValueError, IndexError):
+        raise ValidationError(
+            "cursor is not one this listing issued",
+            [FieldError(("query", "cursor"), "unknown cursor")],
+        ) from None
 
 
 def make_page(rows: list[T], limit: int, key_of: Callable[[T], Sequence[str]]) -> Page[T]:

@@ -1,13 +1,14 @@
 """The access policy, decided here and only here. Pure: facts in, verdicts out.
 
 Repositories express the same rules in SQL for listings (`packages.repository.visible_clause`,
-`jobs.repository`); the authorization matrix test checks that both agree cell by cell.
+`jobs.repository`); the authorization matrix test checks that both agree cell by cell. Services
+ask by act (`decide`) through `access_service.require`, which gathers the facts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, assert_never
 
 from calcgraph.domain.access.principal import Principal
 
@@ -108,3 +109,79 @@ def can_see_run(principal: Principal, run_user_id: str, workflow_visible: bool) 
     """A run is its creator's (admins read all), while its workflow stays visible to them:
     the same rule as jobs, which a run's nodes are."""
     return can_see_job(principal, run_user_id, workflow_visible)
+
+
+Act = Literal[
+    "see_package",
+    "manage_package",
+    "see_workflow",
+    "manage_workflow",
+    "see_job",
+    "see_run",
+    "read_organization",
+    "manage_members",
+    "publish_into_organization",
+]
+ORGANIZATION_ACTS: frozenset[Act] = frozenset(
+    {"read_organization", "manage_members", "publish_into_organization"}
+)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a verdict reads besides the caller."""
+
+    role: str | None = None
+    """The caller's role in the organization concerned: the one acted on, or the owning
+    organization of the package or workflow."""
+    thing: PackageFacts | None = None
+    """The package or workflow acted on; of a job its package, of a run its workflow (None:
+    gone)."""
+    submitted_by: str | None = None
+    """The user who submitted the job or started the run."""
+
+
+def decide(act: Act, principal: Principal, facts: Facts) -> bool:
+    """Every act by name, on the rules above."""
+    role, thing = facts.role, facts.thing
+    member = role is not None
+    if act == "read_organization":
+        return can_read_organization(principal, role)
+    if act == "manage_members":
+        return can_manage_members(principal, role)
+    if act == "publish_into_organization":
+        return can_publish_into_organization(principal, role)
+    if act == "see_job":
+        visible = thing is not None and can_see_package(principal, thing, member)
+        return can_see_job(principal, facts.submitted_by or "", visible)
+    if act == "see_run":
+        visible = thing is not None and can_see_workflow(principal, thing, member)
+        return can_see_run(principal, facts.submitted_by or "", visible)
+    if thing is None:
+        return False
+    if act == "see_package":
+        return can_see_package(principal, thing, member)
+    if act == "manage_package":
+        return can_manage_package(principal, thing, role)
+    if act == "see_workflow":
+        return can_see_workflow(principal, thing, member)
+    if act == "manage_workflow":
+        return can_manage_workflow(principal, thing, role)
+    assert_never(act)
+
+
+def role_matters(act: Act, principal: Principal, facts: Facts) -> bool:
+    """Whether the caller's role can change `decide`'s verdict on these facts: when it cannot,
+    the statement that reads it is spared (every execute and every run read asks)."""
+    if principal.is_admin:
+        return False
+    if act in ORGANIZATION_ACTS:
+        return True
+    thing = facts.thing
+    if thing is None or thing.organization_id is None or thing.owner_id == principal.user_id:
+        return False
+    if act in ("see_job", "see_run") and facts.submitted_by != principal.user_id:
+        return False
+    if act in ("manage_package", "manage_workflow"):
+        return True
+    return thing.visibility == "internal"

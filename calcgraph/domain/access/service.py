@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,6 +20,21 @@ from calcgraph.domain.errors import (
     PermissionDenied,
     ValidationError,
 )
+
+Demand = tuple[policy.Act, str]
+"""An act the caller must be allowed, and what its refusal names (`policy.denial`)."""
+
+
+class Owned(Protocol):
+    """What the policy reads of a package or workflow (an ORM row or a view)."""
+
+    @property
+    def owner_id(self) -> str: ...
+    @property
+    def organization_id(self) -> str | None: ...
+    @property
+    def visibility(self) -> str: ...
+
 
 _SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,98}[a-z0-9])?$")
 
@@ -56,6 +72,51 @@ def _matches(user: User, identity: Identity) -> bool:
 
 
 class AccessService:
+    async def require(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        *demands: Demand,
+        on: Owned | None = None,
+        organization_id: str | None = None,
+        submitted_by: str | None = None,
+    ) -> None:
+        """Raise PermissionDenied for the first of `demands` the policy refuses, on current
+        facts gathered once: `on` the package or workflow (of a job its package, of a run its
+        workflow), `organization_id` for the organization acts, `submitted_by` for a job's or
+        run's user. Whether the thing exists (NotFound) is the caller's to say first."""
+        acts = [act for act, _ in demands]
+        facts = await self._facts(session, principal, acts, on, organization_id, submitted_by)
+        for act, refusal in demands:
+            if not policy.decide(act, principal, facts):
+                raise PermissionDenied(policy.denial(refusal))
+
+    async def _facts(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        acts: Sequence[policy.Act],
+        on: Owned | None,
+        organization_id: str | None,
+        submitted_by: str | None,
+    ) -> policy.Facts:
+        thing = (
+            None
+            if on is None
+            else policy.PackageFacts(on.owner_id, on.organization_id, on.visibility)
+        )
+        facts = policy.Facts(None, thing, submitted_by)
+        if organization_id is None and thing is not None:
+            organization_id = thing.organization_id
+        if organization_id is None or not any(
+            policy.role_matters(act, principal, facts) for act in acts
+        ):
+            return facts
+        role = await OrganizationRepository.from_session(session).role_of(
+            organization_id, principal.user_id
+        )
+        return policy.Facts(role, thing, submitted_by)
+
     async def provision(self, session: AsyncSession, identity: Identity) -> Principal:
         """The user of a verified identity: created on first sight, updated when the
         identity provider's claims changed since, untouched (no write) otherwise."""
@@ -123,9 +184,10 @@ class AccessService:
         self, session: AsyncSession, principal: Principal, slug: str
     ) -> OrganizationView:
         org = await self._organization(session, slug)
-        role = await OrganizationRepository.from_session(session).role_of(org.id, principal.user_id)
-        if not policy.can_read_organization(principal, role):
-            raise PermissionDenied(policy.denial(f"organization {slug!r}: you are not a member"))
+        refusal = f"organization {slug!r}: you are not a member"
+        await self.require(
+            session, principal, ("read_organization", refusal), organization_id=org.id
+        )
         return await self._view(session, org)
 
     async def add_member(
@@ -137,11 +199,9 @@ class AccessService:
                 [FieldError(("body", "role"), "member or owner")],
             )
         org = await self._organization(session, slug)
+        refusal = f"the members of {slug!r}: only its owners and admins may"
+        await self.require(session, principal, ("manage_members", refusal), organization_id=org.id)
         orgs = OrganizationRepository.from_session(session)
-        if not policy.can_manage_members(principal, await orgs.role_of(org.id, principal.user_id)):
-            raise PermissionDenied(
-                policy.denial(f"the members of {slug!r}: only its owners and admins may")
-            )
         user = await UserRepository.from_session(session).get_by_username(username)
         if user is None:
             raise NotFound(f"no user {username!r}; a user exists after their first sign-in")
@@ -182,19 +242,20 @@ class AccessService:
             raise Conflict(f"{org.slug!r} must keep at least one owner")
 
     async def organization_to_place_in(
-        self, session: AsyncSession, principal: Principal, slug: str | None, what: str
+        self, session: AsyncSession, principal: Principal, slug: str | None, what: str = ""
     ) -> Organization | None:
-        """The organization a caller puts a package or workflow into: members only (admins
-        anywhere); None when no organization is named. `what` completes the refusal."""
+        """The organization a caller puts a package, workflow or function into: members only
+        (admins anywhere); None when no organization is named. `what` completes the refusal."""
         if slug is None:
             return None
-        organizations = OrganizationRepository.from_session(session)
-        organization = await organizations.get_by_slug(slug)
-        if organization is None:
-            raise NotFound(f"no organization {slug!r}")
-        role = await organizations.role_of(organization.id, principal.user_id)
-        if not policy.can_publish_into_organization(principal, role):
-            raise PermissionDenied(policy.denial(f"organization {slug!r}: only its members {what}"))
+        organization = await self._organization(session, slug)
+        refusal = f"organization {slug!r}: only its members {what}".rstrip()
+        await self.require(
+            session,
+            principal,
+            ("publish_into_organization", refusal),
+            organization_id=organization.id,
+        )
         return organization
 
     async def refused_executions(

@@ -31,14 +31,6 @@ class BuildRepository(RepositoryBase[Build]):
         )
         return (await self.session.execute(statement)).scalar_one_or_none()
 
-    async def of_function(self, function_id: str) -> list[Build]:
-        statement = (
-            select(Build)
-            .where(Build.function_id == function_id)
-            .order_by(Build.created_at, Build.id)
-        )
-        return list((await self.session.execute(statement)).scalars())
-
     async def mark_pulled(self, build_id: str, when: datetime) -> None:
         await self.session.execute(
             update(Build).where(Build.id == build_id).values(last_pulled_at=when)

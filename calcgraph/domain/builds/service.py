@@ -22,27 +22,22 @@ turns either into the sandbox's `image`, or `code_dir` and `deps_dir`.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.builds.logs import BuildLog, read_log, store_log
-from calcgraph.builds.pipeline import BuildInput, BuildResult, run_build
 from calcgraph.db.base import new_id, utcnow
-from calcgraph.domain.access import policy
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
+from calcgraph.domain.access.service import access_service
 from calcgraph.domain.builds.models import Build
+from calcgraph.domain.builds.ports import BuildReport, BuildRequest, Builds
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.builds.submission import (
     CODE_FILE,
     REQUIREMENTS_FILE,
     PreviousBuild,
-    format_duration,
-    format_size,
     next_function_version,
     next_package_version,
     parse_requirements_text,
@@ -56,7 +51,6 @@ from calcgraph.domain.errors import (
     FieldError,
     InvalidRequest,
     NotFound,
-    PermissionDenied,
     ValidationError,
 )
 from calcgraph.domain.functions.models import Function
@@ -100,23 +94,6 @@ class BuildOutcome:
     package_version: str | None = None
     refusal: DomainError | None = None
 
-    def as_json(self) -> dict[str, Any]:
-        """The specification's build response, plus the identifiers a client needs next."""
-        return {
-            "function_id": self.function_id,
-            "status": self.status,
-            "docker_image": self.docker_image,
-            "image_size": format_size(self.image_size_bytes or 0),
-            "build_time": format_duration(self.build_seconds),
-            "vulnerabilities": self.vulnerabilities,
-            "build_id": self.build_id,
-            "function_version_id": self.function_version_id,
-            "version": self.version,
-            "version_status": self.version_status,
-            "package_version": self.package_version,
-            "log": f"/functions/{self.function_id}/builds/{self.build_id}/log",
-        }
-
 
 class BuildService:
     async def submit(
@@ -124,6 +101,7 @@ class BuildService:
         session: AsyncSession,
         principal: Principal,
         settings: Settings,
+        builds: Builds,
         submission: FunctionSubmission,
     ) -> BuildOutcome:
         validated = validate_submission(
@@ -141,20 +119,16 @@ class BuildService:
         )  # fmt: skip
         checksum = function_checksums(parse_manifest(manifest), files)[submission.name]
 
-        log = BuildLog()
-        result = await asyncio.to_thread(
-            run_build, settings, BuildInput(submission.name, files, requirements), log
-        )
+        result = await builds.build(BuildRequest(submission.name, files, requirements))
 
         package = await self._own_package(session, principal, submission.name)
         build_id = new_id()
-        key = await asyncio.to_thread(store_log, settings.build_dir, build_id, log.text())
+        key = await builds.store_log(build_id, result.log)
         if result.status != "success":
             return await self._refused(
                 session, principal, submission, package, result, build_id, key
             )
-        assert result.artifact is not None
-        assert result.report is not None
+        assert result.reference is not None
         previous = await self._previous(session, package, submission.name)
         version, version_status = next_function_version(previous, checksum, requirements)
         existing = (
@@ -175,15 +149,15 @@ class BuildService:
             submission.organization,
         )  # fmt: skip
         deployed = report.functions[0]
-        vulnerabilities = result.report.verdict.as_dict()
+        vulnerabilities = result.vulnerabilities
         await BuildRepository.from_session(session).add(
             Build(
                 id=build_id,
                 function_id=deployed.function_id,
                 function_version_id=deployed.version_id,
                 build_status="success",
-                docker_image=result.artifact.reference,
-                image_size=result.artifact.size_bytes,
+                docker_image=result.reference,
+                image_size=result.size_bytes,
                 build_duration=result.duration_seconds,
                 log_key=key,
                 vulnerabilities=vulnerabilities,
@@ -194,8 +168,8 @@ class BuildService:
             build_id=build_id,
             function_id=deployed.function_id,
             status="ready",
-            docker_image=result.artifact.reference,
-            image_size_bytes=result.artifact.size_bytes,
+            docker_image=result.reference,
+            image_size_bytes=result.size_bytes,
             build_seconds=result.duration_seconds,
             vulnerabilities=vulnerabilities,
             function_version_id=deployed.version_id,
@@ -208,7 +182,7 @@ class BuildService:
         self,
         session: AsyncSession,
         principal: Principal,
-        settings: Settings,
+        builds: Builds,
         function_id: str,
         build_id: str,
     ) -> str:
@@ -217,11 +191,7 @@ class BuildService:
         build = await BuildRepository.from_session(session).get(build_id)
         if build is None or build.function_id != function_id:
             raise NotFound(f"function {function_id!r} has no build {build_id!r}")
-        text = (
-            await asyncio.to_thread(read_log, settings.build_dir, build.log_key)
-            if build.log_key
-            else None
-        )
+        text = await builds.read_log(build.log_key) if build.log_key else None
         if text is None:
             raise NotFound(f"the log of build {build_id!r} is no longer stored")
         return text
@@ -233,18 +203,8 @@ class BuildService:
         package = await PackageVersionRepository.from_session(session).find_package(name)
         if package is None or package.name != name:
             return None
-        role = (
-            await OrganizationRepository.from_session(session).role_of(
-                package.organization_id, principal.user_id
-            )
-            if package.organization_id is not None
-            else None
-        )
-        facts = policy.PackageFacts(package.owner_id, package.organization_id, package.visibility)
-        if not policy.can_manage_package(principal, facts, role):
-            raise PermissionDenied(
-                policy.denial(f"function {name!r}: its package belongs to someone else")
-            )
+        refusal = f"function {name!r}: its package belongs to someone else"
+        await access_service.require(session, principal, ("manage_package", refusal), on=package)
         others = [
             f.name
             for f in await FunctionVersionRepository.from_session(session).functions_of_package(
@@ -285,12 +245,12 @@ class BuildService:
         principal: Principal,
         submission: FunctionSubmission,
         package: Package | None,
-        result: BuildResult,
+        result: BuildReport,
         build_id: str,
         key: str,
     ) -> BuildOutcome:
         function_id = await self._function_for_record(session, principal, submission, package)
-        vulnerabilities = result.report.verdict.as_dict() if result.report is not None else {}
+        vulnerabilities = result.vulnerabilities
         reason = result.reason or "the build failed"
         await BuildRepository.from_session(session).add(
             Build(
@@ -327,7 +287,10 @@ class BuildService:
         packages = PackageVersionRepository.from_session(session)
         functions = FunctionVersionRepository.from_session(session)
         if package is None:
-            organization_id = await self._organization_id(session, principal, submission)
+            organization = await access_service.organization_to_place_in(
+                session, principal, submission.organization
+            )
+            organization_id = organization.id if organization is not None else None
             if submission.visibility == "internal" and organization_id is None:
                 raise ValidationError(
                     "an internal package needs an organization",
@@ -349,22 +312,6 @@ class BuildService:
             session.add(function)
             await session.flush()
         return function.id
-
-    async def _organization_id(
-        self, session: AsyncSession, principal: Principal, submission: FunctionSubmission
-    ) -> str | None:
-        if submission.organization is None:
-            return None
-        organizations = OrganizationRepository.from_session(session)
-        organization = await organizations.get_by_slug(submission.organization)
-        if organization is None:
-            raise NotFound(f"no organization {submission.organization!r}")
-        role = await organizations.role_of(organization.id, principal.user_id)
-        if not policy.can_publish_into_organization(principal, role):
-            raise PermissionDenied(
-                policy.denial(f"organization {submission.organization!r}: only its members")
-            )
-        return organization.id
 
 
 build_service = BuildService()

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Select, or_, select
 
 from calcgraph.db.base import RepositoryBase
+from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.views import (
@@ -16,7 +17,7 @@ from calcgraph.domain.functions.views import (
     FunctionView,
 )
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
-from calcgraph.domain.packages.repository import after_clause, visible_clause
+from calcgraph.domain.packages.repository import visible_clause
 
 
 class FunctionRepository(RepositoryBase[Function]):
@@ -46,7 +47,7 @@ class FunctionRepository(RepositoryBase[Function]):
         package_id: str | None = None,
     ) -> list[FunctionView]:
         query = self._views().where(
-            visible_clause(principal), after_clause(Function.created_at, Function.id, after)
+            visible_clause(principal), keyset_clause(Function.created_at, Function.id, after)
         )
         if package_id is not None:
             query = query.where(Function.package_id == package_id)

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access import policy
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
-from calcgraph.domain.errors import Conflict, NotFound, PermissionDenied
+from calcgraph.domain.access.service import access_service
+from calcgraph.domain.errors import Conflict, NotFound
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import (
     FunctionRepository,
@@ -253,16 +252,8 @@ class FunctionVersionService:
         if found is None:
             return None
         row, fn, current = found
-        facts = policy.PackageFacts(row.owner_id, row.organization_id, row.visibility)
-        role = (
-            await OrganizationRepository.from_session(session).role_of(
-                row.organization_id, principal.user_id
-            )
-            if row.visibility == "internal" and row.organization_id is not None
-            else None
-        )
-        if not policy.can_see_package(principal, facts, member_of_owning_org=role is not None):
-            raise PermissionDenied(policy.denial(f"package {package!r}: it is not visible to you"))
+        refusal = f"package {package!r}: it is not visible to you"
+        await access_service.require(session, principal, ("see_package", refusal), on=row)
         view = FunctionView(
             id=fn.id,
             name=fn.name,

@@ -4,39 +4,20 @@ package's current visibility and the caller's current memberships."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, func, insert, or_, select, true
+from sqlalchemy import ColumnElement, Table, and_, func, insert, select, true
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import by_keys
+from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.models import Job
-from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.jobs.views import JOB_FIELDS, JobView
 from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.repository import visible_clause
 
 _JOBS = cast(Table, Job.__table__)
-JOB_FIELDS = (
-    "id",
-    "status",
-    "function_id",
-    "function_version_id",
-    "package_id",
-    "inputs",
-    "outputs",
-    "error",
-    "logs",
-    "cache_hit",
-    "created_at",
-    "started_at",
-    "finished_at",
-    "workflow_run_id",
-)
-"""The columns a read of chosen fields may ask for (`visible_fields_*`): a job as the contract
-shows it."""
 
 
 def job_view(job: Job) -> JobView:
@@ -87,17 +68,7 @@ class JobRepository(RepositoryBase[Job]):
             .join(Package, Package.id == Job.package_id)
             .where(Job.user_id == principal.user_id, visible_clause(principal))
         )
-        if after is not None:
-            try:
-                when, last_id = datetime.fromisoformat(after[0]), after[1]
-            except (ValueError, IndexError):
-                raise ValidationError(
-                    "cursor is not one this listing issued",
-                    [FieldError(("query", "cursor"), "unknown cursor")],
-                ) from None
-            query = query.where(
-                or_(Job.created_at < when, and_(Job.created_at == when, Job.id < last_id))
-            )
+        query = query.where(keyset_clause(Job.created_at, Job.id, after, newest_first=True))
         rows = await self.session.scalars(
             query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
         )

@@ -7,14 +7,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access import policy
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import NotFound, PermissionDenied
+from calcgraph.domain.access.service import access_service
+from calcgraph.domain.errors import NotFound
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.packages.repository import PackageRepository
-from calcgraph.domain.packages.service import package_read_service
 
 
 class JobReadService:
@@ -31,11 +30,9 @@ class JobReadService:
         if job is None:
             raise NotFound(f"no job {job_id!r}")
         package = await PackageRepository.from_session(session).get_view(job.package_id)
-        visible = package is not None and await package_read_service.can_see(
-            session, principal, package
+        await access_service.require(
+            session, principal, ("see_job", f"job {job_id!r}"), on=package, submitted_by=job.user_id
         )
-        if not policy.can_see_job(principal, job.user_id, visible):
-            raise PermissionDenied(policy.denial(f"job {job_id!r}"))
         return job
 
     async def visible_fields(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, or_, select, true, update
@@ -11,9 +10,9 @@ from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
+from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.models import Membership, Organization, User
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import (
     CodeBlob,
@@ -39,20 +38,6 @@ def visible_clause(principal: Principal) -> ColumnElement[bool]:
         Package.visibility == "public",
         and_(Package.visibility == "internal", Package.organization_id.in_(member_orgs)),
     )
-
-
-def after_clause(created_at: Any, id_: Any, after: tuple[str, ...] | None) -> ColumnElement[bool]:
-    """Keyset condition (created_at, id) > after, written portably (no row values)."""
-    if after is None:
-        return true()
-    try:
-        when, last_id = datetime.fromisoformat(after[0]), after[1]
-    except (ValueError, IndexError):
-        raise ValidationError(
-            "cursor is not one this listing issued",
-            [FieldError(("query", "cursor"), "unknown cursor")],
-        ) from None
-    return or_(created_at > when, and_(created_at == when, id_ > last_id))
 
 
 class PackageRepository(RepositoryBase[Package]):
@@ -89,7 +74,7 @@ class PackageRepository(RepositoryBase[Package]):
     ) -> list[PackageView]:
         rows = await self.session.execute(
             self._views()
-            .where(visible_clause(principal), after_clause(Package.created_at, Package.id, after))
+            .where(visible_clause(principal), keyset_clause(Package.created_at, Package.id, after))
             .order_by(Package.created_at, Package.id)
             .limit(limit + 1)
         )
@@ -209,15 +194,6 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
 
     async def version_views(self, package_id: str) -> list[PackageVersionView]:
         versions = await self.versions_of(package_id)
-        deployed = await self.deployed_functions([v.id for v in versions])
-        return [version_view(v, deployed) for v in versions]
-
-    async def version_views_by_id(self, ids: Sequence[str]) -> list[PackageVersionView]:
-        if not ids:
-            return []
-        versions = list(
-            await self.session.scalars(select(PackageVersion).where(PackageVersion.id.in_(ids)))
-        )
         deployed = await self.deployed_functions([v.id for v in versions])
         return [version_view(v, deployed) for v in versions]
 

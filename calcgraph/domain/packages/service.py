@@ -6,11 +6,10 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access import policy
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
-from calcgraph.domain.errors import NotFound, PermissionDenied
+from calcgraph.domain.access.service import access_service
+from calcgraph.domain.errors import NotFound
 from calcgraph.domain.packages.repository import PackageRepository
 from calcgraph.domain.packages.views import PackageView
 
@@ -32,24 +31,9 @@ class PackageReadService:
         package = await PackageRepository.from_session(session).get_view(package_id)
         if package is None:
             raise NotFound(f"no package {package_id!r}")
-        if not await self.can_see(session, principal, package):
-            raise PermissionDenied(
-                policy.denial(f"package {package_id!r}: it is not visible to you")
-            )
+        refusal = f"package {package_id!r}: it is not visible to you"
+        await access_service.require(session, principal, ("see_package", refusal), on=package)
         return package
-
-    async def can_see(
-        self, session: AsyncSession, principal: Principal, package: PackageView
-    ) -> bool:
-        role = (
-            await OrganizationRepository.from_session(session).role_of(
-                package.organization_id, principal.user_id
-            )
-            if package.organization_id is not None
-            else None
-        )
-        facts = policy.PackageFacts(package.owner_id, package.organization_id, package.visibility)
-        return policy.can_see_package(principal, facts, member_of_owning_org=role is not None)
 
     async def ensure_visible(
         self, session: AsyncSession, principal: Principal, package_id: str

@@ -84,21 +84,6 @@ class FunctionDeployment:
         # The version id pins exactly this immutable version (see functions.service).
         return f"/functions/{self.version_id}/execute"
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.function_id,
-            "name": self.name,
-            "version": self.version,
-            "version_id": self.version_id,
-            "checksum": self.checksum,
-            "status": self.status,
-            "changelog": self.changelog,
-            "endpoint": self.endpoint,
-            "is_breaking_change": self.is_breaking_change,
-            "breaking_reasons": list(self.breaking_reasons),
-            "deprecated": self.deprecated,
-        }
-
 
 @dataclass(frozen=True)
 class DeploymentReport:
@@ -113,18 +98,3 @@ class DeploymentReport:
     functions: tuple[FunctionDeployment, ...]
     removed_functions: tuple[str, ...]
     warnings: tuple[str, ...]
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "package_id": self.package_id,
-            "package": self.package,
-            "package_version": self.package_version,
-            "package_version_id": self.package_version_id,
-            "is_latest": self.is_latest,
-            "is_stable": self.is_stable,
-            "git_ref": self.git_ref,
-            "git_commit": self.git_commit,
-            "functions": [f.as_json() for f in self.functions],
-            "removed_functions": list(self.removed_functions),
-            "warnings": list(self.warnings),
-        }

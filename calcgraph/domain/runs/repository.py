@@ -18,15 +18,12 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
-    and_,
     bindparam,
     delete,
     event,
     insert,
     null,
-    or_,
     select,
-    true,
     update,
 )
 from sqlalchemy.orm import defer
@@ -34,8 +31,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import by_keys, locked, update_from_arrays
+from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
@@ -406,37 +403,10 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             query = query.where(WorkflowRun.status.in_(statuses))
         if workflow_id is not None:
             query = query.where(WorkflowRun.workflow_id == workflow_id)
-        query = query.where(_before(after))
+        query = query.where(
+            keyset_clause(WorkflowRun.started_at, WorkflowRun.id, after, newest_first=True)
+        )
         rows = await self.session.scalars(
             query.order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc()).limit(limit + 1)
         )
         return [run_view(run) for run in rows]
-
-    async def runs_by_id(self, ids: Sequence[str]) -> list[WorkflowRun]:
-        if not ids:
-            return []
-        return list(await self.session.scalars(select(WorkflowRun).where(WorkflowRun.id.in_(ids))))
-
-    async def set_fields(self, run_id: str, **values: Any) -> None:
-        await self.session.execute(
-            update(WorkflowRun)
-            .where(WorkflowRun.id == run_id)
-            .values(**values)
-            .execution_options(synchronize_session=False)
-        )
-
-
-def _before(after: tuple[str, ...] | None) -> Any:
-    if after is None:
-        return true()
-    try:
-        when, last_id = datetime.fromisoformat(after[0]), after[1]
-    except (ValueError, IndexError):
-        raise ValidationError(
-            "cursor is not one this listing issued",
-            [FieldError(("query", "cursor"), "unknown cursor")],
-        ) from None
-    return or_(
-        WorkflowRun.started_at < when,
-        and_(WorkflowRun.started_at == when, WorkflowRun.id < last_id),
-    )

@@ -31,7 +31,6 @@ from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access import policy
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, ValidationError
 from calcgraph.domain.functions.service import function_version_service
@@ -425,21 +424,13 @@ class RunService:
     async def _ensure_visible(
         self, session: AsyncSession, principal: Principal, run: WorkflowRun, facts: WorkflowFacts
     ) -> None:
-        visible = False
-        if run.user_id == principal.user_id or principal.is_admin:
-            role = (
-                await OrganizationRepository.from_session(session).role_of(
-                    facts.organization_id, principal.user_id
-                )
-                if facts.organization_id is not None and facts.visibility == "internal"
-                else None
-            )
-            package_facts = policy.PackageFacts(
-                facts.owner_id, facts.organization_id, facts.visibility
-            )
-            visible = policy.can_see_workflow(principal, package_facts, role is not None)
-        if not policy.can_see_run(principal, run.user_id, visible):
-            raise PermissionDenied(policy.denial(f"workflow run {run.id!r}"))
+        await access_service.require(
+            session,
+            principal,
+            ("see_run", f"workflow run {run.id!r}"),
+            on=facts,
+            submitted_by=run.user_id,
+        )
 
 
 run_service = RunService()

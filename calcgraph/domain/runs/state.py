@@ -11,7 +11,6 @@ from calcgraph.domain.workflows.planner import Plan
 
 NodeStatus = Literal["pending", "running", "success", "failed", "cancelled"]
 RunStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
-NODE_DONE: frozenset[str] = frozenset({"success", "failed", "cancelled"})
 RUN_TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 
 

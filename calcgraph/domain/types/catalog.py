@@ -90,7 +90,3 @@ def ancestors(name: str) -> list[str]:
         chain.append(parent)
         parent = CATALOG[parent].parent
     return chain
-
-
-def is_numeric(name: str) -> bool:
-    return "Numeric" in ancestors(name)

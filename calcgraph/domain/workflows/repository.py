@@ -9,9 +9,9 @@ from sqlalchemy import ColumnElement, Select, and_, or_, select, true
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import locked
+from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.models import Membership, Organization, User
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.packages.repository import after_clause
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
 
@@ -87,7 +87,7 @@ class WorkflowRepository(RepositoryBase[Workflow]):
             self._views()
             .where(
                 visible_workflow_clause(principal),
-                after_clause(Workflow.created_at, Workflow.id, after),
+                keyset_clause(Workflow.created_at, Workflow.id, after),
             )
             .order_by(Workflow.created_at, Workflow.id)
             .limit(limit + 1)

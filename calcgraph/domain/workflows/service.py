@@ -25,10 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import utcnow
-from calcgraph.domain.access import policy
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
     Conflict,
@@ -36,7 +34,6 @@ from calcgraph.domain.errors import (
     FieldError,
     InvalidRequest,
     NotFound,
-    PermissionDenied,
     ValidationError,
 )
 from calcgraph.domain.functions.service import function_version_service
@@ -189,19 +186,17 @@ class WorkflowService:
         workflow = await repository.by_slug(slug, for_update=True)
         if workflow is None:
             raise NotFound(f"no workflow {slug!r}")
-        role = await self._role(session, principal, workflow.organization_id)
-        facts = policy.PackageFacts(
-            workflow.owner_id, workflow.organization_id, workflow.visibility
+        await access_service.require(
+            session,
+            principal,
+            ("see_workflow", f"workflow {slug!r}"),
+            (
+                "manage_workflow",
+                f"workflow {slug!r} for changes: its owner, the owners of its organization and "
+                "admins manage it",
+            ),
+            on=workflow,
         )
-        if not policy.can_see_workflow(principal, facts, role is not None):
-            raise PermissionDenied(policy.denial(f"workflow {slug!r}"))
-        if not policy.can_manage_workflow(principal, facts, role):
-            raise PermissionDenied(
-                policy.denial(
-                    f"workflow {slug!r} for changes: its owner, the owners of its "
-                    "organization and admins manage it"
-                )
-            )
         checked = await self.check(session, principal, graph)
         refuse(checked.report, saving=True)
         number = workflow.latest_version + 1
@@ -240,10 +235,8 @@ class WorkflowService:
         view = await WorkflowRepository.from_session(session).view_by_slug(slug)
         if view is None:
             raise NotFound(f"no workflow {slug!r}")
-        role = await self._role(session, principal, view.organization_id)
-        facts = policy.PackageFacts(view.owner_id, view.organization_id, view.visibility)
-        if not policy.can_see_workflow(principal, facts, role is not None):
-            raise PermissionDenied(policy.denial(f"workflow {slug!r}: it is not visible to you"))
+        refusal = f"workflow {slug!r}: it is not visible to you"
+        await access_service.require(session, principal, ("see_workflow", refusal), on=view)
         return view
 
     async def list_workflows(
@@ -267,15 +260,6 @@ class WorkflowService:
         """Latest version of each workflow the caller already read (loaders)."""
         rows = await WorkflowRepository.from_session(session).latest_versions(workflow_ids)
         return {row.workflow_id: row for row in rows}
-
-    async def _role(
-        self, session: AsyncSession, principal: Principal, organization_id: str | None
-    ) -> str | None:
-        if organization_id is None:
-            return None
-        return await OrganizationRepository.from_session(session).role_of(
-            organization_id, principal.user_id
-        )
 
 
 workflow_service = WorkflowService()

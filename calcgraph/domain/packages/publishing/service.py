@@ -6,12 +6,8 @@ policy), to keep both modules small; both doors call `publishing_service`.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,13 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access import policy
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import OrganizationRepository
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
     Conflict,
     FieldError,
     NotFound,
-    PermissionDenied,
     ValidationError,
 )
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -35,6 +29,7 @@ from calcgraph.domain.packages.files import clean_files
 from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest
 from calcgraph.domain.packages.manifest_json import release_as_json
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
+from calcgraph.domain.packages.publishing.sources import SourceFetcher
 from calcgraph.domain.packages.repository import PackageRepository, PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import same_version, version_from_tag
 from calcgraph.domain.packages.service import package_read_service
@@ -52,8 +47,6 @@ from calcgraph.domain.packages.views import (
     PackageVersionView,
     PackageView,
 )
-from calcgraph.settings import Settings
-from calcgraph.sources.git import fetch_repository
 
 
 def _history(
@@ -282,28 +275,16 @@ class PublishingService:
         self,
         session: AsyncSession,
         principal: Principal,
-        settings: Settings,
+        sources: SourceFetcher,
         git_url: str,
         ref: str,
         visibility: str | None = None,
         organization_slug: str | None = None,
     ) -> DeploymentReport:
-        """Fetch `ref`, read `calcgraph.yaml` at the root, publish. The clone runs before the
+        """Fetch `ref`, read `calcgraph.yaml` at the root, publish. The fetch runs before the
         first statement of the session, so no transaction (and no SQLite write lock) is held
-        while git works; each request clones into its own temporary directory."""
-        workdir = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="calcgraph-deploy-"))
-        try:
-            checkout = await fetch_repository(
-                git_url,
-                ref,
-                workdir / "checkout",
-                timeout_seconds=settings.git_clone_timeout_seconds,
-                max_bytes=settings.git_max_repository_bytes,
-                allowed_schemes=settings.git_allowed_schemes,
-                local_roots=settings.git_local_roots,
-            )
-        finally:
-            await asyncio.to_thread(shutil.rmtree, workdir, True)
+        while git works."""
+        checkout = await sources.fetch(git_url, ref)
         source = checkout.files.get(MANIFEST_FILE)
         if source is None:
             raise ValidationError(
@@ -383,21 +364,11 @@ class PublishingService:
     async def _ensure_manager(
         self, session: AsyncSession, principal: Principal, package: Package
     ) -> None:
-        role = (
-            await OrganizationRepository.from_session(session).role_of(
-                package.organization_id, principal.user_id
-            )
-            if package.organization_id is not None
-            else None
+        refusal = (
+            f"package {package.name!r} for changes: its owner, the owners of its organization "
+            "and admins manage it"
         )
-        facts = policy.PackageFacts(package.owner_id, package.organization_id, package.visibility)
-        if not policy.can_manage_package(principal, facts, role):
-            raise PermissionDenied(
-                policy.denial(
-                    f"package {package.name!r} for changes: its owner, the owners of its "
-                    "organization and admins manage it"
-                )
-            )
+        await access_service.require(session, principal, ("manage_package", refusal), on=package)
 
 
 def sha256_hex(data: bytes) -> str:

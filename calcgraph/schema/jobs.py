@@ -1,0 +1,68 @@
+"""GraphQL types of jobs: a job points at its package and function, through the loaders."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from calcgraph.domain.errors import PermissionDenied
+from calcgraph.domain.jobs.views import JobView
+from calcgraph.schema.access import loaders_of
+from calcgraph.schema.context import Info
+from calcgraph.schema.packages import FunctionType, PackageType, package_or_denied
+
+
+@strawberry.type(name="Job", description="One execution of a function.")
+class JobType:
+    id: str = strawberry.field(description="Identifier.")
+    status: str = strawberry.field(description="`queued`, `running`, `success` or `failed`.")
+    function_id: str = strawberry.field(description="Function executed.")
+    function_version_id: str = strawberry.field(description="Exact version executed.")
+    package_id: str = strawberry.field(description="Package of the function.")
+    inputs: JSON = strawberry.field(description="Inputs as sent.")
+    outputs: JSON | None = strawberry.field(description="Outputs on success.")
+    error: JSON | None = strawberry.field(description="`kind` and `message` on failure.")
+    logs: str | None = strawberry.field(description="Captured output, truncated to 64 KiB.")
+    cache_hit: bool = strawberry.field(description="Answered from the result cache.")
+    created_at: datetime = strawberry.field(description="Submission time.")
+    started_at: datetime | None = strawberry.field(description="Start of execution.")
+    finished_at: datetime | None = strawberry.field(description="End of execution.")
+
+    @strawberry.field(description="The package of the job's function.")
+    async def package(self, info: Info) -> PackageType:
+        return await package_or_denied(info, self.package_id)
+
+    @strawberry.field(description="The function the job executed.")
+    async def function(self, info: Info) -> FunctionType:
+        function = await loaders_of(info).function_by_id.load(self.function_id)
+        if function is None:
+            raise PermissionDenied(f"you may not access function {self.function_id!r}")
+        return FunctionType.from_view(function)
+
+    @classmethod
+    def from_view(cls, job: JobView) -> JobType:
+        data: dict[str, Any] = {
+            "id": job.id,
+            "status": job.status,
+            "function_id": job.function_id,
+            "function_version_id": job.function_version_id,
+            "package_id": job.package_id,
+            "inputs": job.inputs,
+            "outputs": job.outputs,
+            "error": job.error,
+            "logs": job.logs,
+            "cache_hit": job.cache_hit,
+            "created_at": job.created_at,
+            "started_at": job.started_at,
+            "finished_at": job.finished_at,
+        }
+        return cls(**data)
+
+
+@strawberry.type(description="A page of jobs.")
+class JobPage:
+    items: list[JobType] = strawberry.field(description="Jobs of this page, newest first.")
+    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
