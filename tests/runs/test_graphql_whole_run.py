@@ -5,12 +5,15 @@ process's run memo."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
 from sqlalchemy import event
 
 from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.runs.views import NodeRow
 from tests.execution.conftest import Platform
 from tests.runs.test_graphql_api import _chain_run, _gql
 
@@ -94,3 +97,19 @@ async def test_an_ended_run_leaves_the_run_memo(platform: Platform) -> None:
     assert found.json()["status"] == "completed"
     assert len(found.json()["node_states"]) == 2
     assert run_service.memo.plan(run_id) is None  # ticking an ended run does not bring it back
+
+
+async def test_a_query_leaves_no_rows_for_the_collector(platform: Platform) -> None:
+    # Rows remembered by a request's loaders sat in reference cycles until a full collection
+    # (the server grew by megabytes a whole-run query); released, they go with the request.
+    run_id = await _chain_run(platform, 4)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        await _gql(platform, WHOLE, id=run_id)
+        gc.collect()
+        kept = [o for o in gc.garbage if isinstance(o, NodeRow | NodeState)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert kept == []
