@@ -9,7 +9,11 @@ read from /proc for the server process alone; the load generator runs in this pr
   inside the tick's unit of work from /metrics (target 2 ms of CPU per tick in all).
 - `scale_polled_runs_http`: 10, 100 and 500 diamond runs at once, each polled every 2 s with a
   plain tick (no `wait`), until all complete: tick latency p50/p99 (target p99 250 ms at 500),
-  how many completed, ticks per second served, server CPU per tick.
+  how many completed, ticks per second served, server CPU per tick (both its threads: the
+  in-process workers share the process), and where the machine's CPU went meanwhile: the
+  server's event loop thread, its worker threads, the sandboxes running the jobs, PostgreSQL,
+  this load generator, the machine in all; beside it the wait for the event loop (/health
+  latency on a connection of its own, every 0.5 s).
 - `scale_nodes_http`: runs of 100, 1,000 and 10,000 nodes (parallel chains) from creation to
   `completed` with long-poll ticks: total time, tick latency and answer size; then GraphQL on
   the finished run: the first page of 100 node states with their jobs (target 50 ms at 10,000)
@@ -25,6 +29,7 @@ PostgreSQL: `CALCGRAPH_BENCH_POSTGRES_URL` (default .../cg_scale_bench, reset at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import subprocess
@@ -40,7 +45,9 @@ from bench.scale_client import (
     Api,
     api,
     chains_nodes,
+    client_pools,
     cpu_seconds,
+    cpu_split,
     diamond_nodes,
     gather_limited,
     load1,
@@ -49,6 +56,7 @@ from bench.scale_client import (
 from bench.server import HOST, free_port
 
 POLL_S = 2.0
+POOLS = 20  # of 30 connections: 25 pollers to a pool at 500 runs
 FIRST_PAGE = """query Page($id: ID!) { workflowRun(id: $id) { id status
   nodeStates(first: 100) { nodeKey status startedAt job { id status finishedAt } } } }"""
 WHOLE_RUN = """query Whole($id: ID!) { workflowRun(id: $id) { id status
@@ -128,11 +136,13 @@ def _sleepy(bench: Api) -> dict[str, object]:
     }
 
 
-async def _poll(bench: Api, run_id: str, latencies: list[int], deadline: float) -> bool:
+async def _poll(
+    bench: Api, http: httpx.AsyncClient, run_id: str, latencies: list[int], deadline: float
+) -> bool:
     await asyncio.sleep(random.uniform(0, POLL_S))  # polls spread over the interval
     while time.monotonic() < deadline:
         start = time.perf_counter_ns()
-        view, _ = await bench.tick(run_id)
+        view, _ = await bench.tick(run_id, http=http)
         took = time.perf_counter_ns() - start
         latencies.append(took)
         if view["status"] in TERMINAL:
@@ -141,10 +151,27 @@ async def _poll(bench: Api, run_id: str, latencies: list[int], deadline: float) 
     return False
 
 
+async def _health_lag(bench: Api, stop: asyncio.Event, latencies: list[int]) -> None:
+    """/health every half second on a connection of its own: it reads no database, so its
+    latency is the time a request waits for the server's event loop."""
+    async with httpx.AsyncClient(base_url=bench.server.base_url, timeout=120.0) as http:
+        while not stop.is_set():
+            start = time.perf_counter_ns()
+            await http.get("/health")
+            latencies.append(time.perf_counter_ns() - start)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+
+
+def _ms(nanoseconds: list[int], share: float) -> float:
+    ordered = sorted(nanoseconds)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * share))] / 1e6, 1)
+
+
 def polled_runs(options: Options) -> list[Result]:
     async def run() -> list[Result]:
         results = []
-        async with api(connections=600) as bench:
+        async with api() as bench:
             slug = await bench.workflow(diamond_nodes(bench))
             await bench.run_to_end(slug, -1.0, 60)  # warm: sandboxes started
             for runs in (10, 100, 500):
@@ -152,11 +179,25 @@ def polled_runs(options: Options) -> list[Result]:
                     16, *(bench.start(slug, i + time.time() % 1) for i in range(runs))
                 )
                 latencies: list[int] = []
-                before, t0 = cpu_seconds(bench.pid), time.perf_counter()
+                health: list[int] = []
+                stop = asyncio.Event()
+                inside0 = await bench.tick_seconds()
+                before, t0 = await cpu_split(bench), time.perf_counter()
+                lag = asyncio.create_task(_health_lag(bench, stop, health))
                 deadline = time.monotonic() + 180
-                done = await asyncio.gather(*(_poll(bench, i, latencies, deadline) for i in ids))
+                async with client_pools(bench, POOLS, 600 // POOLS) as pools:
+                    done = await asyncio.gather(
+                        *(
+                            _poll(bench, pools[n % POOLS], run_id, latencies, deadline)
+                            for n, run_id in enumerate(ids)
+                        )
+                    )
                 elapsed = time.perf_counter() - t0
-                cpu = cpu_seconds(bench.pid) - before
+                stop.set()
+                await lag
+                cpu = await cpu_split(bench) - before
+                inside1 = await bench.tick_seconds()
+                server = cpu.loop_thread + cpu.worker_threads
                 results.append(
                     summarise(
                         "scale_polled_runs_http",
@@ -170,7 +211,22 @@ def polled_runs(options: Options) -> list[Result]:
                             "all_done_s": round(elapsed, 2),
                             "ticks_per_s": round(len(latencies) / elapsed, 1),
                             "offered_ticks_per_s": runs / POLL_S,
-                            "server_cpu_ms_per_tick": round(cpu / len(latencies) * 1000, 3),
+                            "server_cpu_ms_per_tick": round(server / len(latencies) * 1000, 3),
+                            "tick_unit_of_work_ms": round(
+                                (inside1[0] - inside0[0])
+                                / max(1.0, inside1[1] - inside0[1])
+                                * 1000,
+                                1,
+                            ),
+                            # Where the machine's CPU went meanwhile (seconds over the phase):
+                            "cpu_s_event_loop_thread": cpu.loop_thread,
+                            "cpu_s_worker_threads": cpu.worker_threads,
+                            "cpu_s_sandboxes": cpu.sandboxes,
+                            "cpu_s_postgres": cpu.postgres,
+                            "cpu_s_load_generator": cpu.client,
+                            "machine_busy_cores": round(cpu.machine_busy / elapsed, 2),
+                            "event_loop_wait_p50_ms": _ms(health, 0.5),
+                            "event_loop_wait_max_ms": _ms(health, 1.0),
                             "target_p99_ms_at_500": 250,
                         },
                     )
@@ -275,7 +331,10 @@ def rss_30000_jobs(options: Options) -> list[Result]:
     return [asyncio.run(run())]
 
 
-def _startup_once(env: dict[str, str]) -> tuple[int, float]:
+def _startup_once(env: dict[str, str]) -> tuple[int, float, int]:
+    """Nanoseconds to the first /health 200, the server's CPU seconds then, and nanoseconds to
+    the first answer of a real route (GET /types): /health answers while the application is
+    still imported, and requests wait for it (calcgraph.ops.starting)."""
     port = free_port()
     command = [sys.executable, "-m", "calcgraph", "serve", "--host", HOST, "--port", str(port)]
     start = time.perf_counter_ns()
@@ -288,8 +347,11 @@ def _startup_once(env: dict[str, str]) -> tuple[int, float]:
                 raise RuntimeError(f"calcgraph serve exited with {process.returncode}")
             try:
                 if httpx.get(f"http://{HOST}:{port}/health", timeout=1).status_code == 200:
-                    took = time.perf_counter_ns() - start
-                    return took, cpu_seconds(process.pid)
+                    took, cpu = time.perf_counter_ns() - start, cpu_seconds(process.pid)
+                    types = httpx.get(f"http://{HOST}:{port}/types", timeout=120)
+                    if types.status_code != 200:
+                        raise RuntimeError(f"GET /types answered {types.status_code}")
+                    return took, cpu, time.perf_counter_ns() - start
             except httpx.TransportError:
                 pass
             time.sleep(0.01)
@@ -321,15 +383,20 @@ def startup(options: Options) -> list[Result]:
             )
             demo.append(time.perf_counter_ns() - start)
         demo_s = time.perf_counter() - t0
-    cpu = sorted(c for _, c in starts)
+    cpu = sorted(c for _, c, _ in starts)
+    first = sorted(f for _, _, f in starts)
     return [
         summarise(
             "scale_startup_serve_to_health",
             "calcgraph serve to first /health 200, migrated SQLite",
             "subprocess, process sandbox, development identity provider",
-            [t for t, _ in starts],
-            sum(t for t, _ in starts) / 1e9,
-            extra={"server_cpu_s_p50": round(cpu[len(cpu) // 2], 2), "target_s": 1.5},
+            [t for t, _, _ in starts],
+            sum(t for t, _, _ in starts) / 1e9,
+            extra={
+                "server_cpu_s_p50": round(cpu[len(cpu) // 2], 2),
+                "first_get_types_s_p50": round(first[len(first) // 2] / 1e9, 2),
+                "target_s": 1.5,
+            },
         ),
         summarise(
             "scale_startup_demo_fresh",

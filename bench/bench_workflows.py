@@ -12,7 +12,8 @@
   hit every time) and jobs sent to a no-op outbox (no broker send): when nothing changed
   (target p50 under 5 ms) and when it submits 100 nodes (target under 20 ms); `extra` gives
   the statement counts per tick for 100- and 1,000-node runs (they do not grow with the run).
-  The end-to-end figures (HTTP, token, cold cache, real send) are bench_scale's.
+  The end-to-end figures (HTTP through uvicorn, token, real Redis send) are
+  bench_scale_tick's `scale_tick_submit_redis_http`.
 - `workflow_graphql_asgi_1000_nodes_100_jobs`: the nested GraphQL run query (node states with
   job and function version, workflow version) on a run of 1,000 nodes of which 100 have a job,
   through ASGI in-process. Target: p99 under 60 ms.

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import httpx
 
 from bench.bench_workflows import CODE, FUNCTIONS, diamond, parallel_chains
@@ -45,6 +46,92 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _ticks(path: str) -> tuple[int, int]:
+    """(ppid, utime + stime in clock ticks) from a /proc stat file."""
+    with open(path) as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def _seconds(ticks: float) -> float:
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuSplit:
+    """Where CPU went, in seconds since the process start (subtract two to get a phase): the
+    server's event loop thread (HTTP, auth, ticks), its other threads (the in-process workers:
+    their loop, the Dramatiq threads, sweeper, heartbeat), its sandboxes (the jobs, in child
+    processes), the PostgreSQL backends serving the bench database, this load generator, and
+    the whole machine's busy time (everyone, other users included)."""
+
+    loop_thread: float
+    worker_threads: float
+    sandboxes: float
+    postgres: float
+    client: float
+    machine_busy: float
+
+    def __sub__(self, other: CpuSplit) -> CpuSplit:
+        return CpuSplit(
+            *(round(a - b, 2) for a, b in zip(self.values(), other.values(), strict=True))
+        )
+
+    def values(self) -> tuple[float, ...]:
+        return (
+            self.loop_thread,
+            self.worker_threads,
+            self.sandboxes,
+            self.postgres,
+            self.client,
+            self.machine_busy,
+        )
+
+
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                parents.setdefault(_ticks(f"/proc/{entry}/stat")[0], []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _reaped(pid: int) -> float:
+    """CPU of the children `pid` waited for (cutime + cstime)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return _seconds(int(fields[13]) + int(fields[14]))
+
+
+def _machine_busy() -> float:
+    with open("/proc/stat") as stat:
+        fields = [int(f) for f in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return _seconds(sum(fields[:8]) - idle)
+
+
+async def cpu_split(api: Api) -> CpuSplit:
+    pid = api.pid
+    loop = _seconds(_ticks(f"/proc/{pid}/task/{pid}/stat")[1])
+    total = cpu_seconds(pid)
+    sandboxes = _reaped(pid)
+    for child in _descendants(pid):
+        with contextlib.suppress(OSError):
+            sandboxes += _seconds(_ticks(f"/proc/{child}/stat")[1])
+    postgres = 0.0
+    for backend in await api.postgres_backends():
+        with contextlib.suppress(OSError):
+            postgres += _seconds(_ticks(f"/proc/{backend}/stat")[1])
+    client = sum(os.times()[:2])
+    return CpuSplit(loop, total - loop, sandboxes, postgres, client, _machine_busy())
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -67,6 +154,7 @@ class Api:
     idp: LocalIdentityProvider
     package: str
     setup: str
+    postgres: bool = True
     _headers: tuple[float, dict[str, str]] | None = None
 
     @property
@@ -98,10 +186,12 @@ class Api:
             raise RuntimeError(f"run refused: {response.status_code} {response.text[:300]}")
         return str(response.json()["id"])
 
-    async def tick(self, run_id: str, wait: float = 0.0) -> tuple[dict[str, Any], int]:
-        """The run after one tick, and the size of the answer in bytes."""
+    async def tick(
+        self, run_id: str, wait: float = 0.0, http: httpx.AsyncClient | None = None
+    ) -> tuple[dict[str, Any], int]:
+        """The run after one tick (through `http` if given), and the answer's size in bytes."""
         params = {"wait": wait} if wait else None
-        response = await self.http.post(
+        response = await (http or self.http).post(
             f"/workflow-runs/{run_id}/tick", params=params, headers=self.headers
         )
         if response.status_code != 200:
@@ -117,6 +207,21 @@ class Api:
         if response.status_code != 200 or "errors" in body:
             raise RuntimeError(f"query failed: {str(body)[:300]}")
         return body["data"], len(response.content)
+
+    async def postgres_backends(self) -> list[int]:
+        """Process ids of the PostgreSQL backends connected to the bench database now."""
+        if not self.postgres:
+            return []
+        url = POSTGRES_URL.replace("postgresql+asyncpg://", "postgresql://")
+        connection = await asyncpg.connect(url)
+        try:
+            rows = await connection.fetch(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            )
+        finally:
+            await connection.close()
+        return [int(row["pid"]) for row in rows]
 
     async def tick_seconds(self) -> tuple[float, float]:
         """(sum, count) of the server's tick duration histogram: time inside the tick's unit
@@ -157,16 +262,25 @@ class Api:
 
 @contextlib.asynccontextmanager
 async def api(
-    *, postgres: bool = True, threads: int = 4, connections: int = 100
+    *,
+    postgres: bool = True,
+    threads: int = 4,
+    connections: int = 100,
+    redis: tuple[str, str] | None = None,
 ) -> AsyncIterator[Api]:
     """A fresh server (PostgreSQL unless told, in-process workers, process sandbox) with the
-    bench package published by alice."""
+    bench package published by alice. `redis`: (url, key prefix) to send jobs through Redis
+    instead (the server then runs no workers: what it sends waits in Redis)."""
     idp = LocalIdentityProvider().start()
     env = {
         "CALCGRAPH_OIDC_ISSUER": idp.issuer,
         "CALCGRAPH_SANDBOX": "process",
         "CALCGRAPH_INPROCESS_WORKER_THREADS": str(threads),
     }
+    broker = f"in-process broker, {threads} worker threads"
+    if redis is not None:
+        env |= {"CALCGRAPH_REDIS_URL": redis[0], "CALCGRAPH_REDIS_KEY_PREFIX": redis[1]}
+        broker = "Redis broker, no worker"
     database = "SQLite"
     if postgres:
         await _reset_postgres(POSTGRES_URL)
@@ -174,7 +288,7 @@ async def api(
         database = "PostgreSQL"
     setup = (
         f"HTTP through uvicorn (calcgraph serve, 1 process), RS256 token, {database}, "
-        f"in-process broker, {threads} worker threads, process sandbox"
+        f"{broker}, process sandbox"
     )
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     try:
@@ -200,9 +314,24 @@ async def api(
                 published = await http.post("/packages", json=body, headers=headers)
                 if published.status_code != 201:
                     raise RuntimeError(f"publish failed: {published.text[:300]}")
-                yield Api(server, http, idp, package, setup)
+                yield Api(server, http, idp, package, setup, postgres)
     finally:
         idp.stop()
+
+
+@contextlib.asynccontextmanager
+async def client_pools(api: Api, count: int, connections: int) -> AsyncIterator[list[Any]]:
+    """`count` HTTP clients of `connections` each: hundreds of pollers share them, a few dozen
+    to a pool. (One pool of 600 cost the load generator more CPU than the server: httpcore
+    looks through its connections for every request.)"""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with contextlib.AsyncExitStack() as stack:
+        yield [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=api.server.base_url, limits=limits, timeout=120.0)
+            )
+            for _ in range(count)
+        ]
 
 
 def diamond_nodes(api: Api) -> list[dict[str, Any]]:

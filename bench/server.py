@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from calcgraph.settings import Settings
+
 HOST = "127.0.0.1"
 _STARTUP_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 10.0
@@ -102,9 +104,11 @@ def serve(workers: int = 1, extra_env: dict[str, str] | None = None) -> Iterator
                 "--log-level",
                 "warning",
                 "--no-access-log",
-                # What `calcgraph serve` runs: the contract's header limit.
+                # What `calcgraph serve` runs: the contract's header limit and its keep-alive.
                 "--http",
                 "calcgraph.ops.header_limit:HeaderLimitProtocol",
+                "--timeout-keep-alive",
+                str(Settings.model_fields["http_keep_alive_seconds"].default),
             ]
             command = f"uvicorn --workers {workers}"
         with log_path.open("wb") as log:

@@ -22,27 +22,19 @@ from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.lazy import LazyEndpoint
 from calcgraph.ops.metrics import Metrics
 from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
-from calcgraph.rest_compat import (
-    errors,
-    openapi,
-    routes_auth,
-    routes_builds,
-    routes_execute,
-    routes_health,
-    routes_jobs,
-    routes_metrics,
-    routes_organizations,
-    routes_packages,
-    routes_publish,
-    routes_types,
-    routes_workflows,
-)
+from calcgraph.rest_compat import api as rest_api
+from calcgraph.rest_compat import errors
 from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
 from calcgraph.settings import Settings, get_settings
 from calcgraph.workers.inprocess import Execution
 
 
-def create_app(settings: Settings | None = None, database: Database | None = None) -> Starlette:
+def create_app(
+    settings: Settings | None = None,
+    database: Database | None = None,
+    *,
+    metrics: Metrics | None = None,
+) -> Starlette:
     settings = settings or get_settings()
     owns_database = database is None
     db = database or Database(
@@ -69,25 +61,14 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     graphql = LazyEndpoint(build_graphql)
     identity = build_identity(settings, db)
     # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
-    metrics = Metrics()
+    metrics = metrics or Metrics()
     execution = Execution(settings, db, metrics)
     limiter = build_limiter(settings)
 
     routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
-        *routes_health.routes,
-        *routes_metrics.routes,
-        *routes_types.routes,
-        *routes_auth.routes,
-        *routes_organizations.routes,
-        *routes_packages.routes,
-        *routes_publish.routes,
-        *routes_jobs.routes,
-        *routes_execute.routes,
-        *routes_builds.routes,
-        *routes_workflows.routes,
-        *openapi.routes,
+        *rest_api.routes(),
         *webui.routes,
     ]
 

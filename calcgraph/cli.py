@@ -36,11 +36,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from calcgraph import heap
+
+    heap.pause_until_settled()  # the application's lifespan settles the heap
     import uvicorn
 
-    from calcgraph.ops.header_limit import HTTP_PROTOCOL
     from calcgraph.ops.logs import setup_logging
-    from calcgraph.ops.serving import refuse_workers_without_redis
+    from calcgraph.ops.serving import http_options, refuse_workers_without_redis
 
     settings = get_settings()
     refuse_workers_without_redis(settings, args.workers)
@@ -50,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         preflight(settings)
     host = args.host or settings.host
-    from calcgraph.auth.setup import require_https
+    from calcgraph.auth.issuer import require_https
 
     require_https(settings.issuer)
     dev_idp = None
@@ -75,8 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port or settings.port,
             log_level=settings.log_level,
             proxy_headers=True,
-            # The contract's 431 for oversized headers, before they are read whole.
-            http=HTTP_PROTOCOL,
+            **http_options(settings),
             # Logging is ours (JSON or text, with request ids); the app logs each request.
             log_config=None,
             access_log=False,
@@ -84,11 +85,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         if dev_idp is not None:
             dev_idp.stop()
-    return 0
+    from calcgraph.ops.starting import start_failed
+
+    return 1 if start_failed() else 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from calcgraph.auth.devidp import dev_token, is_loopback
+    from calcgraph.auth.devidp import dev_token
+    from calcgraph.auth.issuer import is_loopback
 
     settings = get_settings()
     if not settings.uses_dev_identity_provider:
@@ -103,15 +107,28 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from calcgraph.demo.run import DemoOptions, run_demo
-    from calcgraph.workers.sandbox import preflight
+    from calcgraph import heap
+    from calcgraph.auth.devidp import DevIdentityProvider
 
-    preflight(get_settings(), args.sandbox)
+    heap.pause_until_settled()  # the platform's lifespan settles the heap
+    settings = get_settings()
+    identity = None
+    if settings.uses_dev_identity_provider:
+        # Launched first: the provider's process starts while this one imports the platform.
+        identity = DevIdentityProvider(settings.oidc_audience)
+        identity.launch()
+    try:
+        from calcgraph.demo.run import DemoOptions, run_demo
+        from calcgraph.workers.sandbox import preflight
 
-    options = DemoOptions(
-        fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
-    )
-    return run_demo(get_settings(), options)
+        preflight(settings, args.sandbox)
+        options = DemoOptions(
+            fresh=args.fresh, as_json=args.json, sandbox=args.sandbox, timeout_seconds=args.timeout
+        )
+        return run_demo(settings, options, identity=identity)
+    finally:
+        if identity is not None:
+            identity.stop()  # a no-op when the platform stopped it
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

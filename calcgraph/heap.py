@@ -18,12 +18,21 @@ YOUNG_THRESHOLD = 10_000
 _settled = False
 
 
+def pause_until_settled() -> None:
+    """No collections while a server starts: importing the application allocates a few
+    hundred thousand objects that all live on, and the collections they trigger (full ones
+    among them) cost a tenth of its import, for nothing to free. `settle` resumes them."""
+    if not _settled:
+        gc.disable()
+
+
 def settle() -> None:
     """Once per process: collect, freeze what survived, raise the young threshold."""
     global _settled
     if _settled:
         return
     _settled = True
+    gc.enable()
     gc.collect()
     gc.freeze()
     young, middle, old = gc.get_threshold()

@@ -115,6 +115,12 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    http_keep_alive_seconds: int = Field(
+        default=75,
+        gt=0,
+        description="how long `serve` keeps an idle HTTP connection open; longer than clients' "
+        "own idle limit (httpx: 5 s), so that the client closes first",
+    )
     max_body_bytes: int = 2 * 1024 * 1024
     graphql_ide: bool = True
     graphql_introspection: bool = True

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calcgraph import webui
+from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.auth.verify import TokenVerifier
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Identity, Principal
@@ -38,7 +39,6 @@ PUBLIC_ROUTES = frozenset(
 # The GraphiQL page and the public catalog fields live here; every other field asks for the
 # principal itself, so a token is optional at this door (but verified when sent).
 OPTIONAL_AUTH_PATHS = frozenset({"/graphql"})
-PRINCIPAL_KEY = "principal"
 _CACHE_SIZE = 10_000
 
 

@@ -4,7 +4,8 @@ bob and admin, and the browserless sign-in that `calcgraph token` uses."""
 
 from __future__ import annotations
 
-import ipaddress
+import http.client
+import json
 import logging
 import secrets
 import subprocess
@@ -16,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
+from calcgraph.auth.issuer import is_loopback
 
 DEV_CLIENT_ID = "calcgraph-dev"
 DEV_REDIRECT_URI = "http://127.0.0.1/calcgraph-cli"
@@ -45,15 +46,6 @@ DEV_USERS = {
     "bob": DevUser("bob", "Bob", "Builder", ("user",)),
     "admin": DevUser("admin", "Ada", "Admin", ("admin", "user")),
 }
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class DevIdentityProvider:
@@ -106,13 +98,13 @@ class DevIdentityProvider:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                httpx.get(f"{self.issuer}/.well-known/openid-configuration", timeout=2)
+                _get_discovery(self.issuer, timeout=2)
                 return
-            except httpx.HTTPError as exc:
+            except _UNANSWERED as exc:
                 if time.monotonic() > deadline:
                     self.stop()
                     raise RuntimeError("the development identity provider does not answer") from exc
-                time.sleep(0.1)
+                time.sleep(0.02)
 
     def stop(self) -> None:
         if self._process is None:
@@ -138,6 +130,8 @@ class DevIdentityProvider:
 def sign_in(issuer: str, username: str, client_id: str = DEV_CLIENT_ID) -> dict[str, Any]:
     """The authorization code flow without a browser: submit the provider's sign-in form as
     `username`, follow the redirect's code to the token endpoint. Returns the token response."""
+    import httpx
+
     with httpx.Client(base_url=issuer, timeout=10) as http:
         state = secrets.token_urlsafe(12)
         authorize = http.post(
@@ -201,11 +195,28 @@ def _report_failure(provider: DevIdentityProvider) -> None:
         logging.getLogger("calcgraph").error("%s: sign-in and tokens will fail", exc)
 
 
+# The standard library's client for these two probes, which `serve` makes while it starts:
+# importing httpx loads its command line's rich, pygments and click, a fifth of a second.
+_UNANSWERED = (OSError, http.client.HTTPException)
+
+
+def _get_discovery(issuer: str, timeout: float) -> tuple[int, bytes]:
+    """The status and body of the provider's discovery document; raises `_UNANSWERED`."""
+    parts = urlsplit(issuer)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    try:
+        connection.request("GET", f"{parts.path.rstrip('/')}/.well-known/openid-configuration")
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
 def _answers(issuer: str) -> bool:
     try:
-        response = httpx.get(f"{issuer}/.well-known/openid-configuration", timeout=1)
-        return response.status_code == 200 and response.json().get("issuer") == issuer
-    except (httpx.HTTPError, ValueError):
+        status, body = _get_discovery(issuer, timeout=1)
+        return status == 200 and json.loads(body).get("issuer") == issuer
+    except (*_UNANSWERED, ValueError, AttributeError):
         return False
 
 
@@ -213,6 +224,8 @@ def dev_token(issuer: str, username: str) -> str:
     """An access token for one of the development users, from the running provider."""
     if username not in DEV_USERS:
         raise ValueError(f"unknown development user {username!r}; one of {', '.join(DEV_USERS)}")
+    import httpx
+
     try:
         tokens = sign_in(issuer, username)
     except httpx.ConnectError:

@@ -31,7 +31,8 @@ import jinja2
 import jwt
 import werkzeug.serving
 
-from calcgraph.auth.devidp import DEV_USERS, TOKEN_LIFETIME, is_loopback
+from calcgraph.auth.devidp import DEV_USERS, TOKEN_LIFETIME
+from calcgraph.auth.issuer import is_loopback
 from calcgraph.ops.logs import setup_logging
 from calcgraph.settings import get_settings
 

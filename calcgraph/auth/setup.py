@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from calcgraph.auth.authenticate import Authenticator
-from calcgraph.auth.devidp import is_loopback
+from calcgraph.auth.issuer import require_https
 from calcgraph.auth.login import LoginFlow
 from calcgraph.auth.provider import OidcProvider
 from calcgraph.auth.verify import TokenVerifier
 from calcgraph.db.engine import Database
 from calcgraph.settings import Settings
+
+__all__ = ["IdentityAdapters", "build_identity", "require_https"]
 
 
 @dataclass(frozen=True)
@@ -19,17 +20,6 @@ class IdentityAdapters:
     provider: OidcProvider
     authenticator: Authenticator
     login: LoginFlow
-
-
-def require_https(issuer: str) -> None:
-    """Specification, Authentication 9: production requires HTTPS. Plain HTTP is only for an
-    identity provider on this machine (the development one, tests)."""
-    parts = urlsplit(issuer)
-    if parts.scheme == "https":
-        return
-    if parts.scheme == "http" and is_loopback(parts.hostname or ""):
-        return
-    raise ValueError(f"CALCGRAPH_OIDC_ISSUER must be an https:// URL (or loopback), not {issuer}")
 
 
 def build_identity(settings: Settings, database: Database) -> IdentityAdapters:

@@ -6,6 +6,9 @@ key lookup so that a hostile header (alg `none`, HS256, embedded keys) never cos
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections import OrderedDict
 from typing import Any
 
 import jwt
@@ -23,6 +26,13 @@ MAX_TOKEN_BYTES = 16 * 1024  # contract section 3
 # RFC 7519 section 2: NumericDate is a JSON number. PyJWT takes int() of whatever it finds, so
 # a numeric string would pass its checks.
 TIME_CLAIMS = ("exp", "nbf", "iat")
+# A client polling a run sends the same token several times a second, and the RS256 signature
+# check is the largest single cost of an idle tick. A token whose signature verified is taken
+# again by its digest, while the key that verified it is still the issuer's key for its kid (a
+# retired key stops its tokens at once), until the sooner of its expiry and MEMO_SECONDS;
+# the memo is bounded and per process.
+MEMO_SECONDS = 60.0
+MEMO_SIZE = 10_000
 
 
 class TokenVerifier:
@@ -30,6 +40,8 @@ class TokenVerifier:
         self.provider = provider
         self.audience = audience
         self.leeway = leeway
+        # digest of the token -> (claims, the key that verified them, monotonic deadline)
+        self._memo: OrderedDict[bytes, tuple[dict[str, Any], object, float]] = OrderedDict()
 
     async def verify(self, token: str) -> dict[str, Any]:
         """The claims of a valid access token, or Unauthenticated saying what is wrong."""
@@ -51,6 +63,24 @@ class TokenVerifier:
         key = await self.provider.key(kid)
         if key is None:
             raise Unauthenticated("the token is signed by a key the identity provider lacks")
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        remembered = self._memo.get(digest)
+        if remembered is not None:
+            claims, by_key, deadline = remembered
+            if by_key is key and time.monotonic() < deadline:
+                self._memo.move_to_end(digest)
+                return dict(claims)
+            del self._memo[digest]
+        claims = self._decode(token, key)
+        # Until the token's own expiry, without the leeway a fresh check allows.
+        lifetime = min(MEMO_SECONDS, float(claims["exp"]) - time.time())
+        if lifetime > 0:
+            self._memo[digest] = (dict(claims), key, time.monotonic() + lifetime)
+            if len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return claims
+
+    def _decode(self, token: str, key: Any) -> dict[str, Any]:
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,

@@ -11,14 +11,19 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     ARRAY,
+    JSON,
     String,
+    Text,
     bindparam,
+    cast,
     event,
     func,
+    insert,
     select,
     true,
     update,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -173,3 +178,23 @@ def update_from_arrays(
         .where(ColumnClause("ctid", _selectable=table) == targets.c.tid)
         .values({name: targets.c[name] for name in arrays})
     )
+
+
+def insert_from_arrays(table: Any, arrays: Sequence[str], scalars: Sequence[str] = ()) -> Any:
+    """PostgreSQL: one INSERT of many rows of `table`: row i's column is the i-th element of
+    the array bound to the column's name for `arrays`, the value bound to it for `scalars`
+    (what every row shares: bound once). JSON columns take JSON text, cast to JSONB. An
+    executemany runs one statement per row on the server, each bound and executed apart
+    (1,000 job rows: ~2x the time of this one statement)."""
+
+    def value(name: str, array: bool) -> Any:
+        column = table.c[name]
+        json = isinstance(column.type, JSON)
+        kind = Text() if json else column.type
+        bound: Any = bindparam(name, type_=ARRAY(kind) if array else kind)
+        if array:
+            bound = func.unnest(bound)
+        return (cast(bound, JSONB) if json else bound).label(name)
+
+    selected = [value(name, True) for name in arrays] + [value(name, False) for name in scalars]
+    return insert(table).from_select([*arrays, *scalars], select(*selected))

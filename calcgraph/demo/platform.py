@@ -30,9 +30,11 @@ class InProcessPlatform:
     the main thread, so Ctrl-C stays with the caller, whose `stop()` ends the server cleanly.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, identity: DevIdentityProvider | None = None) -> None:
+        """`identity`: a provider already launched (`calcgraph demo` launches it before its
+        imports, so it starts meanwhile); it is then this platform's to stop."""
         self.settings = settings
-        self.identity: DevIdentityProvider | None = None
+        self.identity = identity
         self.base_url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -54,7 +56,10 @@ class InProcessPlatform:
             # A provider of its own on a free port: nothing shared with a `serve` on this
             # machine, so neither stops the other's provider. Users are keyed by subject,
             # so `alice` is the same user whichever port issued her token.
-            self.identity = DevIdentityProvider(self.settings.oidc_audience).start()
+            if self.identity is None:
+                self.identity = DevIdentityProvider(self.settings.oidc_audience).start()
+            else:
+                self.identity.wait_ready()
             self.settings = self.settings.model_copy(
                 update={"oidc_issuer": self.identity.issuer, "host": "127.0.0.1"}
             )
@@ -93,7 +98,7 @@ class InProcessPlatform:
         from calcgraph.app import create_app
         from calcgraph.db.engine import Database
         from calcgraph.db.migrate import upgrade
-        from calcgraph.ops.header_limit import HTTP_PROTOCOL
+        from calcgraph.ops.serving import http_options
 
         database = Database(
             self.settings.database_url, busy_timeout_ms=self.settings.sqlite_busy_timeout_ms
@@ -110,7 +115,7 @@ class InProcessPlatform:
                 access_log=False,
                 lifespan="on",
                 loop="asyncio",
-                http=HTTP_PROTOCOL,
+                **http_options(self.settings),
             )
             self._server = uvicorn.Server(config)
             if self._stopping:

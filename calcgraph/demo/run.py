@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +24,11 @@ import yaml
 from rich.console import Console
 from sqlalchemy.engine import make_url
 
+from calcgraph.auth.devidp import DevIdentityProvider
 from calcgraph.client import CalcgraphError, Client, Conflict, NotFound
 from calcgraph.demo import DEMO_INPUTS, package_files, workflow_document
 from calcgraph.demo.platform import InProcessPlatform, PlatformError
+from calcgraph.domain.types.values import unit_registry
 from calcgraph.progress import OUTPUT_UNITS_QUERY, RunProgress, output_units
 from calcgraph.settings import SandboxKind, Settings
 
@@ -44,8 +47,14 @@ class DemoOptions:
     timeout_seconds: float = 120.0
 
 
-def run_demo(settings: Settings, options: DemoOptions, stdout: Console | None = None) -> int:
-    """0 when the run completed, 1 when it failed or did not finish in time."""
+def run_demo(
+    settings: Settings,
+    options: DemoOptions,
+    stdout: Console | None = None,
+    identity: DevIdentityProvider | None = None,
+) -> int:
+    """0 when the run completed, 1 when it failed or did not finish in time. `identity`: the
+    development identity provider, already launched (the platform stops it)."""
     if not settings.uses_dev_identity_provider:
         raise ValueError(
             "calcgraph demo signs in as the development user alice, which needs the "
@@ -68,8 +77,12 @@ def run_demo(settings: Settings, options: DemoOptions, stdout: Console | None = 
             f"calcgraph demo on {_safe(database_url)}, {settings.sandbox_kind} sandbox, "
             "in-process workers"
         )
+        # The demo's inputs carry units: the platform converts them with pint, whose import
+        # and registry cost about half a second. Built now, in a thread of this process (the
+        # platform's), it is ready by the time the run starts instead of delaying it.
+        threading.Thread(target=unit_registry, name="calcgraph-demo-units", daemon=True).start()
         try:
-            with InProcessPlatform(settings) as platform:
+            with InProcessPlatform(settings, identity) as platform:
                 shown.print(f"platform at {platform.base_url}, signed in as {USERNAME}")
                 with Client(platform.base_url, platform.token(USERNAME)) as client:
                     _publish(client, shown)

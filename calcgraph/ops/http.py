@@ -15,7 +15,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from calcgraph.auth.authenticate import PRINCIPAL_KEY
+from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.ops.logs import request_id
 from calcgraph.ops.metrics import Metrics
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from calcgraph.auth.authenticate import PRINCIPAL_KEY
+from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.domain.errors import RateLimited
 from calcgraph.ops.metrics import Metrics
 from calcgraph.rest_compat.errors import render

@@ -1,34 +1,17 @@
-"""The OpenAPI 3.1 document of the REST door, generated from the operations the routes declare
-and the pydantic models they parse with; served at GET /openapi.json."""
+"""The OpenAPI 3.1 document of the REST door, built from the declared operations (see
+rest_compat.operations) and the pydantic models they parse and answer with; rest_compat.api
+serves it at GET /openapi.json."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from calcgraph import __version__
-from calcgraph.auth.authenticate import PUBLIC_ROUTES
-from calcgraph.rest_compat import (
-    routes_auth,
-    routes_builds,
-    routes_execute,
-    routes_health,
-    routes_jobs,
-    routes_metrics,
-    routes_organizations,
-    routes_packages,
-    routes_publish,
-    routes_types,
-    routes_workflows,
-)
 from calcgraph.rest_compat.middleware import VENDOR_MEDIA_TYPE
 from calcgraph.rest_compat.operations import Operation
 from calcgraph.rest_compat.responses import ErrorBody
@@ -54,32 +37,6 @@ ERROR_TEXT = {
 }
 COMMON_ERRORS = (406, 429, 500, 503)
 
-OPENAPI_PATH = "/openapi.json"
-SELF = Operation(
-    "GET",
-    OPENAPI_PATH,
-    "This document (OpenAPI 3.1)",
-    {200: "application/json"},
-    tag="meta",
-)
-
-
-def declared_operations() -> list[Operation]:
-    modules = (
-        routes_health,
-        routes_metrics,
-        routes_types,
-        routes_auth,
-        routes_organizations,
-        routes_packages,
-        routes_publish,
-        routes_jobs,
-        routes_execute,
-        routes_builds,
-        routes_workflows,
-    )
-    return [SELF, *(op for module in modules for op in module.operations)]
-
 
 def _models(operations: Iterable[Operation]) -> list[tuple[type[BaseModel], JsonSchemaMode]]:
     wanted: dict[tuple[type[BaseModel], JsonSchemaMode], None] = {
@@ -88,7 +45,7 @@ def _models(operations: Iterable[Operation]) -> list[tuple[type[BaseModel], Json
     for op in operations:
         if op.body is not None:
             wanted[(op.body, "validation")] = None
-        for answer in op.responses.values():
+        for answer in op.answers.values():
             if isinstance(answer, type):
                 wanted[(answer, "serialization")] = None
     return list(wanted)
@@ -134,7 +91,7 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
 
 def _responses(op: Operation, public: bool, refs: dict[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for status, answer in op.responses.items():
+    for status, answer in op.answers.items():
         entry: dict[str, Any] = {"description": op.summary}
         if isinstance(answer, type):
             entry["content"] = _content(refs[(answer, "serialization")])
@@ -156,7 +113,7 @@ def _responses(op: Operation, public: bool, refs: dict[Any, Any]) -> dict[str, A
 
 
 def _operation(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
-    public = (op.method, op.path) in PUBLIC_ROUTES
+    public = op.public
     doc: dict[str, Any] = {
         "operationId": f"{op.method.lower()}{re.sub(r'[^A-Za-z0-9]+', '_', op.path)}",
         "summary": op.summary,
@@ -204,15 +161,3 @@ def build_document(operations: Sequence[Operation]) -> dict[str, Any]:
             },
         },
     }
-
-
-@lru_cache(maxsize=1)
-def document() -> dict[str, Any]:
-    return build_document(declared_operations())
-
-
-async def openapi_json(request: Request) -> JSONResponse:
-    return JSONResponse(document())
-
-
-routes = [Route(OPENAPI_PATH, openapi_json, methods=["GET"])]

@@ -1,19 +1,115 @@
-"""What each REST route declares for the OpenAPI document: its body and query models (the same
-ones it parses with), its answers and the contract errors it can give. Each routes module lists
-its operations beside its routes; calcgraph.rest_compat.openapi turns them into the document."""
+"""Each REST operation is declared once, by a decorator on its handler: method, path, summary,
+answers (a response model per status) and the contract errors it can give; the handler's
+`Call[Body, Query]` annotation names the request models. From that one declaration come the
+Starlette route, the parsing (calcgraph.rest_compat.parsing), the serialisation of what the
+handler returns (through its response model) and the OpenAPI entry (rest_compat.openapi).
+
+    rest = Operations(tag="runs")
+
+    @rest("POST", "/workflows/{slug}/runs", "Start a run", {201: RunOut}, errors=(403, 404))
+    async def create_run(call: Call[CreateRunBody, None]) -> RunView:
+        ...
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    TypeVar,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, TypeAdapter
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from calcgraph.domain.access.paging import DEFAULT_LIMIT, MAX_LIMIT
+from calcgraph.auth.authenticate import PUBLIC_ROUTES, require_principal
+from calcgraph.db.engine import Database
+from calcgraph.domain.access.principal import Principal
+from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
+from calcgraph.rest_compat.state import database_of
 
-# A success answer: a JSON model, or a media type for a non-JSON body (logs, pages), or None
-# for an empty body (204).
+B = TypeVar("B")
+Q = TypeVar("Q")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# A success answer: a response model, or a media type for a non-JSON body (logs, pages) that
+# the handler returns as a Response, or None for an empty body (204).
 Answer = type[BaseModel] | str | None
+Handler = Callable[["Call[Any, Any]"], Awaitable[object]]
+H = TypeVar("H", bound=Handler)
+
+
+@dataclass(frozen=True)
+class Call(Generic[B, Q]):
+    """What a handler gets: the parsed body and query (None where the operation has none)."""
+
+    request: Request
+    body: B
+    query: Q
+
+    @property
+    def principal(self) -> Principal:
+        return require_principal(self.request)
+
+    @property
+    def database(self) -> Database:
+        return database_of(self.request)
+
+    def path(self, name: str) -> str:
+        value: str = self.request.path_params[name]
+        return value
+
+    async def read(
+        self,
+        use_case: Callable[Concatenate[AsyncSession, Principal, P], Awaitable[R]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """A service use case on the caller's behalf, in one read-only unit of work."""
+        async with self.database.read_session() as session:
+            return await use_case(session, self.principal, *args, **kwargs)
+
+    async def write(
+        self,
+        use_case: Callable[Concatenate[AsyncSession, Principal, P], Awaitable[R]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """A service use case on the caller's behalf, in one unit of work committed before the
+        answer is written (its jobs leave after the commit)."""
+        async with self.database.write_session() as session:
+            return await use_case(session, self.principal, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A handler's answer when the operation declares more than one status (200 or 202)."""
+
+    status: int
+    value: object
+
+
+def _serialiser(model: type[BaseModel]) -> Callable[[object], bytes]:
+    # The response models read the domain's views by attribute (see responses.py); pydantic
+    # validates and writes JSON in Rust, which is faster than building dicts for json.dumps.
+    adapter = TypeAdapter(model)
+
+    def serialise(value: object) -> bytes:
+        return adapter.dump_json(adapter.validate_python(value, from_attributes=True))
+
+    return serialise
 
 
 @dataclass(frozen=True)
@@ -21,29 +117,103 @@ class Operation:
     method: str
     path: str
     summary: str
-    responses: Mapping[int, Answer]
+    answers: Mapping[int, Answer]
+    handler: Handler
     body: type[BaseModel] | None = None
     body_required: bool = True
-    query: type[BaseModel] | None = None
+    """False: an empty body is the body model's defaults (execute: no inputs)."""
+    query: type[Query] | None = None
     errors: tuple[int, ...] = ()
     """Contract statuses beyond those every route can give (see openapi.COMMON_ERRORS)."""
     tag: str = ""
-
-
-class Query(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class PageQuery(Query):
-    """Listings (contract 4); parsed by calcgraph.domain.access.paging.PageRequest."""
-
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="page size")
-    cursor: str | None = Field(default=None, description="next_cursor of the previous page")
-
-
-class ExecuteQuery(Query):
-    wait: float = Field(
-        default=30.0,
-        ge=0,
-        description="seconds to wait for the result (capped by the server); 0: answer at once",
+    _serialisers: dict[int, Callable[[object], bytes]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        for status, answer in self.answers.items():
+            if isinstance(answer, type):
+                self._serialisers[status] = _serialiser(answer)
+
+    @property
+    def public(self) -> bool:
+        return (self.method, self.path) in PUBLIC_ROUTES
+
+    @property
+    def success(self) -> int:
+        return min(self.answers)
+
+    def route(self) -> Route:
+        return Route(self.path, self.endpoint, methods=[self.method], name=self.handler.__name__)
+
+    async def endpoint(self, request: Request) -> Response:
+        query = None if self.query is None else parse_query(request.query_params, self.query)
+        body = (
+            None
+            if self.body is None
+            else await parse_body(request, self.body, required=self.body_required)
+        )
+        return self.respond(await self.handler(Call(request, body, query)))
+
+    def respond(self, result: object) -> Response:
+        if isinstance(result, Response):
+            return result
+        status, value = (
+            (result.status, result.value) if isinstance(result, Reply) else (self.success, result)
+        )
+        if self.answers[status] is None:
+            return Response(status_code=status)
+        serialise = self._serialisers.get(status)
+        if serialise is None:
+            raise TypeError(f"{self.method} {self.path}: a {status} answer is a Response")
+        return Response(serialise(value), status_code=status, media_type="application/json")
+
+
+def _request_models(handler: Handler) -> tuple[Any, Any]:
+    """The Body and Query of the handler's `Call[Body, Query]` parameter (None: none)."""
+    first = next(iter(inspect.signature(handler).parameters))
+    hint = get_type_hints(handler)[first]
+    if get_origin(hint) is not Call:
+        raise TypeError(f"{handler.__name__}: annotate its parameter as Call[Body, Query]")
+    body, query = get_args(hint)
+    return (None if body is type(None) else body), (None if query is type(None) else query)
+
+
+class Operations:
+    """The operations of one routes module, in the order they are declared (the order of the
+    routes and of the OpenAPI paths)."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.declared: list[Operation] = []
+
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        summary: str,
+        answers: Mapping[int, Answer],
+        *,
+        errors: tuple[int, ...] = (),
+        tag: str | None = None,
+        body_required: bool = True,
+    ) -> Callable[[H], H]:
+        def declare(handler: H) -> H:
+            body, query = _request_models(handler)
+            self.declared.append(
+                Operation(
+                    method,
+                    path,
+                    summary,
+                    answers,
+                    handler,
+                    body=body,
+                    body_required=body_required,
+                    query=query,
+                    errors=errors,
+                    tag=self.tag if tag is None else tag,
+                )
+            )
+            return handler
+
+        return declare

@@ -1,87 +1,145 @@
-"""Response bodies of the REST routes, as pydantic models: the OpenAPI document describes the
-answers with them, and tests/openapi checks live answers against the document, so a serialiser
-that drifts from its model is caught there."""
+"""Response bodies of the REST routes, as pydantic models. Each is both the answer's
+serialiser (it reads the domain's view by attribute; an alias names the view's attribute where
+the wire name differs) and its OpenAPI schema; tests/openapi checks live answers against the
+document."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, Literal, TypeVar
+from dataclasses import fields
+from datetime import datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    AliasPath,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+    model_validator,
+)
 
+from calcgraph.domain.builds.service import BuildOutcome
+from calcgraph.domain.builds.submission import format_duration, format_size
+from calcgraph.domain.functions.views import FunctionDetailView
+from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.state import NodeStatus, RunStatus
+from calcgraph.domain.workflows.validation import Report
+from calcgraph.domain.workflows.views import WorkflowDetailView
 
-Timestamp = str  # ISO 8601, UTC
 T = TypeVar("T")
 
+_DATE_TIME = WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization")
+Timestamp = Annotated[
+    datetime, PlainSerializer(datetime.isoformat, return_type=str, when_used="json"), _DATE_TIME
+]
+"""ISO 8601 with its offset, `2026-01-02T03:04:05+00:00` (jobs, packages, functions, users,
+organizations)."""
+TimestampZ = Annotated[datetime, _DATE_TIME]
+"""ISO 8601 in UTC written `Z`, `2026-01-02T03:04:05Z` (workflows, runs, node states)."""
 
-class Page(BaseModel, Generic[T]):
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _attributes(view: object) -> dict[str, Any]:
+    """A dataclass view's fields, shallow, to merge with another view's."""
+    return {f.name: getattr(view, f.name) for f in fields(view)}  # type: ignore[arg-type]
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class Page(Out, Generic[T]):
     items: list[T]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: last")
 
 
-class FieldErrorOut(BaseModel):
+class FieldErrorOut(Out):
     loc: list[str | int] = Field(description='where, e.g. ["body", "graph", "nodes", 0]')
     msg: str
 
 
-class Problem(BaseModel):
+class Problem(Out):
+    model_config = ConfigDict(extra="allow")
+
     node_key: str | None = None
-    port: str | None = None
+    port: str | None = Field(default=None, exclude_if=_is_none)
+    index: int | None = Field(
+        default=None, exclude_if=_is_none, description="position in `nodes`, where it helps"
+    )
     reason: str
 
 
-class ValidationReport(BaseModel):
+class ValidationReport(Out):
+    """Every category, empty ones included (contract 2)."""
+
     invalid_input_node_types: list[Problem]
     unknown_functions: list[Problem]
     untyped_functions: list[Problem]
     incompatible_edges: list[Problem]
     unbound_ports: list[Problem]
     cycles: list[Problem]
+    duplicate_node_keys: list[Problem]
+    invalid_nodes: list[Problem]
+    unknown_sources: list[Problem]
+    unknown_ports: list[Problem]
+    duplicate_bindings: list[Problem]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_report(cls, value: Any) -> Any:
+        return value.as_dict() if isinstance(value, Report) else value
 
 
-class ErrorBody(BaseModel):
-    """Contract section 2: every error answer."""
+class ErrorBody(Out):
+    """Contract section 2: every error answer (written by rest_compat.errors)."""
 
     detail: str = Field(description="'<Kind>: <message>', e.g. 'NotFound: no such workflow'")
     errors: list[FieldErrorOut] | None = Field(default=None, description="422 only")
     report: ValidationReport | None = Field(default=None, description="workflow graph refusals")
 
 
-class Health(BaseModel):
+class Health(Out):
     status: Literal["ok", "degraded", "unavailable"]
     """`degraded`: the database answers, Redis does not (jobs wait queued until it is back)."""
     database: str
-    redis: Literal["ok", "unreachable"] | None = None
-    """Only with `CALCGRAPH_REDIS_URL`."""
     version: str
+    redis: Literal["ok", "unreachable"] | None = Field(default=None, exclude_if=_is_none)
+    """Only with `CALCGRAPH_REDIS_URL`."""
 
 
-class TypeOut(BaseModel):
+class TypeOut(Out):
     name: str
     parent: str | None
     kind: str
-    unit: str | None
+    unit: str | None = Field(validation_alias="unit_symbol")
     shape: str | None
     description: str
 
 
-class ConnectionOut(BaseModel):
-    compatibility: Literal["ALLOWED", "REFUSED"]
-    reason: str
+class ConnectionOut(Out):
+    compatibility: Literal["ALLOWED", "REFUSED"] = Field(
+        validation_alias=AliasPath("compatibility", "verdict")
+    )
+    reason: str = Field(validation_alias=AliasPath("compatibility", "reason"))
     source: str = Field(description="the source expression, normalised")
     target: str = Field(description="the target expression, normalised")
 
 
-class LoginStartOut(BaseModel):
+class LoginStartOut(Out):
     authorization_url: str
     code_verifier: str
     state: str
     redirect_uri: str
 
 
-class UserOut(BaseModel):
+class UserOut(Out):
     id: str
-    sub: str
+    sub: str = Field(validation_alias="subject")
     username: str
     email: str | None
     given_name: str | None
@@ -90,7 +148,7 @@ class UserOut(BaseModel):
     created_at: Timestamp
 
 
-class LoginResultOut(BaseModel):
+class LoginResultOut(Out):
     access_token: str
     token_type: str
     expires_in: int | None
@@ -99,12 +157,12 @@ class LoginResultOut(BaseModel):
     user: UserOut
 
 
-class MemberOut(BaseModel):
+class MemberOut(Out):
     username: str
     role: Literal["member", "owner"]
 
 
-class OrganizationOut(BaseModel):
+class OrganizationOut(Out):
     id: str
     slug: str
     name: str
@@ -115,7 +173,7 @@ class OrganizationOut(BaseModel):
 Visibility = Literal["private", "internal", "public"]
 
 
-class PackageOut(BaseModel):
+class PackageOut(Out):
     id: str
     name: str
     visibility: Visibility
@@ -127,7 +185,7 @@ class PackageOut(BaseModel):
     updated_at: Timestamp
 
 
-class FunctionOut(BaseModel):
+class FunctionOut(Out):
     id: str
     name: str
     package_id: str
@@ -137,7 +195,7 @@ class FunctionOut(BaseModel):
     created_at: Timestamp
 
 
-class FunctionVersionOut(BaseModel):
+class FunctionVersionOut(Out):
     id: str
     function_id: str
     package_version_id: str
@@ -162,8 +220,22 @@ class FunctionDetailOut(FunctionOut):
     outputs: dict[str, Any] | None
     typed: bool
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_view(cls, value: Any) -> Any:
+        if not isinstance(value, FunctionDetailView):
+            return value
+        current = value.current
+        return {
+            **_attributes(value.function),
+            "current": current,
+            "inputs": current.inputs_schema if current is not None else None,
+            "outputs": current.outputs_schema if current is not None else None,
+            "typed": current.typed if current is not None else False,
+        }
 
-class FunctionVersionEntryOut(BaseModel):
+
+class FunctionVersionEntryOut(Out):
     version: str
     version_id: str
     deployed_at: Timestamp
@@ -176,17 +248,19 @@ class FunctionVersionEntryOut(BaseModel):
     is_breaking_change: bool
 
 
-class FunctionVersionsOut(BaseModel):
-    function: str
-    function_id: str
-    package: str
-    package_id: str
-    current_version: str | None
-    current_version_id: str | None
+class FunctionVersionsOut(Out):
+    function: str = Field(validation_alias=AliasPath("function", "name"))
+    function_id: str = Field(validation_alias=AliasPath("function", "id"))
+    package: str = Field(validation_alias=AliasPath("function", "package"))
+    package_id: str = Field(validation_alias=AliasPath("function", "package_id"))
+    current_version: str | None = Field(validation_alias=AliasPath("function", "current_version"))
+    current_version_id: str | None = Field(
+        validation_alias=AliasPath("function", "current_version_id")
+    )
     versions: list[FunctionVersionEntryOut]
 
 
-class DeployedFunctionOut(BaseModel):
+class DeployedFunctionOut(Out):
     name: str
     version: str
     version_id: str
@@ -194,11 +268,11 @@ class DeployedFunctionOut(BaseModel):
     status: str
 
 
-class PackageVersionOut(BaseModel):
+class PackageVersionOut(Out):
     id: str
     package_id: str
     version: str
-    deployed_at: Timestamp
+    deployed_at: Timestamp = Field(validation_alias=AliasPath("created_at"))
     created_at: Timestamp
     git_ref: str | None
     git_commit: str | None
@@ -208,15 +282,15 @@ class PackageVersionOut(BaseModel):
     functions: list[DeployedFunctionOut]
 
 
-class PackageVersionsOut(BaseModel):
-    package: str
-    package_id: str
-    current_version: str | None
+class PackageVersionsOut(Out):
+    package: str = Field(validation_alias=AliasPath("package", "name"))
+    package_id: str = Field(validation_alias=AliasPath("package", "id"))
+    current_version: str | None = Field(validation_alias=AliasPath("package", "current_version"))
     versions: list[PackageVersionOut]
 
 
-class FunctionDeploymentOut(BaseModel):
-    id: str
+class FunctionDeploymentOut(Out):
+    id: str = Field(validation_alias="function_id")
     name: str
     version: str
     version_id: str
@@ -229,7 +303,7 @@ class FunctionDeploymentOut(BaseModel):
     deprecated: bool
 
 
-class DeploymentReportOut(BaseModel):
+class DeploymentReportOut(Out):
     """Specification, Versioning 8, plus `package_id`."""
 
     package_id: str
@@ -245,7 +319,7 @@ class DeploymentReportOut(BaseModel):
     warnings: list[str]
 
 
-class BuildOut(BaseModel):
+class BuildOut(Out):
     """The specification's build response, plus the identifiers a client needs next."""
 
     function_id: str
@@ -261,16 +335,30 @@ class BuildOut(BaseModel):
     package_version: str | None
     log: str = Field(description="path of the build log")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_outcome(cls, value: Any) -> Any:
+        if not isinstance(value, BuildOutcome):
+            return value
+        return {
+            **_attributes(value),
+            "image_size": format_size(value.image_size_bytes or 0),
+            "build_time": format_duration(value.build_seconds),
+            "log": f"/functions/{value.function_id}/builds/{value.build_id}/log",
+        }
+
 
 JobStatus = Literal["queued", "running", "success", "failed"]
 
 
-class JobErrorOut(BaseModel):
+class JobErrorOut(Out):
+    model_config = ConfigDict(extra="allow")
+
     kind: str = Field(description="user_error, timeout, out_of_memory, sandbox_error, ...")
     message: str
 
 
-class JobOut(BaseModel):
+class JobOut(Out):
     id: str
     function_id: str
     function_version_id: str
@@ -288,16 +376,28 @@ class JobOut(BaseModel):
     finished_at: Timestamp | None
 
 
-class ExecuteOut(BaseModel):
+class ExecuteOut(Out):
     """200 when the job ended within `wait` (outputs or error), else 202 (queued or running)."""
 
     job_id: str
     status: JobStatus
-    outputs: dict[str, Any] | None = None
-    error: JobErrorOut | None = None
+    outputs: dict[str, Any] | None = Field(default=None, exclude_if=_is_none)
+    error: JobErrorOut | None = Field(default=None, exclude_if=_is_none)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_job(cls, value: Any) -> Any:
+        if not isinstance(value, JobView):
+            return value
+        body: dict[str, Any] = {"job_id": value.id, "status": value.status}
+        if value.status == "success":
+            body["outputs"] = value.outputs
+        elif value.status == "failed":
+            body["error"] = value.error
+        return body
 
 
-class WorkflowOut(BaseModel):
+class WorkflowOut(Out):
     id: str
     slug: str
     name: str
@@ -305,11 +405,11 @@ class WorkflowOut(BaseModel):
     owner: str
     organization: str | None
     latest_version: int
-    created_at: Timestamp
-    updated_at: Timestamp
+    created_at: TimestampZ
+    updated_at: TimestampZ
 
 
-class InputNodeOut(BaseModel):
+class InputNodeOut(Out):
     node_key: str
     type_expr: str | dict[str, Any] | None
 
@@ -317,34 +417,62 @@ class InputNodeOut(BaseModel):
 class WorkflowDetailOut(WorkflowOut):
     version: int
     version_id: str
-    version_created_at: Timestamp
+    version_created_at: TimestampZ
     graph: dict[str, Any] = Field(description="the graph document (contract 5)")
     input_nodes: list[InputNodeOut]
     resolved_functions: dict[str, Any] = Field(description="node_key to the pinned version")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_view(cls, value: Any) -> Any:
+        if not isinstance(value, WorkflowDetailView):
+            return value
+        version = value.version
+        return {
+            **_attributes(value.workflow),
+            "version": version.version,
+            "version_id": version.id,
+            "version_created_at": version.created_at,
+            "graph": version.graph,
+            "input_nodes": version.input_nodes(),
+            "resolved_functions": version.resolved_functions,
+        }
 
-class ValidateOut(BaseModel):
+
+class ValidateOut(Out):
     valid: bool
     report: ValidationReport
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_report(cls, value: Any) -> Any:
+        return {"valid": value.valid, "report": value} if isinstance(value, Report) else value
 
-class NodeStateOut(BaseModel):
+
+class NodeStateOut(Out):
     status: NodeStatus
     job_id: str | None
     outputs: dict[str, Any] | None
     error: JobErrorOut | None
     attempt: int
-    started_at: Timestamp | None
-    finished_at: Timestamp | None
+    started_at: TimestampZ | None
+    finished_at: TimestampZ | None
 
 
-class RunSummaryOut(BaseModel):
+def _no_states(value: object) -> object:
+    return {} if value is None else value
+
+
+NodeStates = Annotated[dict[str, NodeStateOut], BeforeValidator(_no_states)]
+
+
+class RunSummaryOut(Out):
     id: str
     workflow_id: str
     workflow_version_id: str
     status: RunStatus
-    started_at: Timestamp
-    completed_at: Timestamp | None
+    started_at: TimestampZ
+    completed_at: TimestampZ | None
     inputs: dict[str, Any]
     terminal_outputs: dict[str, Any] | None
     error_message: str | None
@@ -353,22 +481,26 @@ class RunSummaryOut(BaseModel):
 
 
 class RunOut(RunSummaryOut):
+    """WorkflowRunResponse (spec: Workflow run), plus `workflow_id` and `revision`."""
+
     plan_snapshot: dict[str, Any] = Field(
         description="chains, waves and nodes (contract 5); empty in a tick asked with `since`"
     )
-    node_states: dict[str, NodeStateOut] = Field(
+    node_states: NodeStates = Field(
         description="every function and extract node; in a tick asked with `since`, only "
         "those changed after that revision"
     )
     since: int | None = Field(
-        default=None, description="the `since` of a tick asked with it: node_states is partial"
+        default=None,
+        exclude_if=_is_none,
+        description="the `since` of a tick asked with it: node_states is partial",
     )
 
 
-class PlanOut(BaseModel):
-    run_id: str
+class PlanOut(Out):
+    run_id: str = Field(validation_alias="id")
     workflow_version_id: str
     status: RunStatus
     revision: int
-    plan: dict[str, Any]
-    node_states: dict[str, NodeStateOut]
+    plan: dict[str, Any] = Field(validation_alias="plan_snapshot")
+    node_states: NodeStates

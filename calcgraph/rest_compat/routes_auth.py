@@ -3,34 +3,19 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse
-from starlette.routing import Route
+from starlette.responses import HTMLResponse
 
-from calcgraph.auth.authenticate import require_principal
+from calcgraph.auth.login import LoginResult, LoginStart
 from calcgraph.auth.setup import IdentityAdapters
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import UserView
-from calcgraph.rest_compat.body import parse_body
-from calcgraph.rest_compat.operations import Operation
+from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import LoginResultOut, LoginStartOut, UserOut
 from calcgraph.rest_compat.schemas import LoginCallbackBody
-from calcgraph.rest_compat.state import database_of
 
-
-def user_json(user: UserView) -> dict[str, Any]:
-    return {
-        "id": user.id,
-        "sub": user.subject,
-        "username": user.username,
-        "email": user.email,
-        "given_name": user.given_name,
-        "family_name": user.family_name,
-        "roles": list(user.roles),
-        "created_at": user.created_at.isoformat(),
-    }
+rest = Operations(tag="auth")
 
 
 def _identity(request: Request) -> IdentityAdapters:
@@ -38,41 +23,27 @@ def _identity(request: Request) -> IdentityAdapters:
     return identity
 
 
-async def login(request: Request) -> JSONResponse:
-    start = await _identity(request).login.start(str(request.base_url))
-    return JSONResponse(
-        {
-            "authorization_url": start.authorization_url,
-            "code_verifier": start.code_verifier,
-            "state": start.state,
-            "redirect_uri": start.redirect_uri,
-        }
+@rest("POST", "/auth/login", "Start an authorization code sign-in", {200: LoginStartOut})
+async def login(call: Call[None, None]) -> LoginStart:
+    return await _identity(call.request).login.start(str(call.request.base_url))
+
+
+@rest(
+    "POST",
+    "/auth/callback",
+    "Finish the sign-in: code and PKCE verifier for tokens",
+    {200: LoginResultOut},
+    errors=(400,),
+)
+async def callback(call: Call[LoginCallbackBody, None]) -> LoginResult:
+    return await _identity(call.request).login.complete(
+        call.body.code, call.body.code_verifier, str(call.request.base_url)
     )
 
 
-async def callback(request: Request) -> JSONResponse:
-    body = await parse_body(request, LoginCallbackBody)
-    result = await _identity(request).login.complete(
-        body.code, body.code_verifier, str(request.base_url)
-    )
-    return JSONResponse(
-        {
-            "access_token": result.access_token,
-            "token_type": result.token_type,
-            "expires_in": result.expires_in,
-            "refresh_token": result.refresh_token,
-            "id_token": result.id_token,
-            "user": user_json(result.user),
-        }
-    )
-
-
-async def me(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    database = database_of(request)
-    async with database.read_session() as session:
-        user = await access_service.me(session, principal)
-    return JSONResponse(user_json(user))
+@rest("GET", "/auth/me", "The caller's user", {200: UserOut})
+async def me(call: Call[None, None]) -> UserView:
+    return await call.read(access_service.me)
 
 
 _CALLBACK_PAGE = """<!doctype html>
@@ -94,10 +65,17 @@ try {{
 """
 
 
-async def callback_page(request: Request) -> HTMLResponse:
+@rest(
+    "GET",
+    "/auth/callback-page",
+    "Redirect target: shows the code to send to POST /auth/callback",
+    {200: "text/html", 400: "text/html"},
+)
+async def callback_page(call: Call[None, None]) -> HTMLResponse:
     """The contract's default redirect URI. The code verifier stays with the client that asked
     for it, so this page cannot finish the sign-in itself: it shows the code and state for the
     client to send with its verifier to POST /auth/callback."""
+    request = call.request
     params = request.query_params
     error = params.get("error")
     if error is not None:
@@ -120,37 +98,3 @@ async def callback_page(request: Request) -> HTMLResponse:
         query=html.escape("?" + str(request.url.query) if request.url.query else ""),
     )
     return HTMLResponse(page, status_code=status)
-
-
-routes = [
-    Route("/auth/login", login, methods=["POST"]),
-    Route("/auth/callback", callback, methods=["POST"]),
-    Route("/auth/me", me, methods=["GET"]),
-    Route("/auth/callback-page", callback_page, methods=["GET"]),
-]
-operations = [
-    Operation(
-        "POST",
-        "/auth/login",
-        "Start an authorization code sign-in",
-        {200: LoginStartOut},
-        tag="auth",
-    ),
-    Operation(
-        "POST",
-        "/auth/callback",
-        "Finish the sign-in: code and PKCE verifier for tokens",
-        {200: LoginResultOut},
-        body=LoginCallbackBody,
-        errors=(400,),
-        tag="auth",
-    ),
-    Operation("GET", "/auth/me", "The caller's user", {200: UserOut}, tag="auth"),
-    Operation(
-        "GET",
-        "/auth/callback-page",
-        "Redirect target: shows the code to send to POST /auth/callback",
-        {200: "text/html", 400: "text/html"},
-        tag="auth",
-    ),
-]

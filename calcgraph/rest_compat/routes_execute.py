@@ -7,78 +7,41 @@ transaction: 200 with outputs or error when the job ended, else 202 with its id 
 
 from __future__ import annotations
 
-import json
-import math
-from typing import Any
+from typing import Annotated
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from pydantic import Field
 
-from calcgraph.auth.authenticate import require_principal
-from calcgraph.domain import json_limits
-from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import JobView
-from calcgraph.rest_compat.operations import ExecuteQuery, Operation
+from calcgraph.rest_compat.operations import Call, Operations, Reply
+from calcgraph.rest_compat.parsing import Query, Refusal
 from calcgraph.rest_compat.responses import ExecuteOut
 from calcgraph.rest_compat.schemas import ExecuteBody
-from calcgraph.rest_compat.state import database_of
 from calcgraph.workers.inprocess import Execution
 
 DEFAULT_WAIT_SECONDS = 30.0
 
 
-def parse_wait(raw: str | None, cap: float) -> float:
-    if raw is None:
-        return min(DEFAULT_WAIT_SECONDS, cap)
-    try:
-        wait = float(raw)
-    except ValueError:
-        wait = math.nan
-    if not math.isfinite(wait) or wait < 0:
-        raise ValidationError(
-            "wait must be a number of seconds, 0 or more",
-            [FieldError(("query", "wait"), "expected a number of seconds >= 0")],
-        )
-    return min(wait, cap)
+class ExecuteQuery(Query):
+    wait: Annotated[
+        float,
+        Refusal("wait must be a number of seconds, 0 or more", "expected a number of seconds >= 0"),
+    ] = Field(
+        default=DEFAULT_WAIT_SECONDS,
+        ge=0,
+        allow_inf_nan=False,
+        description="seconds to wait for the result (capped by the server); 0: answer at once",
+    )
 
 
-async def _inputs(request: Request) -> object:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = json_limits.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ValidationError(
-            "request body is not valid JSON", [FieldError(("body",), "invalid JSON")]
-        ) from None
-    if not isinstance(body, dict):
-        raise ValidationError(
-            'the body is an object {"inputs": {...}}', [FieldError(("body",), "expected an object")]
-        )
-    return body.get("inputs", {})
-
-
-def execute_json(job: JobView) -> tuple[dict[str, Any], int]:
-    if job.status == "success":
-        return {"job_id": job.id, "status": job.status, "outputs": job.outputs}, 200
-    if job.status == "failed":
-        return {"job_id": job.id, "status": job.status, "error": job.error}, 200
-    return {"job_id": job.id, "status": job.status}, 202
-
-
-async def _execute(request: Request, address: ExecuteAddress) -> JSONResponse:
-    principal = require_principal(request)
-    database = database_of(request)
-    execution: Execution = request.app.state.execution
-    wait = parse_wait(request.query_params.get("wait"), execution.settings.execute_max_wait_seconds)
-    inputs = await _inputs(request)
+async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddress) -> Reply:
+    database = call.database
+    execution: Execution = call.request.app.state.execution
+    wait = min(call.query.wait, execution.settings.execute_max_wait_seconds)
     async with database.write_session() as session:
         job = await job_execution_service.submit(
-            session, principal, address, inputs, execution.cache
+            session, call.principal, address, call.body.inputs, execution.cache
         )
     if job.status not in TERMINAL and wait > 0:
 
@@ -87,55 +50,34 @@ async def _execute(request: Request, address: ExecuteAddress) -> JSONResponse:
                 return await job_execution_service.view(session, job.id)
 
         job = await execution.wait(job.id, wait, read)
-    body, status = execute_json(job)
-    return JSONResponse(body, status_code=status)
+    return Reply(200 if job.status in TERMINAL else 202, job)
 
 
-async def execute_function(request: Request) -> JSONResponse:
-    return await _execute(
-        request, ExecuteAddress.by_function_id(request.path_params["function_id"])
-    )
+rest = Operations(tag="execute")
+_ANSWERS = {200: ExecuteOut, 202: ExecuteOut}
+# 400: a package path that is not package[@version]/functions/name[@version].
+_ERRORS = (400, 403, 404)
 
 
-async def execute_package_function(request: Request) -> JSONResponse:
-    address = ExecuteAddress.by_path(
-        request.path_params["package"], request.path_params["function"]
-    )
-    return await _execute(request, address)
+@rest(
+    "POST",
+    "/functions/{function_id}/execute",
+    "Run a function (or a pinned function version) by identifier",
+    _ANSWERS,
+    errors=_ERRORS,
+    body_required=False,
+)
+async def execute_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
+    return await _execute(call, ExecuteAddress.by_function_id(call.path("function_id")))
 
 
-routes = [
-    Route("/functions/{function_id}/execute", execute_function, methods=["POST"]),
-    Route(
-        "/packages/{package}/functions/{function}/execute",
-        execute_package_function,
-        methods=["POST"],
-    ),
-]
-
-
-def _operation(path: str, summary: str) -> Operation:
-    return Operation(
-        "POST",
-        path,
-        summary,
-        {200: ExecuteOut, 202: ExecuteOut},
-        body=ExecuteBody,
-        body_required=False,
-        query=ExecuteQuery,
-        # 400: a package path that is not package[@version]/functions/name[@version].
-        errors=(400, 403, 404),
-        tag="execute",
-    )
-
-
-operations = [
-    _operation(
-        "/functions/{function_id}/execute",
-        "Run a function (or a pinned function version) by identifier",
-    ),
-    _operation(
-        "/packages/{package}/functions/{function}/execute",
-        "Run a function by package and function name, each with an optional @version",
-    ),
-]
+@rest(
+    "POST",
+    "/packages/{package}/functions/{function}/execute",
+    "Run a function by package and function name, each with an optional @version",
+    _ANSWERS,
+    errors=_ERRORS,
+    body_required=False,
+)
+async def execute_package_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
+    return await _execute(call, ExecuteAddress.by_path(call.path("package"), call.path("function")))

@@ -2,42 +2,17 @@
 
 from __future__ import annotations
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-
-from calcgraph import __version__
-from calcgraph.rest_compat.operations import Operation
+from calcgraph.ops.health import readiness
+from calcgraph.rest_compat.operations import Call, Operations, Reply
 from calcgraph.rest_compat.responses import Health
-from calcgraph.rest_compat.state import database_of
 from calcgraph.workers.inprocess import Execution
 
-# A probe polled many times a second reaches the database at most once a second: the answer
-# is then at most this old, and /health costs the database nothing most of the time.
-HEALTH_PING_MAX_AGE_S = 1.0
+rest = Operations(tag="meta")
 
 
-async def health(request: Request) -> JSONResponse:
-    database = database_of(request)
-    execution: Execution = request.app.state.execution
-    # Without Redis nothing is sent: the API keeps answering (jobs stay queued, the sweeper
-    # sends them once it is back), so the platform is degraded, not down.
-    redis = await execution.redis_reachable()
-    extra = {} if redis is None else {"redis": "ok" if redis else "unreachable"}
-    try:
-        await database.ping(max_age=HEALTH_PING_MAX_AGE_S)
-    except Exception:  # readiness reports the failure instead of raising it
-        return JSONResponse(
-            {"status": "unavailable", "database": "unreachable", "version": __version__, **extra},
-            status_code=503,
-        )
-    status = "degraded" if redis is False else "ok"
-    return JSONResponse(
-        {"status": status, "database": database.dialect_name, "version": __version__, **extra}
-    )
-
-
-routes = [Route("/health", health, methods=["GET"])]
-operations = [
-    Operation("GET", "/health", "Liveness and readiness", {200: Health, 503: Health}, tag="meta")
-]
+@rest("GET", "/health", "Liveness and readiness", {200: Health, 503: Health})
+async def health(call: Call[None, None]) -> Reply:
+    # The same answer as a starting server's early /health (ops.starting), from one module.
+    execution: Execution = call.request.app.state.execution
+    status, body = await readiness(call.database, execution.redis_reachable)
+    return Reply(status, Health.model_validate(body))

@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 from prometheus_client import CONTENT_TYPE_LATEST
-from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.ops.metrics import Metrics
-from calcgraph.rest_compat.operations import Operation
-from calcgraph.rest_compat.state import database_of
+from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.workers.inprocess import Execution
 
+rest = Operations(tag="meta")
 
-async def metrics(request: Request) -> Response:
-    execution: Execution = request.app.state.execution
+
+@rest("GET", "/metrics", "Prometheus metrics", {200: CONTENT_TYPE_LATEST})
+async def metrics(call: Call[None, None]) -> Response:
+    execution: Execution = call.request.app.state.execution
     found: Metrics = execution.metrics
     # Counted at scrape time: the jobs' transitions happen in whichever worker process ran them.
-    async with database_of(request).read_session() as session:
+    async with call.database.read_session() as session:
         counts = await job_read_service.count_by_status(session)
     found.set_jobs(counts, await execution.queue_length())
     return Response(found.render(), media_type=CONTENT_TYPE_LATEST)
-
-
-routes = [Route("/metrics", metrics, methods=["GET"])]
-operations = [
-    Operation("GET", "/metrics", "Prometheus metrics", {200: CONTENT_TYPE_LATEST}, tag="meta")
-]

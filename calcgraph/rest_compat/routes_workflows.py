@@ -3,26 +3,21 @@ parses, calls one service, serialises; the long-poll tick waits outside any tran
 
 from __future__ import annotations
 
-import math
-from datetime import datetime
-from typing import Any
+from typing import Annotated
 
-from pydantic import Field
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from pydantic import AfterValidator, Field
 
-from calcgraph.auth.authenticate import require_principal
-from calcgraph.domain.errors import FieldError, ValidationError
-from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.access.paging import Page
+from calcgraph.domain.runs.service import RUN_STATUSES, run_service
 from calcgraph.domain.runs.state import RunStatus
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.domain.workflows.validation import Report
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowView
-from calcgraph.rest_compat.body import parse_body
-from calcgraph.rest_compat.operations import Operation, PageQuery, Query
+from calcgraph.rest_compat.operations import Call, Operations
+from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
+from calcgraph.rest_compat.responses import Page as PageOut
 from calcgraph.rest_compat.responses import (
-    Page,
     PlanOut,
     RunOut,
     RunSummaryOut,
@@ -30,27 +25,53 @@ from calcgraph.rest_compat.responses import (
     WorkflowDetailOut,
     WorkflowOut,
 )
-from calcgraph.rest_compat.routes_packages import page_request
-from calcgraph.rest_compat.schemas import CreateRunBody, CreateWorkflowBody, WorkflowGraphBody
-from calcgraph.rest_compat.state import database_of
+from calcgraph.rest_compat.schemas import (
+    CreateRunBody,
+    CreateWorkflowBody,
+    PageQuery,
+    WorkflowGraphBody,
+)
 from calcgraph.workers.inprocess import Execution
 
 MAX_TICK_WAIT_SECONDS = 30.0
 
 
 class RunsQuery(PageQuery):
-    status: list[RunStatus] = Field(default=[], description="repeatable; any of these statuses")
+    status: Annotated[
+        list[RunStatus],
+        Refusal("unknown run status {value!r}", f"one of {', '.join(RUN_STATUSES)}"),
+    ] = Field(default=[], description="repeatable; any of these statuses")
     workflow: str | None = Field(default=None, description="a workflow slug")
 
 
+def _at_most_max_wait(wait: float) -> float:
+    return min(wait, MAX_TICK_WAIT_SECONDS)
+
+
 class TickQuery(Query):
-    wait: float = Field(
+    wait: Annotated[
+        float,
+        BlankIsAbsent,
+        Refusal(
+            "wait must be a number of seconds from 0 to 30",
+            "expected a number of seconds from 0 to 30",
+        ),
+        # A longer wait is served as the longest one rather than refused.
+        AfterValidator(_at_most_max_wait),
+    ] = Field(
         default=0.0,
         ge=0,
-        le=MAX_TICK_WAIT_SECONDS,
+        allow_inf_nan=False,
+        json_schema_extra={"maximum": MAX_TICK_WAIT_SECONDS},
         description="first wait until a job of the run finishes or this many seconds pass",
     )
-    since: int | None = Field(
+    since: Annotated[
+        int | None,
+        BlankIsAbsent,
+        Refusal(
+            "since must be a revision of the run (an integer from 0)", "expected an integer from 0"
+        ),
+    ] = Field(
         default=None,
         ge=0,
         description="a revision the caller holds: answer only the node states changed after it "
@@ -58,297 +79,123 @@ class TickQuery(Query):
     )
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+rest = Operations(tag="workflows")
+_GRAPH_ERRORS = (400, 403, 404)
 
 
-def workflow_json(workflow: WorkflowView) -> dict[str, Any]:
-    return {
-        "id": workflow.id,
-        "slug": workflow.slug,
-        "name": workflow.name,
-        "visibility": workflow.visibility,
-        "owner": workflow.owner,
-        "organization": workflow.organization,
-        "latest_version": workflow.latest_version,
-        "created_at": _iso(workflow.created_at),
-        "updated_at": _iso(workflow.updated_at),
-    }
+@rest("GET", "/workflows", "Workflows the caller can see", {200: PageOut[WorkflowOut]})
+async def list_workflows(call: Call[None, PageQuery]) -> Page[WorkflowView]:
+    return await call.read(workflow_service.list_workflows, call.query.page())
 
 
-def workflow_detail_json(detail: WorkflowDetailView) -> dict[str, Any]:
-    version = detail.version
-    return {
-        **workflow_json(detail.workflow),
-        "version": version.version,
-        "version_id": version.id,
-        "version_created_at": _iso(version.created_at),
-        "graph": version.graph,
-        "input_nodes": version.input_nodes(),
-        "resolved_functions": version.resolved_functions,
-    }
-
-
-def run_summary_json(run: RunView) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "workflow_id": run.workflow_id,
-        "workflow_version_id": run.workflow_version_id,
-        "status": run.status,
-        "started_at": _iso(run.started_at),
-        "completed_at": _iso(run.completed_at),
-        "inputs": run.inputs,
-        "terminal_outputs": run.terminal_outputs,
-        "error_message": run.error_message,
-        "first_failed_node_key": run.first_failed_node_key,
-        "revision": run.revision,
-    }
-
-
-def node_states_json(run: RunView) -> dict[str, Any]:
-    return {key: state.as_dict() for key, state in (run.node_states or {}).items()}
-
-
-def run_json(run: RunView) -> dict[str, Any]:
-    """WorkflowRunResponse (spec: Workflow run), plus `workflow_id` and `revision`; a tick
-    asked with `since` adds it (its node_states are the changed ones)."""
-    body = {
-        **run_summary_json(run),
-        "plan_snapshot": run.plan_snapshot,
-        "node_states": node_states_json(run),
-    }
-    if run.since is not None:
-        body["since"] = run.since
-    return body
-
-
-def plan_json(run: RunView) -> dict[str, Any]:
-    return {
-        "run_id": run.id,
-        "workflow_version_id": run.workflow_version_id,
-        "status": run.status,
-        "revision": run.revision,
-        "plan": run.plan_snapshot,
-        "node_states": node_states_json(run),
-    }
-
-
-def parse_tick_wait(raw: str | None) -> float:
-    if raw is None or raw == "":
-        return 0.0
-    try:
-        wait = float(raw)
-    except ValueError:
-        wait = math.nan
-    if not math.isfinite(wait) or wait < 0:
-        raise ValidationError(
-            "wait must be a number of seconds from 0 to 30",
-            [FieldError(("query", "wait"), "expected a number of seconds from 0 to 30")],
-        )
-    return min(wait, MAX_TICK_WAIT_SECONDS)
-
-
-def parse_tick_since(raw: str | None) -> int | None:
-    if raw is None or raw == "":
-        return None
-    if not raw.isdigit():
-        raise ValidationError(
-            "since must be a revision of the run (an integer from 0)",
-            [FieldError(("query", "since"), "expected an integer from 0")],
-        )
-    return int(raw)
-
-
-async def list_workflows(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    page = page_request(request)
-    async with database_of(request).read_session() as session:
-        result = await workflow_service.list_workflows(session, principal, page)
-    return JSONResponse(
-        {"items": [workflow_json(w) for w in result.items], "next_cursor": result.next_cursor}
+@rest(
+    "POST",
+    "/workflows",
+    "Create a workflow with its version 1 (422 or 400 with the validation report)",
+    {201: WorkflowDetailOut},
+    errors=(*_GRAPH_ERRORS, 409),
+)
+async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetailView:
+    body = call.body
+    return await call.write(
+        workflow_service.create,
+        slug=body.slug,
+        name=body.name,
+        graph=body.graph,
+        visibility=body.visibility,
+        organization_slug=body.organization,
     )
 
 
-async def create_workflow(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    body = await parse_body(request, CreateWorkflowBody)
-    async with database_of(request).write_session() as session:
-        detail = await workflow_service.create(
-            session,
-            principal,
-            slug=body.slug,
-            name=body.name,
-            graph=body.graph,
-            visibility=body.visibility,
-            organization_slug=body.organization,
-        )
-    return JSONResponse(workflow_detail_json(detail), status_code=201)
+@rest(
+    "POST",
+    "/workflows/validate",
+    "Validate a graph without saving it",
+    {200: ValidateOut},
+    errors=_GRAPH_ERRORS,
+)
+async def validate_workflow(call: Call[WorkflowGraphBody, None]) -> Report:
+    return await call.read(workflow_service.validate_graph, call.body.graph)
 
 
-async def validate_workflow(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    body = await parse_body(request, WorkflowGraphBody)
-    async with database_of(request).read_session() as session:
-        report = await workflow_service.validate_graph(session, principal, body.graph)
-    return JSONResponse({"valid": report.valid, "report": report.as_dict()})
+@rest(
+    "GET",
+    "/workflows/{slug}",
+    "A workflow with its latest version",
+    {200: WorkflowDetailOut},
+    errors=(404,),
+)
+async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
+    return await call.read(workflow_service.get, call.path("slug"))
 
 
-async def get_workflow(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    async with database_of(request).read_session() as session:
-        detail = await workflow_service.get(session, principal, request.path_params["slug"])
-    return JSONResponse(workflow_detail_json(detail))
+@rest(
+    "PUT",
+    "/workflows/{slug}",
+    "Save a new latest version of a workflow's graph",
+    {200: WorkflowDetailOut},
+    errors=_GRAPH_ERRORS,
+)
+async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetailView:
+    return await call.write(workflow_service.update, call.path("slug"), call.body.graph)
 
 
-async def update_workflow(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    body = await parse_body(request, WorkflowGraphBody)
-    async with database_of(request).write_session() as session:
-        detail = await workflow_service.update(
-            session, principal, request.path_params["slug"], body.graph
-        )
-    return JSONResponse(workflow_detail_json(detail))
+@rest(
+    "POST",
+    "/workflows/{slug}/runs",
+    "Start a run of the latest version",
+    {201: RunOut},
+    errors=(403, 404),
+    tag="runs",
+)
+async def create_run(call: Call[CreateRunBody, None]) -> RunView:
+    return await call.write(run_service.create, call.path("slug"), call.body.inputs)
 
 
-async def create_run(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    body = await parse_body(request, CreateRunBody)
-    async with database_of(request).write_session() as session:
-        run = await run_service.create(session, principal, request.path_params["slug"], body.inputs)
-    return JSONResponse(run_json(run), status_code=201)
+@rest(
+    "GET",
+    "/workflow-runs",
+    "The caller's runs",
+    {200: PageOut[RunSummaryOut]},
+    errors=(404,),
+    tag="runs",
+)
+async def list_runs(call: Call[None, RunsQuery]) -> Page[RunView]:
+    query = call.query
+    return await call.read(run_service.list_runs, query.page(), query.status, query.workflow)
 
 
-async def list_runs(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    page = page_request(request)
-    statuses = request.query_params.getlist("status")
-    async with database_of(request).read_session() as session:
-        result = await run_service.list_runs(
-            session, principal, page, statuses, request.query_params.get("workflow")
-        )
-    return JSONResponse(
-        {"items": [run_summary_json(r) for r in result.items], "next_cursor": result.next_cursor}
-    )
+@rest("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, errors=(404,), tag="runs")
+async def get_run(call: Call[None, None]) -> RunView:
+    return await call.read(run_service.get, call.path("run_id"))
 
 
-async def get_run(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    async with database_of(request).read_session() as session:
-        run = await run_service.get(session, principal, request.path_params["run_id"])
-    return JSONResponse(run_json(run))
+@rest(
+    "GET",
+    "/workflow-runs/{run_id}/plan",
+    "A run's plan and node states",
+    {200: PlanOut},
+    errors=(404,),
+    tag="runs",
+)
+async def get_plan(call: Call[None, None]) -> RunView:
+    return await call.read(run_service.get, call.path("run_id"))
 
 
-async def get_plan(request: Request) -> JSONResponse:
-    principal = require_principal(request)
-    async with database_of(request).read_session() as session:
-        run = await run_service.get(session, principal, request.path_params["run_id"])
-    return JSONResponse(plan_json(run))
-
-
-async def tick_run(request: Request) -> JSONResponse:
+@rest(
+    "POST",
+    "/workflow-runs/{run_id}/tick",
+    "Advance a run: collect finished jobs, submit ready nodes",
+    {200: RunOut},
+    errors=(404, 409),
+    tag="runs",
+)
+async def tick_run(call: Call[None, TickQuery]) -> RunView:
     """`?wait=S` (up to 30): first wait until a job of the run finishes or S pass, then tick;
     without it the tick answers at once, as the specification says. `?since=N` (the
     `revision` of an earlier answer): only the node states changed after N, and no plan; a
     poller of a 10,000-node run gets what changed instead of the whole run each time."""
-    principal = require_principal(request)
-    run_id = request.path_params["run_id"]
-    wait = parse_tick_wait(request.query_params.get("wait"))
-    since = parse_tick_since(request.query_params.get("since"))
-    execution: Execution = request.app.state.execution
-    return JSONResponse(run_json(await execution.tick(principal, run_id, wait, since=since)))
-
-
-routes = [
-    Route("/workflows", list_workflows, methods=["GET"]),
-    Route("/workflows", create_workflow, methods=["POST"]),
-    Route("/workflows/validate", validate_workflow, methods=["POST"]),
-    Route("/workflows/{slug}", get_workflow, methods=["GET"]),
-    Route("/workflows/{slug}", update_workflow, methods=["PUT"]),
-    Route("/workflows/{slug}/runs", create_run, methods=["POST"]),
-    Route("/workflow-runs", list_runs, methods=["GET"]),
-    Route("/workflow-runs/{run_id}", get_run, methods=["GET"]),
-    Route("/workflow-runs/{run_id}/plan", get_plan, methods=["GET"]),
-    Route("/workflow-runs/{run_id}/tick", tick_run, methods=["POST"]),
-]
-_GRAPH_ERRORS = (400, 403, 404)
-operations = [
-    Operation(
-        "GET",
-        "/workflows",
-        "Workflows the caller can see",
-        {200: Page[WorkflowOut]},
-        query=PageQuery,
-        tag="workflows",
-    ),
-    Operation(
-        "POST",
-        "/workflows",
-        "Create a workflow with its version 1 (422 or 400 with the validation report)",
-        {201: WorkflowDetailOut},
-        body=CreateWorkflowBody,
-        errors=(*_GRAPH_ERRORS, 409),
-        tag="workflows",
-    ),
-    Operation(
-        "POST",
-        "/workflows/validate",
-        "Validate a graph without saving it",
-        {200: ValidateOut},
-        body=WorkflowGraphBody,
-        errors=_GRAPH_ERRORS,
-        tag="workflows",
-    ),
-    Operation(
-        "GET",
-        "/workflows/{slug}",
-        "A workflow with its latest version",
-        {200: WorkflowDetailOut},
-        errors=(404,),
-        tag="workflows",
-    ),
-    Operation(
-        "PUT",
-        "/workflows/{slug}",
-        "Save a new latest version of a workflow's graph",
-        {200: WorkflowDetailOut},
-        body=WorkflowGraphBody,
-        errors=_GRAPH_ERRORS,
-        tag="workflows",
-    ),
-    Operation(
-        "POST",
-        "/workflows/{slug}/runs",
-        "Start a run of the latest version",
-        {201: RunOut},
-        body=CreateRunBody,
-        errors=(403, 404),
-        tag="runs",
-    ),
-    Operation(
-        "GET",
-        "/workflow-runs",
-        "The caller's runs",
-        {200: Page[RunSummaryOut]},
-        query=RunsQuery,
-        errors=(404,),
-        tag="runs",
-    ),
-    Operation("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, errors=(404,), tag="runs"),
-    Operation(
-        "GET",
-        "/workflow-runs/{run_id}/plan",
-        "A run's plan and node states",
-        {200: PlanOut},
-        errors=(404,),
-        tag="runs",
-    ),
-    Operation(
-        "POST",
-        "/workflow-runs/{run_id}/tick",
-        "Advance a run: collect finished jobs, submit ready nodes",
-        {200: RunOut},
-        query=TickQuery,
-        errors=(404, 409),
-        tag="runs",
-    ),
-]
+    execution: Execution = call.request.app.state.execution
+    return await execution.tick(
+        call.principal, call.path("run_id"), call.query.wait, since=call.query.since
+    )

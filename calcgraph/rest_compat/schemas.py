@@ -1,10 +1,15 @@
-"""Request bodies of the REST routes, as pydantic models (the OpenAPI document uses them too)."""
+"""Request bodies and the shared query of the REST routes, as pydantic models: the operations
+parse with them and the OpenAPI document describes them. A query used by one route only sits
+beside its route."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from calcgraph.domain.access.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
+from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
 
 
 def _type_expression(value: Any) -> Any:
@@ -220,12 +225,31 @@ class CreateRunBody(Body):
 
 class ExecuteBody(BaseModel):
     """Execute routes (contract 4). Read leniently: an empty body means no inputs, other keys
-    are ignored; the inputs are checked against the function's typed inputs by the service."""
+    are ignored; the inputs are checked against the function's typed inputs by the service
+    (which words the refusal of inputs that are not an object)."""
 
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"inputs": {"length": 2.0, "force": 1000.0}}]}
     )
 
-    inputs: dict[str, Any] = Field(
-        default={}, description="input port name to value; physical values may be {value, unit}"
+    inputs: Annotated[object, WithJsonSchema({"type": "object", "additionalProperties": True})] = (
+        Field(
+            default={}, description="input port name to value; physical values may be {value, unit}"
+        )
     )
+
+
+class PageQuery(Query):
+    """Listings (contract 4)."""
+
+    limit: Annotated[
+        int,
+        BlankIsAbsent,
+        Refusal(
+            f"limit must be an integer from 1 to {MAX_LIMIT}", f"an integer from 1 to {MAX_LIMIT}"
+        ),
+    ] = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="page size")
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page")
+
+    def page(self) -> PageRequest:
+        return PageRequest.parse(self.limit, self.cursor)

@@ -92,68 +92,89 @@ def send(broker: dramatiq.Broker, message: Message) -> None:
     broker.enqueue(_message(message))
 
 
+_BATCH = 500
+"""Messages per HSET/RPUSH command of a batch: commands of a few hundred KB at most."""
+
+
 def send_many(broker: dramatiq.Broker, messages: Sequence[Message]) -> int:
-    """Send a unit of work's messages; to Redis in one pipelined round trip (a tick that
-    submits 1,000 jobs paid 1,000 round trips, ~0.4 ms each). Blocking: callers on an event
-    loop run it in a thread. Returns how many could not be sent (logged; the sweeper
-    re-sends their queued rows)."""
+    """Send a unit of work's messages. To Redis in one transaction of two commands per 500
+    messages (the queue's message hash and its list) instead of Dramatiq's dispatch script
+    once per message: a tick that submits 1,000 jobs paid 1,000 script calls, ~95 ms of this
+    process's CPU and as much of Redis's, where this takes ~17 ms. Blocking: callers on an event
+    loop run it in a thread. Returns how many could not be sent (logged; the sweeper re-sends
+    their queued rows)."""
+    if len(messages) > 1 and _is_redis(broker):
+        return _send_batch(broker, messages)
+    for index, message in enumerate(messages):
+        try:
+            send(broker, message)
+        except Exception:
+            # A broker that refused one message refuses the next (each after its retries):
+            # the rest of the unit's messages wait for the sweeper too.
+            left = len(messages) - index
+            log.exception(
+                "could not send %s (and %d more); the sweeper will re-send them",
+                message.actor,
+                left - 1,
+            )
+            return left
+    return 0
+
+
+def _hooks(broker: dramatiq.Broker, name: str) -> list[Callable[..., None]]:
+    """The middleware's `name` hooks that do something (the base class's are no-ops)."""
+    return [
+        getattr(m, name)
+        for m in broker.middleware
+        if getattr(type(m), name, None) is not getattr(Middleware, name)
+    ]
+
+
+def _is_redis(broker: dramatiq.Broker) -> bool:
     from dramatiq.brokers.redis import RedisBroker
 
-    if not isinstance(broker, RedisBroker) or len(messages) == 1:
-        for index, message in enumerate(messages):
-            try:
-                send(broker, message)
-            except Exception:
-                # A broker that refused one message refuses the next (each after its retries):
-                # the rest of the unit's messages wait for the sweeper too.
-                left = len(messages) - index
-                log.exception(
-                    "could not send %s (and %d more); the sweeper will re-send them",
-                    message.actor,
-                    left - 1,
-                )
-                return left
-        return 0
-    pipeline = broker.client.pipeline(transaction=False)
-    batch = _Pipelined(broker, pipeline)
+    return isinstance(broker, RedisBroker)
+
+
+def _send_batch(broker: Any, messages: Sequence[Message]) -> int:
+    """What Dramatiq's dispatch script does to enqueue (HSET the message under its id into
+    `<queue>.msgs`, RPUSH the id onto `<queue>`), for the whole batch in MULTI/EXEC: every
+    message arrives or none does, as with one script call each. Each message is built and
+    encoded as Dramatiq's `enqueue` would (our broker's derived id, the enqueue hooks); what
+    the script does besides (a heartbeat for the sender as if it were a worker, and now and
+    then the queue's maintenance, which every consuming worker's fetch does too) is for
+    consumers."""
+    queue = f"{broker.namespace}:{QUEUE}"
+    before, after = _hooks(broker, "before_enqueue"), _hooks(broker, "after_enqueue")
+    encoded: dict[str, bytes] = {}
     try:
         for message in messages:
-            # Dramatiq's own enqueue (message ids, middleware), with its script bound to the
-            # pipeline. Its "after enqueue" hooks run before the pipeline does; none of ours
-            # acts. The broker's class: ours stores each message under an id the sweeper can
-            # look up. (Its first enqueue asks Redis for the Lua stack size: it may fail here.)
-            type(broker).enqueue(batch, _message(message))  # type: ignore[arg-type]
-        results = pipeline.execute(raise_on_error=False)
+            message_id = message.message_id or dramatiq.message.generate_unique_id()
+            redis_id = _redis_id(message_id, 0)
+            built: dramatiq.Message[Any] = dramatiq.Message(
+                queue_name=QUEUE,
+                actor_name=message.actor,
+                args=(),
+                kwargs=dict(message.kwargs),
+                options={"redis_message_id": redis_id},
+                message_id=message_id,
+            )
+            for hook in before:
+                hook(broker, built, None)
+            encoded[redis_id] = built.encode()
+            for hook in after:
+                hook(broker, built, None)
+        ids = list(encoded)
+        pipeline = broker.client.pipeline(transaction=True)
+        for at in range(0, len(ids), _BATCH):
+            chunk = ids[at : at + _BATCH]
+            pipeline.hset(f"{queue}.msgs", mapping={i: encoded[i] for i in chunk})
+            pipeline.rpush(queue, *chunk)
+        pipeline.execute()
     except Exception:
         log.exception("could not send %d messages; the sweeper will re-send them", len(messages))
         return len(messages)
-    failed = sum(isinstance(r, Exception) for r in results)
-    if failed:
-        log.error(
-            "could not send %d of %d messages; the sweeper will re-send them", failed, len(messages)
-        )
-    return failed
-
-
-class _Pipelined:
-    """A Redis broker as its `enqueue` sees it, with the dispatch script queued on a pipeline
-    instead of run: every attribute but the scripts is the broker's."""
-
-    def __init__(self, broker: Any, pipeline: Any) -> None:
-        self._broker = broker
-        script = broker.scripts["dispatch"]
-
-        def dispatch(keys: Any = None, args: Any = None) -> Any:
-            return script(keys=keys, args=args, client=pipeline)
-
-        self.scripts = {**broker.scripts, "dispatch": dispatch}
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("do_"):
-            from dramatiq.brokers.redis import RedisBroker
-
-            return RedisBroker._dispatch(self, name[len("do_") :])  # type: ignore[arg-type, no-untyped-call]
-        return getattr(self._broker, name)
+    return 0
 
 
 class Outstanding(Middleware):

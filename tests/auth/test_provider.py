@@ -156,3 +156,46 @@ class TestHttps:
     def test_refused(self, issuer: str) -> None:
         with pytest.raises(ValueError, match="https"):
             require_https(issuer)
+
+
+class TestVerifiedTokenMemo:
+    """A token whose signature verified is taken again without the RSA check; nothing that
+    would refuse it on a fresh check may be skipped for it."""
+
+    async def test_a_remembered_token_expires_with_the_token(
+        self, idp: LocalIdentityProvider, clock: Clock
+    ) -> None:
+        strict = TokenVerifier(OidcProvider(idp.issuer, clock=clock), AUDIENCE, leeway=0)
+        claims = idp.claims()
+        claims["exp"] = claims["iat"] + 2
+        token = idp.sign(claims)
+        assert (await strict.verify(token))["sub"] == "sub-alice"
+        assert (await strict.verify(token))["sub"] == "sub-alice"
+        await asyncio.sleep(2.5)
+        with pytest.raises(Unauthenticated, match="expired"):
+            await strict.verify(token)
+
+    async def test_an_altered_copy_of_a_remembered_token_is_refused(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier
+    ) -> None:
+        token = idp.token()
+        await verifier.verify(token)
+        head, payload, signature = token.split(".")
+        forged = f"{head}.{payload}.{signature[:-4]}AAAA"
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(forged)
+        other = idp.claims("mallory", roles=["admin"])
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(f"{head}.{idp.sign(other).split('.')[1]}.{signature}")
+
+    async def test_the_memo_answers_what_a_fresh_check_answers_and_stays_bounded(
+        self, idp: LocalIdentityProvider, verifier: TokenVerifier, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr("calcgraph.auth.verify.MEMO_SIZE", 3)
+        tokens = [idp.token(name) for name in ("ann", "ben", "cat", "dan", "eve")]
+        first = [await verifier.verify(token) for token in tokens]
+        again = [await verifier.verify(token) for token in tokens]
+        assert first == again
+        again[0]["sub"] = "changed by a caller"
+        assert (await verifier.verify(tokens[0]))["sub"] == "sub-ann"
+        assert len(verifier._memo) == 3

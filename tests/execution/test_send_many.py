@@ -1,8 +1,9 @@
-"""A unit of work's messages go to Redis in one pipelined batch, off the event loop, and each
-arrives as Dramatiq's own enqueue would have sent it."""
+"""A unit of work's messages go to Redis in one batch (one transaction), off the event loop,
+and each arrives as Dramatiq's own enqueue would have sent it."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import uuid
@@ -12,9 +13,9 @@ import dramatiq
 import pytest
 import redis
 
-from calcgraph.domain.jobs.enqueue import Message, enqueue
+from calcgraph.domain.jobs.enqueue import Message, enqueue, job_message_id
 from calcgraph.settings import Settings
-from calcgraph.workers.broker import QUEUE, build_broker, send_many
+from calcgraph.workers.broker import QUEUE, build_broker, send, send_many, waiting
 from calcgraph.workers.flush import Outbox
 
 REDIS_URL = os.environ.get("CALCGRAPH_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
@@ -56,6 +57,49 @@ def test_a_batch_arrives_whole_and_in_order(redis_broker: dramatiq.Broker) -> No
     got = _received(redis_broker, 50)
     assert [m.kwargs["job_id"] for m in got] == [f"job-{i}" for i in range(50)]
     assert {m.actor_name for m in got} == {"jobs.run"}
+
+
+def test_a_batch_is_stored_as_one_enqueue_at_a_time_would_store_it(
+    redis_broker: dramatiq.Broker,
+) -> None:
+    """Same hash fields (our derived ids), same message bodies but for the send time, same
+    queue order: consumers and the sweeper's `waiting` cannot tell the batch from Dramatiq's
+    own enqueue."""
+    ids = [job_message_id(str(uuid.uuid4()), 1) for _ in range(4)]
+    one_by_one = [Message("jobs.run", {"job_id": f"one-{i}"}, ids[i]) for i in (0, 1)]
+    batched = [Message("chains.run", {"job_id": f"batch-{i}"}, ids[i]) for i in (2, 3)]
+    for message in one_by_one:
+        send(redis_broker, message)
+    assert send_many(redis_broker, batched) == 0
+    client = redis_broker.client  # type: ignore[attr-defined]
+    queue = f"{redis_broker.namespace}:{QUEUE}"  # type: ignore[attr-defined]
+    order = [raw.decode() for raw in client.lrange(queue, 0, -1)]
+    assert order == [f"{message_id}.0" for message_id in ids]
+    stored = {k.decode(): json.loads(v) for k, v in client.hgetall(f"{queue}.msgs").items()}
+    bodies = [stored[f"{message_id}.0"] for message_id in ids]
+    for body in bodies:
+        assert isinstance(body.pop("message_timestamp"), int)
+    assert [body["message_id"] for body in bodies] == ids
+    assert bodies[3] == {
+        **bodies[1],
+        "actor_name": "chains.run",
+        "kwargs": {"job_id": "batch-3"},
+        "message_id": ids[3],
+        "options": {"redis_message_id": f"{ids[3]}.0"},
+    }
+    assert waiting(redis_broker, ids) == set(ids)
+    got = _received(redis_broker, 4)
+    assert [m.message_id for m in got] == ids
+    assert [m.kwargs["job_id"] for m in got] == ["one-0", "one-1", "batch-2", "batch-3"]
+
+
+def test_job_message_ids_are_uuid5_of_the_job_and_delivery() -> None:
+    for delivery in (1, 2, 17):
+        job_id = str(uuid.uuid4())
+        expected = uuid.uuid5(
+            uuid.UUID("6f1c2a52-3f7e-4f43-9d4e-0c2b1f5d7a10"), f"{job_id}:{delivery}"
+        )
+        assert job_message_id(job_id, delivery) == str(expected)
 
 
 def test_a_failed_batch_is_counted_not_raised(redis_broker: dramatiq.Broker) -> None:

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import PUBLIC_ROUTES
-from calcgraph.rest_compat.openapi import document
+from calcgraph.rest_compat.api import document
 
 METHODS = ("get", "post", "put", "patch", "delete")
 # Reached through the example bodies in document order (a package is published before the

@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from calcgraph.rest_compat.openapi import document
+from calcgraph.rest_compat.api import document
 from tests.auth.idp import LocalIdentityProvider
 from tests.client.conftest import Served, serve
 from tests.execution.conftest import exec_url  # noqa: F401

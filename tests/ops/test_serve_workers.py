@@ -13,13 +13,15 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import redis
 
+from calcgraph.ops.starting import APPLICATION_READY
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import exec_url  # noqa: F401
 from tests.ops.test_ratelimit import REDIS_URL, _redis_or_skip
@@ -27,6 +29,7 @@ from tests.ops.test_worker_process import _free_port
 
 pytestmark = pytest.mark.db
 BURST = 30
+STARTING = 60.0
 
 
 @contextlib.contextmanager
@@ -45,8 +48,10 @@ def _serve(env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
         while True:
             assert process.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            # Both processes listen and have their application (a process answers /health
+            # while it imports it): the rate-limit burst below must not wait for a start.
             with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200 and _ready(log_path):
                     break
             time.sleep(0.1)
         yield base
@@ -59,16 +64,28 @@ def _serve(env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
             process.wait()
 
 
-def _processes(log_path: Path, path: str) -> Counter[int]:
-    """Which process answered each logged request to `path` (access log lines, JSON)."""
-    served: Counter[int] = Counter()
+def _ready(log_path: Path) -> bool:
+    ready = APPLICATION_READY.split(",")[0]
+    return len(_records(log_path, lambda r: str(r.get("message")).startswith(ready))) == 2
+
+
+def _records(log_path: Path, keep: Callable[[dict[str, Any]], bool]) -> Counter[int]:
+    """How many logged records of each process `keep` keeps (JSON log lines)."""
+    found: Counter[int] = Counter()
     for line in log_path.read_text().splitlines():
-        if not line.startswith("{"):
-            continue
-        record = json.loads(line)
-        if record.get("logger") == "calcgraph.access" and f" {path} " in record["message"]:
-            served[record["process"]] += 1
-    return served
+        if line.startswith("{"):
+            record = json.loads(line)
+            if keep(record):
+                found[record["process"]] += 1
+    return found
+
+
+def _processes(log_path: Path, path: str) -> Counter[int]:
+    """Which process answered each logged request to `path` (access log lines)."""
+    return _records(
+        log_path,
+        lambda r: r.get("logger") == "calcgraph.access" and f" {path} " in r["message"],
+    )
 
 
 def test_two_processes_share_the_load_and_the_state(
@@ -87,27 +104,34 @@ def test_two_processes_share_the_load_and_the_state(
         "CALCGRAPH_SANDBOX": "process",
         "CALCGRAPH_LOG_LEVEL": "info",
         "CALCGRAPH_LOG_FORMAT": "json",
-        "CALCGRAPH_RATE_LIMIT_PER_MINUTE": "6",  # one token every 10 s: none come back here
+        # One token a minute: none comes back during the burst, even on a loaded machine.
+        "CALCGRAPH_RATE_LIMIT_PER_MINUTE": "1",
         "CALCGRAPH_RATE_LIMIT_BURST": str(BURST),
     }
     log_path = tmp_path / "serve.log"
     slug = f"org-{uuid.uuid4().hex[:8]}"
     try:
-        with _serve(env, _free_port(), log_path) as base, httpx.Client(base_url=base) as http:
+        # A process answers /health while it imports the application; a request waits for
+        # that (seconds on a loaded machine), hence the long timeouts.
+        with (
+            _serve(env, _free_port(), log_path) as base,
+            httpx.Client(base_url=base, timeout=STARTING) as http,
+        ):
             alice = identity_provider.headers("alice")
             created = http.post("/organizations", json={"slug": slug, "name": "W"}, headers=alice)
             assert created.status_code == 201, created.text
             # New connections each time: uvicorn's processes take turns accepting them.
             answers = [
-                httpx.get(f"{base}/organizations/{slug}", headers=alice).json()
+                httpx.get(f"{base}/organizations/{slug}", headers=alice, timeout=STARTING).json()
                 for _ in range(BURST - 2)
             ]
             for _ in range(40):
-                assert httpx.get(f"{base}/health").status_code == 200
+                assert httpx.get(f"{base}/health", timeout=STARTING).status_code == 200
             # One bucket for bob in Redis, whichever process answers: the burst, not twice it.
             bob = identity_provider.headers("bob")
             statuses = Counter(
-                httpx.get(f"{base}/workflows", headers=bob).status_code for _ in range(BURST + 15)
+                httpx.get(f"{base}/workflows", headers=bob, timeout=STARTING).status_code
+                for _ in range(BURST + 15)
             )
     finally:
         client = redis.Redis.from_url(REDIS_URL)

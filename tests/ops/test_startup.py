@@ -41,6 +41,60 @@ def test_building_the_app_imports_no_heavy_module(tmp_path: Path) -> None:
     assert _loaded_heavy("from calcgraph.app import create_app\ncreate_app()", env) == []
 
 
+# What `calcgraph serve` imports after /health answers (ops.starting), never before: the
+# application's doors and services, the identity stack, the broker, the client's HTTP library.
+AFTER_HEALTH = (
+    "calcgraph.app",
+    "calcgraph.auth.authenticate",
+    "calcgraph.workers.inprocess",
+    "calcgraph.rest_compat.openapi",
+    "dramatiq",
+    "jwt",
+    "cryptography",
+    "httpx",
+    "rich",
+    "yaml",
+    *HEAVY,
+)
+
+
+def _loaded(code: str, env: dict[str, str], names: tuple[str, ...]) -> list[str]:
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted(n for n in {names!r} if n in sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_the_served_app_answers_health_before_importing_the_application(tmp_path: Path) -> None:
+    env = {
+        "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'served.db'}",
+        "CALCGRAPH_SANDBOX": "process",
+    }
+    code = (
+        "from calcgraph.auth.issuer import require_https\n"
+        "from calcgraph.auth.devidp import DEV_USERS, start_for_serve\n"
+        "from calcgraph.ops.serving import create_served_app\n"
+        "create_served_app()"
+    )
+    assert _loaded(code, env, AFTER_HEALTH) == []
+
+
+def test_the_command_line_loads_no_server_stack() -> None:
+    code = "from calcgraph.cli import build_parser\nbuild_parser()"
+    server = ("sqlalchemy", "dramatiq", "jwt", "calcgraph.app", "uvicorn", *HEAVY)
+    assert _loaded(code, {}, server) == []
+
+
 def test_the_heads_read_from_the_revision_files_are_alembics() -> None:
     heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
     assert script_heads() == heads

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRow
@@ -154,6 +155,29 @@ async def seed(
     return SeededRun(run_id, chains, length, revision)
 
 
+def _submitted_job(run: SeededRun, chain: int, i: int) -> dict[str, Any]:
+    """A job row as a tick inserts it (foreign keys are not checked here: see `seed`)."""
+    return {
+        "id": str(uuid.uuid4()),
+        "created_at": NOW,
+        "function_id": "f",
+        "function_version_id": "fv",
+        "package_id": "p",
+        "user_id": "u",
+        "inputs": {"x": float(chain)},
+        "resolved_inputs": {"x": float(chain)},
+        "workflow_run_id": run.run_id,
+        "node_key": _key(chain, i),
+        "attempt": 9,
+        "status": "queued",
+        "cache_hit": False,
+        "deliveries": 1,
+        "logs": None,
+        "started_at": None,
+        "finished_at": None,
+    }
+
+
 Statement = tuple[str, str, dict[str, Any]]
 """(label, SQL as sent, its plan)."""
 
@@ -166,7 +190,7 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
     current = [""]
 
     def record(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
-        if not statement.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "SET")):
+        if not statement.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK", "SET")):
             sent.append((current[0], statement, parameters))
 
     runs = RunRepository.from_session(session)
@@ -179,6 +203,16 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
 
     async def running() -> None:
         job_ids.extend(await runs.running_job_ids(run.run_id))
+
+    async def insert_jobs() -> None:
+        # Rolled back: its plan is taken by running it again.
+        nested = await session.begin_nested()
+        try:
+            await JobRepository.from_session(session).insert_many(
+                [_submitted_job(run, c, middle) for c in range(run.chains)]
+            )
+        finally:
+            await nested.rollback()
 
     calls += [
         ("tick: lock the run", lambda: runs.locked_run(run.run_id)),
@@ -203,6 +237,7 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
                 run.revision + 1,
             ),
         ),
+        ("tick: insert submitted jobs", insert_jobs),
         ("tick?since: changed states", lambda: runs.states_since(run.run_id, run.revision - 1)),
         ("wait: running jobs", lambda: runs.running_jobs(run.run_id)),
         ("chain: place", lambda: chains.place(job_ids[0])),

@@ -60,3 +60,12 @@ def test_a_forgotten_run_frees_its_share_of_the_bound() -> None:
     assert memo.states("a", 1) is not None
     assert memo.states("b", 1) is not None
     memo.forget("never remembered")  # nothing to forget is no error
+
+
+def test_hundreds_of_small_runs_polled_in_turn_stay_remembered() -> None:
+    memo = RunMemo()  # as the services build it
+    for _ in range(2):  # 2,000 diamond runs, each ticked in turn, twice
+        for run in range(2_000):
+            if memo.states(f"r{run}", 1) is None:
+                memo.remember_states(f"r{run}", 1, _states(5))
+    assert all(memo.states(f"r{run}", 1) is not None for run in range(2_000))

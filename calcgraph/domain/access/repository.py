@@ -6,12 +6,43 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select, true
+from sqlalchemy import and_, bindparam, delete, func, select, true
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.models import Membership, Organization, User
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import Package
+
+# Built once: every tick that submits asks it, and building it cost more than running it.
+_OWNER = (
+    select(User.subject, User.username, User.roles)
+    .where(User.id == bindparam("user_id"))
+    .subquery()
+)
+_EXECUTION_FACTS = (
+    select(
+        FunctionVersion.id,
+        Package.owner_id,
+        Package.organization_id,
+        Package.visibility,
+        Membership.role,
+        _OWNER.c.subject,
+        _OWNER.c.username,
+        _OWNER.c.roles,
+    )
+    .select_from(FunctionVersion)
+    .join(Function, Function.id == FunctionVersion.function_id)
+    .join(Package, Package.id == Function.package_id)
+    .outerjoin(
+        Membership,
+        and_(
+            Membership.organization_id == Package.organization_id,
+            Membership.user_id == bindparam("user_id"),
+        ),
+    )
+    .outerjoin(_OWNER, true())
+    .where(FunctionVersion.id.in_(bindparam("version_ids", expanding=True)))
+)
 
 
 @dataclass(frozen=True)
@@ -49,31 +80,8 @@ class UserRepository(RepositoryBase[User]):
         one statement: what a tick checks for the nodes it is about to submit."""
         if not version_ids:
             return []
-        user = select(User.subject, User.username, User.roles).where(User.id == user_id)
-        owner = user.subquery()
         rows = await self.session.execute(
-            select(
-                FunctionVersion.id,
-                Package.owner_id,
-                Package.organization_id,
-                Package.visibility,
-                Membership.role,
-                owner.c.subject,
-                owner.c.username,
-                owner.c.roles,
-            )
-            .select_from(FunctionVersion)
-            .join(Function, Function.id == FunctionVersion.function_id)
-            .join(Package, Package.id == Function.package_id)
-            .outerjoin(
-                Membership,
-                and_(
-                    Membership.organization_id == Package.organization_id,
-                    Membership.user_id == user_id,
-                ),
-            )
-            .outerjoin(owner, true())
-            .where(FunctionVersion.id.in_(sorted(version_ids)))
+            _EXECUTION_FACTS, {"user_id": user_id, "version_ids": sorted(version_ids)}
         )
         return [
             ExecutionFacts(

@@ -20,9 +20,13 @@ RESULT_TTL_SECONDS = 3600.0
 """The specification's result cache lifetime (Limits: 1 hour)."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""Built once: `json.dumps` with options builds an encoder per call (a tick keys 1,000 jobs)."""
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no spaces; floats as Python prints them."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def result_key(user_id: str, function_version_id: str, resolved_inputs: Mapping[str, Any]) -> str:

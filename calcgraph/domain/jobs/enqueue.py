@@ -9,6 +9,7 @@ drops it on rollback. Pure: no broker here.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,9 +33,18 @@ class Message:
 _JOB_MESSAGES = uuid.UUID("6f1c2a52-3f7e-4f43-9d4e-0c2b1f5d7a10")
 
 
+_NAMESPACE = _JOB_MESSAGES.bytes
+
+
 def job_message_id(job_id: str, delivery: int) -> str:
-    """The broker message id of a job's `delivery`-th message: derived, so nothing stores it."""
-    return str(uuid.uuid5(_JOB_MESSAGES, f"{job_id}:{delivery}"))
+    """The broker message id of a job's `delivery`-th message: derived, so nothing stores it.
+    `uuid.uuid5(_JOB_MESSAGES, f"{job_id}:{delivery}")` spelled out: the same id at a third of
+    the cost (`uuid.UUID`'s checks and formatting), paid once per job a tick submits."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE + f"{job_id}:{delivery}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _BUFFER: ContextVar[list[Message] | None] = ContextVar("calcgraph_outbox", default=None)
@@ -44,14 +54,19 @@ class NoOutbox(RuntimeError):
     """`enqueue` was called outside a unit of work that can send messages after its commit."""
 
 
-def enqueue(actor: str, **kwargs: JSONScalar) -> None:
-    """Send `actor(**kwargs)` after the current unit of work commits (never if it rolls back)."""
+def _buffer(actor: str) -> list[Message]:
     buffer = _BUFFER.get()
     if buffer is None:
         raise NoOutbox(
             f"enqueue({actor!r}) outside a write session with an outbox: messages may only "
             "leave after the commit that created their rows"
         )
+    return buffer
+
+
+def enqueue(actor: str, **kwargs: JSONScalar) -> None:
+    """Send `actor(**kwargs)` after the current unit of work commits (never if it rolls back)."""
+    buffer = _buffer(actor)
     for name, value in kwargs.items():
         if not isinstance(value, str | int | float | bool) and value is not None:
             raise TypeError(f"actor argument {name!r} must be a JSON scalar (an id), not {value!r}")
@@ -61,10 +76,7 @@ def enqueue(actor: str, **kwargs: JSONScalar) -> None:
 def enqueue_job(actor: str, job_id: str, delivery: int) -> None:
     """`enqueue(actor, job_id=job_id)` as the job's `delivery`-th message (its `deliveries`
     column after this commit)."""
-    enqueue(actor, job_id=job_id)
-    buffer = _BUFFER.get()
-    assert buffer is not None
-    buffer[-1] = Message(actor, {"job_id": job_id}, job_message_id(job_id, delivery))
+    _buffer(actor).append(Message(actor, {"job_id": job_id}, job_message_id(job_id, delivery)))
 
 
 @contextmanager

@@ -3,13 +3,15 @@ package's current visibility and the caller's current memberships."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, func, insert, select, true
+from sqlalchemy import JSON, ColumnElement, Table, and_, func, insert, select, true
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import by_keys
+from calcgraph.db.dialect import by_keys, insert_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.models import Job
@@ -131,11 +133,45 @@ class JobRepository(RepositoryBase[Job]):
         return [dict(zip(fields, row, strict=True)) for row in rows]
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Job rows as plain values in one executemany INSERT per set of keys (workflow node
-        jobs of a tick: one, or two with result-cache hits). Core, not the ORM's bulk path,
-        which costs more than the statement for a tick that submits 100 nodes."""
+        """Job rows as plain values, one INSERT per set of keys (workflow node jobs of a tick:
+        one, or two with result-cache hits): on PostgreSQL one statement from arrays, else an
+        executemany. Core, not the ORM's bulk path, which costs more than the statement for
+        a tick that submits 100 nodes. Every row names the columns that have a default."""
         groups: dict[frozenset[str], list[dict[str, Any]]] = {}
         for row in rows:
             groups.setdefault(frozenset(row), []).append(row)
-        for group in groups.values():
-            await self.session.execute(insert(_JOBS), group)
+        arrays = self.session.get_bind().dialect.name == "postgresql"
+        for keys, group in groups.items():
+            if arrays and len(group) > 1:
+                await self._insert_arrays(sorted(keys), group)
+            else:
+                await self.session.execute(insert(_JOBS), group)
+
+    async def _insert_arrays(self, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+        """One INSERT from arrays: what every row shares (the function, the run, the user,
+        the status) bound once, each other column as an array; JSON as JSON text, each
+        distinct object encoded once (a node job's inputs are its resolved inputs)."""
+        first = rows[0]
+        shared = tuple(c for c in columns if c != "id" and all(row[c] == first[c] for row in rows))
+        varying = tuple(c for c in columns if c not in shared)
+        encoded: dict[int, str] = {}
+
+        def json_text(value: Any) -> str:
+            found = encoded.get(id(value))
+            if found is None:
+                found = encoded[id(value)] = json.dumps(value)
+            return found
+
+        params: dict[str, Any] = {}
+        for name in columns:
+            is_json = isinstance(_JOBS.c[name].type, JSON)
+            if name in shared:
+                params[name] = json_text(first[name]) if is_json else first[name]
+            else:
+                params[name] = [json_text(r[name]) if is_json else r[name] for r in rows]
+        await self.session.execute(_insert_from_arrays(varying, shared), params)
+
+
+@functools.cache
+def _insert_from_arrays(arrays: tuple[str, ...], scalars: tuple[str, ...]) -> Any:
+    return insert_from_arrays(_JOBS, arrays, scalars)

@@ -11,9 +11,11 @@
 
 Each map is a bounded LRU: a process serves many runs, and a miss only costs a read. A run
 that ended is forgotten (`forget`): a process that runs big runs one after another keeps none
-of the finished ones (three 10,000-node runs would hold over 50 MB). The maps
-of runs are bounded by their nodes too: 256 runs of 10,000 nodes would hold gigabytes, so a
+of the finished ones (three 10,000-node runs would hold over 50 MB). The maps of runs are
+bounded by their nodes too: 256 runs of 10,000 nodes would hold gigabytes, so a
 process keeps at most `nodes` nodes' worth of plans, states and workflow versions in each.
+The count of runs is bounded far above what a process polls at once: at 256, 500 small runs
+polled in turn each missed at every tick (two more reads, the plan parsed again).
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def _graph_nodes(version: WorkflowVersionView) -> int:
 
 
 class RunMemo:
-    def __init__(self, runs: int = 256, versions: int = 4096, nodes: int = 100_000) -> None:
+    def __init__(self, runs: int = 8192, versions: int = 4096, nodes: int = 100_000) -> None:
         self._plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs, nodes, _plan_nodes)
         self._states: _Lru[str, tuple[int, Mapping[str, NodeState]]] = _Lru(
             runs, nodes, _state_nodes

@@ -28,21 +28,6 @@ class NodeState:
     started_at: datetime | None = None
     finished_at: datetime | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "job_id": self.job_id,
-            "outputs": None if self.outputs is None else dict(self.outputs),
-            "error": None if self.error is None else dict(self.error),
-            "attempt": self.attempt,
-            "started_at": _iso(self.started_at),
-            "finished_at": _iso(self.finished_at),
-        }
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
-
 
 def initial_states(plan: Plan) -> dict[str, NodeState]:
     """Run creation: every function and extract node pending, no job submitted."""

@@ -144,6 +144,7 @@ class JobExecutionService:
         by the tick; the (run, node, attempt) unique key refuses a node submitted twice."""
         rows: list[dict[str, Any]] = []
         to_send: list[tuple[str, str]] = []
+        now = utcnow()
         hits = await cache.get_many(
             [
                 result_key(spec.user_id, spec.function_version_id, spec.resolved_inputs)
@@ -153,6 +154,7 @@ class JobExecutionService:
         for spec, hit in zip(jobs, hits, strict=True):
             row: dict[str, Any] = {
                 "id": spec.job_id,
+                "created_at": now,
                 "function_id": spec.function_id,
                 "function_version_id": spec.function_version_id,
                 "package_id": spec.package_id,
@@ -170,7 +172,6 @@ class JobExecutionService:
                 "finished_at": None,
             }
             if hit is not None:
-                now = utcnow()
                 row.update(
                     status="success",
                     cache_hit=True,
@@ -183,7 +184,7 @@ class JobExecutionService:
             else:
                 to_send.append((spec.job_id, spec.actor))
             rows.append(row)
-        # One multi-row INSERT, without an ORM object per job: a tick may submit hundreds.
+        # One INSERT of every row, without an ORM object per job: a tick may submit 1,000.
         await JobRepository.from_session(session).insert_many(rows)
         for job_id, actor in to_send:
             enqueue_job(actor, job_id, 1)
