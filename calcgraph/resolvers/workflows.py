@@ -18,6 +18,7 @@ from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import Visibility
+from calcgraph.schema.selection import asks_for_plan
 from calcgraph.schema.workflows import (
     WorkflowPage,
     WorkflowRunPage,
@@ -71,8 +72,10 @@ class WorkflowQuery:
     async def workflow_run(self, info: Info, id: strawberry.ID) -> WorkflowRunType:
         principal = principal_of(info)
         async with info.context.database.read_session() as session:
-            run = await run_service.get(session, principal, str(id), states=False)
-        return WorkflowRunType.from_view(run)
+            # The plan (megabytes at 10,000 nodes) only for the fields that need it.
+            plan = asks_for_plan(info)
+            run = await run_service.get(session, principal, str(id), states=False, plan=plan)
+        return WorkflowRunType.from_view(run, plan=plan)
 
     @strawberry.field(description="The caller's runs, newest first; filter by status and slug.")
     async def workflow_runs(

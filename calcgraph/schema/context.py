@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import strawberry
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket
+from strawberry.dataloader import DataLoader
+from strawberry.extensions import SchemaExtension
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
@@ -54,6 +57,36 @@ class Context:
         )
         self.package_loaders = None
         self.workflow_loaders = None
+        self.node_loaders = None
+
+    def release_loaders(self) -> None:
+        """The operation is answered: what its loaders remember goes now. Loaders sit in
+        reference cycles (loader, batch, futures; context, request) that only a full
+        collection frees, and a whole run's query leaves 20,000 node rows in them: the server
+        grew by 2 to 3 MB a query until one ran. Cleared, the rows go by reference count."""
+        for loaders in (
+            self.access_loaders,
+            self.package_loaders,
+            self.workflow_loaders,
+            self.node_loaders,
+        ):
+            for loader in vars(loaders).values() if loaders is not None else ():
+                if isinstance(loader, DataLoader):
+                    loader.clear_all()
+        # Built again on first use, should anything still read (a subscription's next push).
+        self.package_loaders = None
+        self.workflow_loaders = None
+        self.node_loaders = None
+
+
+class ReleaseLoaders(SchemaExtension):
+    """Releases the request's loaders once its operation is answered."""
+
+    def on_operation(self) -> Iterator[None]:
+        yield
+        context = self.execution_context.context
+        if isinstance(context, Context):
+            context.release_loaders()
 
 
 Info = strawberry.Info[Context, None]
