@@ -41,6 +41,7 @@ MODULES = (
     "bench_tenancy",
     "bench_scale_tick",
     "bench_scale",
+    "bench_scale_graphql",
     "bench_web",
     "bench_peers",
 )

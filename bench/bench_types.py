@@ -17,6 +17,7 @@ from bench import server, wrk
 from bench.core import Deadline, Options, Result, summarise
 from calcgraph.app import create_app
 from calcgraph.domain.types.service import type_service
+from calcgraph.services import services_of
 from calcgraph.settings import Settings
 
 PATH = "/types/check-connection"
@@ -106,7 +107,7 @@ async def _asgi(options: Options) -> list[Result]:
                         )
                     )
         finally:
-            await app.state.database.dispose()
+            await services_of(app).database.dispose()
     return results
 
 

@@ -25,6 +25,7 @@ from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_
 from calcgraph.rest_compat import api as rest_api
 from calcgraph.rest_compat import errors
 from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
+from calcgraph.services import Services
 from calcgraph.settings import Settings, get_settings
 from calcgraph.workers.inprocess import Execution
 
@@ -53,8 +54,7 @@ def create_app(
         # Subscriptions (runUpdates) over WebSocket (graphql-transport-ws only: the legacy
         # graphql-ws protocol is off) and over plain HTTP as multipart/mixed responses.
         return GraphQLView(
-            settings,
-            db,
+            services,
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, MULTIPART_SUBSCRIPTION_PROTOCOL),
         )
 
@@ -64,6 +64,17 @@ def create_app(
     metrics = metrics or Metrics()
     execution = Execution(settings, db, metrics)
     limiter = build_limiter(settings)
+    # What the doors reach, typed: built here rather than in the lifespan, so that an app
+    # served without one (ASGI tests) answers too.
+    services = Services(
+        settings=settings,
+        database=db,
+        identity=identity,
+        execution=execution.service,
+        probes=execution,
+        metrics=metrics,
+        limiter=limiter,
+    )
 
     routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
@@ -122,10 +133,7 @@ def create_app(
         exception_handlers={HTTPException: errors.handle, DomainError: errors.handle},
         lifespan=lifespan,
     )
-    app.state.settings = settings
-    app.state.database = db
-    app.state.identity = identity
+    app.state.services = services
+    # The worker side's handle, for the lifespan above and the tests; doors read `services`.
     app.state.execution = execution
-    app.state.metrics = metrics
-    app.state.limiter = limiter
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,116 @@ def test_auth_imports_no_door() -> None:
         if (reached := _reaches(calcgraph_imports(path), ("calcgraph.rest_compat",)))
     }
     assert offenders == {}
+
+
+DOORS = ("rest_compat", "resolvers", "schema")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(path: Path) -> list[ast.Import | ast.ImportFrom]:
+    """Every import the module runs, at its top or inside a function (an import in a function
+    still ties the modules together, it only defers it); not those under TYPE_CHECKING, which
+    never run."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If) and _type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return found
+
+
+def imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """The calcgraph modules `path` imports: `from a.b import c` is module `a.b.c` when that is
+    a module, else `a.b`."""
+    names: set[str] = set()
+    for node in imports_of(path):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif node.module is not None and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                names.add(full if full in modules else node.module)
+    return {name for name in names if name in modules}
+
+
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    paths = {module_name(path): path for path in ROOT.rglob("*.py")}
+    modules = set(paths)
+    return {name: imported_modules(path, modules) - {name} for name, path in sorted(paths.items())}
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def connect(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                connect(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = set()
+            while True:
+                other = stack.pop()
+                component.add(other)
+                if other == module:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for module in graph:
+        if module not in index:
+            connect(module)
+    return found
+
+
+def test_calcgraph_has_no_import_circle() -> None:
+    found = [sorted(circle) for circle in circles(import_graph())]
+    assert found == [], f"modules that import each other (through a function, too): {found}"
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert circles(graph) == [frozenset({"a", "b", "c"})]
+
+
+def door_modules() -> list[Path]:
+    return sorted(path for door in DOORS for path in (ROOT / door).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", door_modules(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_doors_reach_workers_only_through_services(path: Path) -> None:
+    """The doors call use cases (`calcgraph.services`), never the worker-side adapters, and
+    read the application's state through their one typed accessor."""
+    modules = set(import_graph())
+    reached = sorted(
+        m for m in imported_modules(path, modules) if m.startswith("calcgraph.workers")
+    )
+    assert reached == [], f"{path.name} imports {reached}"
+    assert "app.state" not in path.read_text(), f"{path.name} reads app.state untyped"

@@ -111,18 +111,27 @@ def locked(dialect_name: str, query: Any, of: Any = None) -> Any:
     return query
 
 
-def by_keys(dialect_name: str, columns: Sequence[Any], key: Any, param: str, *where: Any) -> Any:
-    """SELECT `columns` (of one table) of the rows whose `key` column is one of the list bound
-    to `param` (and match `where`), each row read by its key whatever the statistics.
+def by_keys(
+    dialect_name: str,
+    columns: Sequence[Any],
+    key: Any,
+    param: str,
+    *where: Any,
+    joined: Any = None,
+) -> Any:
+    """SELECT `columns` (of one table, or of the join `joined` of it with others) of the rows
+    whose `key` column is one of the list bound to `param` (and match `where`), each row read
+    by its key whatever the statistics.
 
     PostgreSQL: one LATERAL probe per key of the list (`unnest`), a nested loop over the key's
     index by construction. A plain `IN` (or a join with the list) of 100 job ids let it hash
     the whole table on fresh tables, whose size it underestimates. SQLite: `IN`, which it
     always reads by key."""
+    rows = select(*columns) if joined is None else select(*columns).select_from(joined)
     if dialect_name != "postgresql":
-        return select(*columns).where(key.in_(bindparam(param, expanding=True)), *where)
+        return rows.where(key.in_(bindparam(param, expanding=True)), *where)
     keys = func.unnest(bindparam(param, type_=ARRAY(String))).table_valued("key").render_derived()
-    probe = select(*columns).where(key == keys.c.key, *where).limit(1).lateral()
+    probe = rows.where(key == keys.c.key, *where).limit(1).lateral()
     return select(*probe.c).select_from(keys).join(probe, true())
 
 

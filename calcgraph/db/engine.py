@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -23,8 +23,6 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite, private_sqlite_file
-
-AfterCommit = Callable[[], Any]
 
 
 class UnitHook(Protocol):

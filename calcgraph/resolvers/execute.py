@@ -1,7 +1,7 @@
 """The `executeFunction` mutation: the same use case as the REST execute routes.
 
-The job is submitted in one transaction (its message leaves after the commit), then the field
-waits up to `wait` seconds outside any transaction and returns the job as it stands.
+The execution service submits the job in one transaction (its message leaves after the commit),
+then waits up to `wait` seconds outside any transaction; the field returns the job as it stands.
 """
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ from __future__ import annotations
 import strawberry
 from strawberry.scalars import JSON
 
-from calcgraph.domain.errors import FieldError, InvalidRequest, ValidationError
+from calcgraph.domain.errors import InvalidRequest
+from calcgraph.domain.execution.waits import EXECUTE_WAIT
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
-from calcgraph.domain.jobs.views import JobView
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.jobs import JobType
-from calcgraph.workers.inprocess import Execution
 
 
 def _address(
@@ -47,26 +45,9 @@ class ExecuteMutation:
         function_id: strawberry.ID | None = None,
         package: str | None = None,
         function: str | None = None,
-        wait: float = 30.0,
+        wait: float = EXECUTE_WAIT.default,
     ) -> JobType:
         principal = principal_of(info)
         address = _address(function_id, package, function)
-        database = info.context.database
-        execution: Execution = info.context.request.app.state.execution
-        if not wait >= 0:
-            raise ValidationError(
-                "wait must be 0 or more seconds", [FieldError(("wait",), "expected >= 0")]
-            )
-        wait = min(wait, execution.settings.execute_max_wait_seconds)
-        async with database.write_session() as session:
-            job = await job_execution_service.submit(
-                session, principal, address, inputs, execution.cache
-            )
-        if job.status not in TERMINAL and wait > 0:
-
-            async def read() -> JobView:
-                async with database.read_session() as session:
-                    return await job_execution_service.view(session, job.id)
-
-            job = await execution.wait(job.id, wait, read)
-        return JobType.from_view(job)
+        execution = info.context.services.execution
+        return JobType.from_view(await execution.execute(principal, address, inputs, wait))

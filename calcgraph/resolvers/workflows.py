@@ -3,7 +3,6 @@ services (the same ones the REST routes call)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncGenerator
 from typing import cast
 
@@ -12,13 +11,14 @@ from strawberry.scalars import JSON
 
 from calcgraph.domain.access.paging import PageRequest
 from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.execution.waits import FOLLOW_INTERVAL, TICK_WAIT
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
-from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import Visibility
+from calcgraph.schema.selection import asks_for_plan
 from calcgraph.schema.workflows import (
     WorkflowPage,
     WorkflowRunPage,
@@ -26,10 +26,6 @@ from calcgraph.schema.workflows import (
     WorkflowType,
     WorkflowValidationType,
 )
-from calcgraph.workers.inprocess import Execution
-from calcgraph.workers.run_wait import DEFAULT_INTERVAL_SECONDS, run_tickers, wait_for_run
-
-MAX_TICK_WAIT_SECONDS = 30.0
 
 
 def _graph(graph: JSON) -> dict[str, object]:
@@ -38,14 +34,6 @@ def _graph(graph: JSON) -> dict[str, object]:
             "graph is invalid", [FieldError(("graph",), 'an object {"nodes": [...]}')]
         )
     return graph
-
-
-def _wait(wait: float) -> float:
-    if not math.isfinite(wait) or wait < 0:
-        raise ValidationError(
-            "wait must be 0 to 30 seconds", [FieldError(("wait",), "expected 0 to 30")]
-        )
-    return min(wait, MAX_TICK_WAIT_SECONDS)
 
 
 @strawberry.type
@@ -84,8 +72,10 @@ class WorkflowQuery:
     async def workflow_run(self, info: Info, id: strawberry.ID) -> WorkflowRunType:
         principal = principal_of(info)
         async with info.context.database.read_session() as session:
-            run = await run_service.get(session, principal, str(id), states=False)
-        return WorkflowRunType.from_view(run)
+            # The plan (megabytes at 10,000 nodes) only for the fields that need it.
+            plan = asks_for_plan(info)
+            run = await run_service.get(session, principal, str(id), states=False, plan=plan)
+        return WorkflowRunType.from_view(run, plan=plan)
 
     @strawberry.field(description="The caller's runs, newest first; filter by status and slug.")
     async def workflow_runs(
@@ -151,14 +141,12 @@ class WorkflowMutation:
         description="Advance a run once. `wait` (seconds, up to 30) first waits until a job of "
         "the run finishes, so a client drives a run without busy polling."
     )
-    async def tick_run(self, info: Info, id: strawberry.ID, wait: float = 0.0) -> WorkflowRunType:
+    async def tick_run(
+        self, info: Info, id: strawberry.ID, wait: float = TICK_WAIT.default
+    ) -> WorkflowRunType:
         principal = principal_of(info)
-        seconds = _wait(wait)
-        execution: Execution = info.context.request.app.state.execution
-        return WorkflowRunType.from_view(await execution.tick(principal, str(id), seconds))
-
-
-MIN_INTERVAL_SECONDS = 0.05
+        execution = info.context.services.execution
+        return WorkflowRunType.from_view(await execution.tick(principal, str(id), wait))
 
 
 @strawberry.type
@@ -170,28 +158,11 @@ class WorkflowSubscription:
         "ticking loop."
     )
     async def run_updates(
-        self, info: Info, id: strawberry.ID, interval: float = DEFAULT_INTERVAL_SECONDS
+        self, info: Info, id: strawberry.ID, interval: float = FOLLOW_INTERVAL.default
     ) -> AsyncGenerator[WorkflowRunType, None]:
         principal = principal_of(info)
-        if not math.isfinite(interval) or interval <= 0:
-            raise ValidationError(
-                "interval must be a positive number of seconds",
-                [FieldError(("interval",), "expected seconds > 0")],
-            )
-        interval = min(max(interval, MIN_INTERVAL_SECONDS), MAX_TICK_WAIT_SECONDS)
-        run_id = str(id)
-        database = info.context.database
-        execution: Execution = info.context.request.app.state.execution
-        async with database.read_session() as session:
-            await run_service.get(session, principal, run_id)  # access, before any loop starts
-
-        async def tick() -> RunView:
-            return await execution.tick(principal, run_id)
-
-        async def wait(seconds: float) -> None:
-            await wait_for_run(database, execution.notifier, principal, run_id, seconds)
-
-        async with run_tickers.subscribe(run_id, interval, tick, wait) as updates:
+        execution = info.context.services.execution
+        async with execution.follow(principal, str(id), interval) as updates:
             while (view := await updates.get()) is not None:
                 info.context.renew_loaders()  # nested fields read now, under today's rules
                 yield WorkflowRunType.from_view(view)

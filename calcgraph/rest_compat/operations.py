@@ -37,7 +37,8 @@ from calcgraph.auth.authenticate import PUBLIC_ROUTES, require_principal
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
 from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
-from calcgraph.rest_compat.state import database_of
+from calcgraph.rest_compat.state import database_of, services_of
+from calcgraph.services import Services
 
 B = TypeVar("B")
 Q = TypeVar("Q")
@@ -66,6 +67,11 @@ class Call(Generic[B, Q]):
     @property
     def database(self) -> Database:
         return database_of(self.request)
+
+    @property
+    def services(self) -> Services:
+        """What the application offers the doors (`calcgraph.services`)."""
+        return services_of(self.request)
 
     def path(self, name: str) -> str:
         value: str = self.request.path_params[name]

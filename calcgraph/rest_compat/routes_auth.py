@@ -14,13 +14,13 @@ from calcgraph.domain.access.views import UserView
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import LoginResultOut, LoginStartOut, UserOut
 from calcgraph.rest_compat.schemas import LoginCallbackBody
+from calcgraph.rest_compat.state import services_of
 
 rest = Operations(tag="auth")
 
 
 def _identity(request: Request) -> IdentityAdapters:
-    identity: IdentityAdapters = request.app.state.identity
-    return identity
+    return services_of(request).identity
 
 
 @rest("POST", "/auth/login", "Start an authorization code sign-in", {200: LoginStartOut})

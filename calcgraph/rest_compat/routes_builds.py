@@ -10,7 +10,6 @@ from calcgraph.domain.builds.service import BuildOutcome, FunctionSubmission, bu
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import BuildOut
 from calcgraph.rest_compat.schemas import SubmitFunctionBody
-from calcgraph.settings import Settings
 
 rest = Operations(tag="functions")
 
@@ -24,7 +23,7 @@ rest = Operations(tag="functions")
 )
 async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     body = call.body
-    settings: Settings = call.request.app.state.settings
+    settings = call.services.settings
     outcome = await call.write(
         build_service.submit,
         settings,
@@ -54,7 +53,7 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     errors=(404,),
 )
 async def build_log(call: Call[None, None]) -> PlainTextResponse:
-    settings: Settings = call.request.app.state.settings
+    settings = call.services.settings
     text = await call.read(
         build_service.read_log,
         LocalBuilds(settings),

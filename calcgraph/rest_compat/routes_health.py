@@ -5,7 +5,6 @@ from __future__ import annotations
 from calcgraph.ops.health import readiness
 from calcgraph.rest_compat.operations import Call, Operations, Reply
 from calcgraph.rest_compat.responses import Health
-from calcgraph.workers.inprocess import Execution
 
 rest = Operations(tag="meta")
 
@@ -13,6 +12,5 @@ rest = Operations(tag="meta")
 @rest("GET", "/health", "Liveness and readiness", {200: Health, 503: Health})
 async def health(call: Call[None, None]) -> Reply:
     # The same answer as a starting server's early /health (ops.starting), from one module.
-    execution: Execution = call.request.app.state.execution
-    status, body = await readiness(call.database, execution.redis_reachable)
+    status, body = await readiness(call.database, call.services.probes.redis_reachable)
     return Reply(status, Health.model_validate(body))

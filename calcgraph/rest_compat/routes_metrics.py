@@ -6,19 +6,17 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
 from calcgraph.domain.jobs.service import job_read_service
-from calcgraph.ops.metrics import Metrics
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.workers.inprocess import Execution
 
 rest = Operations(tag="meta")
 
 
 @rest("GET", "/metrics", "Prometheus metrics", {200: CONTENT_TYPE_LATEST})
 async def metrics(call: Call[None, None]) -> Response:
-    execution: Execution = call.request.app.state.execution
-    found: Metrics = execution.metrics
+    services = call.services
+    found = services.metrics
     # Counted at scrape time: the jobs' transitions happen in whichever worker process ran them.
     async with call.database.read_session() as session:
         counts = await job_read_service.count_by_status(session)
-    found.set_jobs(counts, await execution.queue_length())
+    found.set_jobs(counts, await services.probes.queue_length())
     return Response(found.render(), media_type=CONTENT_TYPE_LATEST)

@@ -23,7 +23,6 @@ from calcgraph.rest_compat.schemas import (
     PublishFromGitBody,
     PublishPackageBody,
 )
-from calcgraph.settings import Settings
 from calcgraph.sources.git import GitSources
 
 
@@ -60,7 +59,7 @@ async def publish_package(call: Call[PublishPackageBody, None]) -> DeploymentRep
 )
 async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentReport:
     body = call.body
-    settings: Settings = call.request.app.state.settings
+    settings = call.services.settings
     return await call.write(
         publishing_service.publish_from_git,
         GitSources(settings),

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from calcgraph.domain.access.paging import Page
+from calcgraph.domain.execution.waits import TICK_WAIT
 from calcgraph.domain.runs.service import RUN_STATUSES, run_service
 from calcgraph.domain.runs.state import RunStatus
 from calcgraph.domain.runs.views import RunView
@@ -25,15 +26,13 @@ from calcgraph.rest_compat.responses import (
     WorkflowDetailOut,
     WorkflowOut,
 )
+from calcgraph.rest_compat.routes_execute import WAIT
 from calcgraph.rest_compat.schemas import (
     CreateRunBody,
     CreateWorkflowBody,
     PageQuery,
     WorkflowGraphBody,
 )
-from calcgraph.workers.inprocess import Execution
-
-MAX_TICK_WAIT_SECONDS = 30.0
 
 
 class RunsQuery(PageQuery):
@@ -44,25 +43,18 @@ class RunsQuery(PageQuery):
     workflow: str | None = Field(default=None, description="a workflow slug")
 
 
-def _at_most_max_wait(wait: float) -> float:
-    return min(wait, MAX_TICK_WAIT_SECONDS)
-
-
 class TickQuery(Query):
     wait: Annotated[
         float,
         BlankIsAbsent,
-        Refusal(
-            "wait must be a number of seconds from 0 to 30",
-            "expected a number of seconds from 0 to 30",
-        ),
-        # A longer wait is served as the longest one rather than refused.
-        AfterValidator(_at_most_max_wait),
+        Refusal(TICK_WAIT.message, TICK_WAIT.expected),
     ] = Field(
-        default=0.0,
-        ge=0,
+        # The bound is the execution service's: a longer wait is served as the longest one
+        # rather than refused.
+        default=TICK_WAIT.default,
+        ge=TICK_WAIT.low,
         allow_inf_nan=False,
-        json_schema_extra={"maximum": MAX_TICK_WAIT_SECONDS},
+        json_schema_extra={"maximum": TICK_WAIT.cap},
         description="first wait until a job of the run finishes or this many seconds pass",
     )
     since: Annotated[
@@ -195,7 +187,7 @@ async def tick_run(call: Call[None, TickQuery]) -> RunView:
     without it the tick answers at once, as the specification says. `?since=N` (the
     `revision` of an earlier answer): only the node states changed after N, and no plan; a
     poller of a 10,000-node run gets what changed instead of the whole run each time."""
-    execution: Execution = call.request.app.state.execution
+    execution = call.services.execution
     return await execution.tick(
-        call.principal, call.path("run_id"), call.query.wait, since=call.query.since
+        call.principal, call.path("run_id"), call.query.wait, since=call.query.since, where=WAIT
     )

@@ -25,6 +25,7 @@ from calcgraph.resolvers.execute import ExecuteMutation
 from calcgraph.resolvers.packages import PackageMutation, PackageQuery
 from calcgraph.resolvers.workflows import WorkflowMutation, WorkflowQuery, WorkflowSubscription
 from calcgraph.schema.bounds import DocumentBounds
+from calcgraph.schema.context import ReleaseLoaders
 from calcgraph.schema.document_cache import DocumentCache
 from calcgraph.schema.errors import ContractErrors
 from calcgraph.schema.fast_execution import FastExecutionContext
@@ -71,6 +72,7 @@ def build_schema(
     # Limits against expensive documents: depth and aliases are counted through fragments,
     # tokens are counted by the parser before anything else runs.
     extensions: list[Callable[[], SchemaExtension]] = [
+        ReleaseLoaders,
         ContractErrors,
         OperationLabel,
         partial(QueryDepthLimiter, max_depth=max_depth),

@@ -33,6 +33,7 @@ from graphql import (
     Undefined,
     is_leaf_type,
 )
+from graphql.type.scalars import serialize_boolean, serialize_id, serialize_string
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
     from graphql.pyutils import AwaitableOrValue, Path
 
 Complete = Callable[[Any], Any]
+
+# A field's step: how to read it (the field's default resolver, its attribute), the class of
+# a raw value that is already its output value, and how to complete any other raw value.
+_Step = tuple[str, Callable[[Any, str], Any], str, type | None, Complete]
+
+# Output coercions that return a value of this class unchanged (graphql-core's own).
+_PASSED: dict[Any, type] = {serialize_string: str, serialize_id: str, serialize_boolean: bool}
 
 
 class _GiveUp(Exception):
@@ -109,15 +117,21 @@ class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
         grouped, new_defer_usages, forbidden = self.collect_subfields(object_type, details)
         if new_defer_usages or forbidden:
             return None
-        steps: list[tuple[str, Complete]] = []
+        steps: list[_Step] = []
         for response_name, field_group in grouped.items():
             step = self._compile_field(object_type, field_group)
             if step is None:
                 return None
-            steps.append((response_name, step))
+            steps.append((response_name, *step))
 
         def complete_object(source: Any) -> dict[str, Any]:
-            return {name: step(source) for name, step in steps}
+            # One loop over the fields, and no call at all for a value already in its output
+            # form (a str of a String field): 10,000 nodes of 6 fields are 60,000 of these.
+            completed = {}
+            for name, read, attribute, plain, finish in steps:
+                raw = read(source, attribute)
+                completed[name] = raw if raw.__class__ is plain else finish(raw)
+            return completed
 
         return complete_object
 
@@ -127,7 +141,7 @@ class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
         name = group[0].node.name.value
         if name == "__typename":
             type_name = parent.name
-            return lambda _source: type_name
+            return (lambda _source, _attribute: type_name), name, str, _never
         field_def = parent.fields.get(name)
         if field_def is None or field_def.args:
             return None
@@ -142,12 +156,13 @@ class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
         non_null = isinstance(field_type, GraphQLNonNull)
         inner = field_type.of_type if isinstance(field_type, GraphQLNonNull) else field_type
         if is_leaf_type(inner):
-            return _leaf(read, attribute, inner.coerce_output_value, non_null)
+            coerce = inner.coerce_output_value
+            return read, attribute, _PASSED.get(coerce), _leaf(coerce, non_null)
         if isinstance(inner, GraphQLObjectType):
             complete_object = self._compile_object(inner, group)
             if complete_object is None:
                 return None
-            return _object(read, attribute, complete_object, non_null)
+            return read, attribute, None, _nullable(complete_object, non_null)
         return None
 
 
@@ -161,9 +176,8 @@ def _checked(raw: Any) -> Any:
     return raw
 
 
-def _leaf(read: Callable[[Any, str], Any], attribute: str, coerce: Complete, non_null: bool) -> Any:
-    def step(source: Any) -> Any:
-        raw = read(source, attribute)
+def _leaf(coerce: Complete, non_null: bool) -> Complete:
+    def finish(raw: Any) -> Any:
         if raw is None or raw is Undefined:
             if non_null:
                 raise _GiveUp
@@ -173,21 +187,11 @@ def _leaf(read: Callable[[Any, str], Any], attribute: str, coerce: Complete, non
             raise _GiveUp
         return coerced
 
-    return step
+    return finish
 
 
-def _object(
-    read: Callable[[Any, str], Any], attribute: str, complete: Complete, non_null: bool
-) -> Any:
-    def step(source: Any) -> Any:
-        raw = read(source, attribute)
-        if raw is None or raw is Undefined:
-            if non_null:
-                raise _GiveUp
-            return None
-        return complete(_checked(raw))
-
-    return step
+def _never(raw: Any) -> Any:
+    raise _GiveUp
 
 
 def _nullable(complete: Complete, non_null: bool) -> Complete:

@@ -12,20 +12,20 @@ from strawberry.asgi import GraphQL
 
 from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
-from calcgraph.db.engine import Database
 from calcgraph.domain import json_limits
 from calcgraph.domain.errors import ValidationError
 from calcgraph.schema import build_schema
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.context import Context
 from calcgraph.schema.websocket import AuthenticatedTransportWS
-from calcgraph.settings import Settings
+from calcgraph.services import Services
 
 
 class GraphQLView(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = AuthenticatedTransportWS
 
-    def __init__(self, settings: Settings, database: Database, **kwargs: Any) -> None:
+    def __init__(self, services: Services, **kwargs: Any) -> None:
+        settings = services.settings
         super().__init__(
             build_schema(
                 introspection=settings.graphql_introspection,
@@ -40,8 +40,8 @@ class GraphQLView(GraphQL[Context, None]):
             allowed_origins=settings.cors_origin_list,
             **kwargs,
         )
-        self.settings = settings
-        self.database = database
+        self.services = services
+        self.database = services.database
 
     def parse_json(self, data: str | bytes) -> Any:
         # HTTP bodies and query parameters: the contract's bounds answer 422 like the REST
@@ -70,8 +70,7 @@ class GraphQLView(GraphQL[Context, None]):
         return Context(
             request=request,
             response=response if isinstance(response, Response) else None,
-            database=self.database,
-            settings=self.settings,
+            services=self.services,
             principal=principal,
             access_loaders=(
                 AccessLoaders.build(self.database, principal) if principal is not None else None

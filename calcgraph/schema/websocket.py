@@ -55,7 +55,7 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
         if header is None:
             return 'Unauthenticated: send {"Authorization": "Bearer <token>"} in connection_init'
         context = self.context
-        authenticator: Authenticator = context.request.app.state.identity.authenticator
+        authenticator: Authenticator = context.services.identity.authenticator
         try:
             principal = await authenticator.authenticate(header)
         except DomainError as exc:

@@ -5,39 +5,24 @@ so a run query costs the same number of statements whatever the number of nodes.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
-from strawberry.types.nodes import SelectedField, Selection
 
 from calcgraph.domain.runs.nodes.service import check_page
 from calcgraph.domain.runs.state import NodeState
-from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.runs.views import RunView, function_versions
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowVersionView, WorkflowView
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.jobs import JobType
 from calcgraph.schema.node_loaders import NodeLoaders
 from calcgraph.schema.packages import FunctionVersionType, package_loaders_of
+from calcgraph.schema.selection import job_fields, job_of_fields, selects
 from calcgraph.schema.workflow_loaders import WorkflowLoaders
-
-
-def _asks(selections: Sequence[Selection], name: str) -> bool:
-    for selection in selections:
-        if isinstance(selection, SelectedField):
-            if selection.name == name:
-                return True
-        elif _asks(selection.selections, name):  # a fragment: its fields are ours
-            return True
-    return False
-
-
-def _selects(info: Info, name: str) -> bool:
-    """Whether the query asks for field `name` of the items of the current list field."""
-    return any(_asks(field.selections, name) for field in info.selected_fields)
 
 
 def workflow_loaders_of(info: Info) -> WorkflowLoaders:
@@ -181,23 +166,44 @@ def _page(
     return items if first is None else items[:first]
 
 
-async def _with_relations(info: Info, nodes: list[NodeStateType]) -> list[NodeStateType]:
-    if _selects(info, "job"):
-        # One batch per relation for the whole list, not one awaited field per node.
-        job_ids = [n.job_id for n in nodes if n.job_id is not None]
-        jobs = await workflow_loaders_of(info).job_by_id.load_many(job_ids)
-        by_id = {j.id: JobType.from_view(j) for j in jobs if j is not None}
+async def _with_relations(
+    info: Info, nodes: list[NodeStateType], run_id: str, whole: bool
+) -> list[NodeStateType]:
+    """Fill the relations the query selects, one batch per relation for the whole list (not
+    one awaited field per node); `whole`: the list is every node of the run."""
+    if selects(info, "job"):
+        fields = job_fields(info)
+        loaders = workflow_loaders_of(info)
+        if whole:  # every job of the run: one range of an index, not a probe per node
+            found = await loaders.jobs_of_run.load((run_id, fields))
+        else:
+            keys = [(n.job_id, fields) for n in nodes if n.job_id is not None]
+            found = {row["id"]: row for row in await loaders.job_by_id.load_many(keys) if row}
+        jobs: dict[str, JobType] = {}
         for node in nodes:
-            node.job = by_id.get(node.job_id) if node.job_id else None
-    if _selects(info, "functionVersion"):
+            job_id = node.job_id
+            if job_id is None:
+                continue
+            job = jobs.get(job_id)
+            if job is None and job_id in found:
+                job = jobs[job_id] = job_of_fields(found[job_id])
+            node.job = job
+    if selects(info, "functionVersion"):
         wanted = sorted({n.function_version_id for n in nodes if n.function_version_id})
         loader = package_loaders_of(info).function_version_by_id
-        found = await loader.load_many(wanted)
-        versions = {v.id: FunctionVersionType.from_view(v) for v in found if v is not None}
+        versions = {
+            v.id: FunctionVersionType.from_view(v)
+            for v in await loader.load_many(wanted)
+            if v is not None
+        }
         for node in nodes:
             version_id = node.function_version_id
             node.function_version = versions.get(version_id) if version_id else None
     return nodes
+
+
+async def _plan_snapshot(root: WorkflowRunType, info: Info) -> JSON:
+    return cast(JSON, await root._plan(info))
 
 
 @strawberry.type(name="WorkflowRun", description="A run of a workflow version, advanced by ticks.")
@@ -216,10 +222,28 @@ class WorkflowRunType:
     )
     error_message: str | None = strawberry.field(description="Why the run failed.")
     first_failed_node_key: str | None = strawberry.field(description="The first failed node.")
-    plan_snapshot: JSON = strawberry.field(description="The frozen plan: `chains`, `waves`.")
+    plan_snapshot: JSON = strawberry.field(
+        resolver=_plan_snapshot, description="The frozen plan: `chains`, `waves`."
+    )
     revision: int = strawberry.field(description="Bumped by every tick that changed something.")
     states: strawberry.Private[Mapping[str, NodeState] | None]
-    versions: strawberry.Private[dict[str, str]]
+    known_plan: strawberry.Private[dict[str, Any] | None]
+    """The plan snapshot when in hand (a tick's answer); else read when a field needs it."""
+
+    async def _plan(self, info: Info) -> dict[str, Any]:
+        if self.known_plan is None:
+            loaded = await workflow_loaders_of(info).plan_by_run_id.load(str(self.id))
+            self.known_plan = loaded if loaded is not None else {}
+        return self.known_plan
+
+    async def _nodes(
+        self, info: Info, items: list[tuple[str, NodeState]], whole: bool
+    ) -> list[NodeStateType]:
+        versions: dict[str, str] = {}
+        if selects(info, "functionVersionId") or selects(info, "functionVersion"):
+            versions = function_versions(await self._plan(info))
+        nodes = [NodeStateType.from_state(k, s, versions.get(k)) for k, s in items]
+        return await _with_relations(info, nodes, str(self.id), whole)
 
     @strawberry.field(
         description="The function and extract nodes' states in node key order: every node, or "
@@ -237,17 +261,20 @@ class WorkflowRunType:
     ) -> list[NodeStateType]:
         statuses = tuple(sorted(set(status or ())))
         check_page(first, statuses)
+        whole = first is None and after is None and not statuses
         if self.states is not None:  # already in hand (a tick's answer): page it here
             items = _page(sorted(self.states.items()), first, after, statuses)
-        elif first is None and after is None and not statuses:
-            rows = await workflow_loaders_of(info).node_states_by_run_id.load(str(self.id))
+        elif whole:
+            values = ("values",) if selects(info, "outputs") or selects(info, "error") else ()
+            rows = await workflow_loaders_of(info).node_states_by_run_id.load(
+                (str(self.id), values)
+            )
             items = [(row.node_key, row.state) for row in rows]
         else:
             key = (str(self.id), after, first, statuses)
             rows = await node_loaders_of(info).page.load(key)
             items = [(row.node_key, row.state) for row in rows]
-        nodes = [NodeStateType.from_state(k, s, self.versions.get(k)) for k, s in items]
-        return await _with_relations(info, nodes)
+        return await self._nodes(info, items, whole)
 
     @strawberry.field(description="One node's state by its node key; null when no such node.")
     async def node_state(self, info: Info, key: str) -> NodeStateType | None:
@@ -258,9 +285,7 @@ class WorkflowRunType:
             state = row.state if row is not None else None
         if state is None:
             return None
-        (node,) = await _with_relations(
-            info, [NodeStateType.from_state(key, state, self.versions.get(key))]
-        )
+        (node,) = await self._nodes(info, [(key, state)], whole=False)
         return node
 
     @strawberry.field(description="The workflow version frozen for the run.")
@@ -271,7 +296,8 @@ class WorkflowRunType:
         return WorkflowVersionType.from_view(found) if found is not None else None
 
     @classmethod
-    def from_view(cls, run: RunView) -> WorkflowRunType:
+    def from_view(cls, run: RunView, *, plan: bool = True) -> WorkflowRunType:
+        """`plan`: the view holds the run's plan snapshot (not one read without it)."""
         return cls(
             id=strawberry.ID(run.id),
             workflow_id=run.workflow_id,
@@ -283,10 +309,9 @@ class WorkflowRunType:
             terminal_outputs=cast("JSON | None", run.terminal_outputs),
             error_message=run.error_message,
             first_failed_node_key=run.first_failed_node_key,
-            plan_snapshot=cast(JSON, run.plan_snapshot),
             revision=run.revision,
             states=run.node_states,
-            versions=run.function_versions(),
+            known_plan=run.plan_snapshot if plan else None,
         )
 
 

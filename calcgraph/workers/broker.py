@@ -1,8 +1,8 @@
 """The Dramatiq broker: Redis when `CALCGRAPH_REDIS_URL` is set, in-process otherwise.
 
-Actors are declared per broker from the explicit registry in `calcgraph.workers` (each bound to
-the process's `WorkerRuntime`), so an API process that only sends needs no actors at all:
-messages are built by actor name.
+Actors are declared on a worker process's broker by its assembly (`calcgraph.workers.assembly`,
+from the registry in `calcgraph.workers.registry`), so an API process that only sends needs no
+actors at all: messages are built by actor name.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
-from functools import partial, wraps
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import dramatiq
@@ -31,7 +30,6 @@ from calcgraph.workers.flush import send_each
 
 if TYPE_CHECKING:
     from calcgraph.settings import Settings
-    from calcgraph.workers.runtime import WorkerRuntime
 
 log = logging.getLogger("calcgraph.workers.broker")
 QUEUE = "calcgraph.jobs"
@@ -40,21 +38,13 @@ QUEUE = "calcgraph.jobs"
 TIME_LIMIT_MARGIN_MS = 60_000
 
 
-@dataclass(frozen=True)
-class ActorSpec:
-    name: str
-    fn: Callable[..., None]
-    """Called as `fn(runtime, **kwargs)`."""
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-def _time_limit_ms(settings: Settings) -> int:
+def time_limit_ms(settings: Settings) -> int:
     return int(settings.sandbox_timeout_seconds * 1000) + TIME_LIMIT_MARGIN_MS
 
 
 def build_broker(settings: Settings) -> dramatiq.Broker:
     middleware = [
-        TimeLimit(time_limit=_time_limit_ms(settings)),
+        TimeLimit(time_limit=time_limit_ms(settings)),
         ShutdownNotifications(),
         # Bounded, quick retries; which failures are retried is each actor's `retry_when`.
         Retries(max_retries=settings.job_max_retries, min_backoff=100, max_backoff=5_000),
@@ -264,28 +254,3 @@ def waiting(
         for index, message_id in enumerate(ids)
         if any(v is not None for half in found for v in half[index])
     }
-
-
-def declare_actors(broker: dramatiq.Broker, runtime: WorkerRuntime) -> None:
-    from calcgraph.workers.registry import ACTORS
-
-    for spec in ACTORS:
-        if spec.name in broker.actors:
-            continue
-        dramatiq.Actor(
-            _bound(spec, runtime),
-            broker=broker,
-            actor_name=spec.name,
-            queue_name=QUEUE,
-            priority=0,
-            # Every actor has a time limit; the sandbox's own timeout fires first.
-            options={"time_limit": _time_limit_ms(runtime.settings), **spec.options},
-        )
-
-
-def _bound(spec: ActorSpec, runtime: WorkerRuntime) -> Callable[..., None]:
-    @wraps(spec.fn)
-    def actor(**kwargs: Any) -> None:
-        spec.fn(runtime, **kwargs)
-
-    return actor

@@ -48,9 +48,10 @@ from calcgraph.domain.runs.chains.service import (
 )
 from calcgraph.domain.runs.chains.service import chain_service as service
 from calcgraph.ops import logs
-from calcgraph.workers.broker import TIME_LIMIT_MARGIN_MS, ActorSpec
+from calcgraph.workers.actor import ActorSpec
+from calcgraph.workers.broker import TIME_LIMIT_MARGIN_MS
 from calcgraph.workers.jobs import InfrastructureFailure, actor_options, execute, retries_left
-from calcgraph.workers.runtime import WorkerRuntime
+from calcgraph.workers.runtime import CodeRuntime
 from calcgraph.workers.sandbox import RunRequest, RunResult, Sandbox, SandboxError
 
 log = logging.getLogger("calcgraph.workers.chains")
@@ -63,7 +64,7 @@ class _Held:
     """The sandbox a chain keeps between consecutive nodes of one function version, for the
     run's owner (the spec's tenant): it is released, not reused, for another version or user."""
 
-    def __init__(self, runtime: WorkerRuntime) -> None:
+    def __init__(self, runtime: CodeRuntime) -> None:
         self.pool = runtime.pool
         self.key: str | None = None
         self.sandbox: Sandbox | None = None
@@ -93,7 +94,7 @@ class _Held:
         self.sandbox = self.key = None
 
 
-def run_chain(runtime: WorkerRuntime, job_id: str) -> None:
+def run_chain(runtime: CodeRuntime, job_id: str) -> None:
     lease = new_id()
     started = runtime.call(_start(runtime, job_id, lease))
     if started is None:
@@ -164,7 +165,7 @@ class _Due:
 
 
 def _batch(
-    runtime: WorkerRuntime, held: _Held, context: ChainContext, head: ChainStep, began: float
+    runtime: CodeRuntime, held: _Held, context: ChainContext, head: ChainStep, began: float
 ) -> ChainStep | None:
     """Run the chain from `head` (a running job) node after node until the batch is due, and
     record the batch in one commit; the next batch's head, if the chain goes on."""
@@ -235,7 +236,7 @@ def _batch(
 
 
 def _link(
-    runtime: WorkerRuntime,
+    runtime: CodeRuntime,
     held: _Held,
     context: ChainContext,
     step: ChainStep,
@@ -259,7 +260,7 @@ def _link(
 
 
 def _flush(
-    runtime: WorkerRuntime,
+    runtime: CodeRuntime,
     context: ChainContext,
     links: list[Link],
     next_step: ChainStep | None = None,
@@ -283,7 +284,7 @@ def _flush(
     return advance.next
 
 
-def _run(runtime: WorkerRuntime, held: _Held, context: ChainContext, step: ChainStep) -> RunResult:
+def _run(runtime: CodeRuntime, held: _Held, context: ChainContext, step: ChainStep) -> RunResult:
     # Every node of a run's chain is its owner's job: the held sandbox is that user's.
     return execute(
         runtime,
@@ -296,7 +297,7 @@ def _run(runtime: WorkerRuntime, held: _Held, context: ChainContext, step: Chain
 
 
 def _record(
-    runtime: WorkerRuntime,
+    runtime: CodeRuntime,
     context: ChainContext,
     links: list[Link],
     next_step: ChainStep | None,
@@ -318,19 +319,19 @@ def _record(
 
 
 async def _start(
-    runtime: WorkerRuntime, job_id: str, lease: str
+    runtime: CodeRuntime, job_id: str, lease: str
 ) -> tuple[ChainContext, ChainStep] | None:
     async with runtime.database.write_session() as session:
         return await service.start(session, job_id, lease)
 
 
-async def _release(runtime: WorkerRuntime, job_id: str, lease: str) -> bool:
+async def _release(runtime: CodeRuntime, job_id: str, lease: str) -> bool:
     async with runtime.database.write_session() as session:
         return await job_execution_service.release(session, job_id, lease)
 
 
 async def _advance(
-    runtime: WorkerRuntime,
+    runtime: CodeRuntime,
     context: ChainContext,
     links: list[Link],
     next_step: ChainStep | None,
@@ -346,4 +347,4 @@ async def _advance(
 
 # Same retry policy as `jobs.run`: infrastructure failures while retries are left, a busy
 # database a bounded number of times.
-ACTORS = [ActorSpec(CHAIN_ACTOR, run_chain, actor_options())]
+ACTORS = [ActorSpec(CHAIN_ACTOR, run_chain, actor_options(), runs_code=True)]

@@ -29,8 +29,8 @@ from calcgraph.domain.jobs.execution.service import RUN_ACTOR
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
 from calcgraph.ops import logs
 from calcgraph.settings import Settings
-from calcgraph.workers.broker import ActorSpec
-from calcgraph.workers.runtime import WorkerRuntime
+from calcgraph.workers.actor import ActorSpec
+from calcgraph.workers.runtime import CodeRuntime
 from calcgraph.workers.sandbox import RunRequest, RunResult
 
 log = logging.getLogger("calcgraph.workers.jobs")
@@ -42,7 +42,7 @@ class InfrastructureFailure(Exception):
     """The platform, not the job, failed: Dramatiq retries the message (bounded)."""
 
 
-def run_job(runtime: WorkerRuntime, job_id: str) -> None:
+def run_job(runtime: CodeRuntime, job_id: str) -> None:
     # Every log line of this job (the runtime loop's included) names it.
     token = logs.job_id.set(job_id)
     try:
@@ -51,7 +51,7 @@ def run_job(runtime: WorkerRuntime, job_id: str) -> None:
         logs.job_id.reset(token)
 
 
-def _run_job(runtime: WorkerRuntime, job_id: str) -> None:
+def _run_job(runtime: CodeRuntime, job_id: str) -> None:
     claimed = runtime.call(_claim(runtime, job_id))
     if claimed is None:
         return
@@ -76,7 +76,7 @@ def _run_job(runtime: WorkerRuntime, job_id: str) -> None:
     runtime.notifier.publish(job_id)
 
 
-def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
+def _run(runtime: CodeRuntime, claimed: ClaimedRow) -> RunResult:
     return execute(
         runtime,
         claimed.job_id,
@@ -88,7 +88,7 @@ def _run(runtime: WorkerRuntime, claimed: ClaimedRow) -> RunResult:
 
 
 def execute(
-    runtime: WorkerRuntime,
+    runtime: CodeRuntime,
     job_id: str,
     function_version_id: str,
     inputs: dict[str, Any],
@@ -137,7 +137,7 @@ def retries_left(settings: Settings) -> bool:
     return int(message.options.get("retries", 0)) < settings.job_max_retries
 
 
-def _record(runtime: WorkerRuntime, job_id: str, lease: str, result: RunResult) -> bool:
+def _record(runtime: CodeRuntime, job_id: str, lease: str, result: RunResult) -> bool:
     # The sandbox already ran: retry a busy database here rather than re-running the job.
     for attempt in range(_RECORD_ATTEMPTS):
         try:
@@ -149,16 +149,16 @@ def _record(runtime: WorkerRuntime, job_id: str, lease: str, result: RunResult) 
     return False
 
 
-async def _claim(runtime: WorkerRuntime, job_id: str) -> ClaimedRow | None:
+async def _claim(runtime: CodeRuntime, job_id: str) -> ClaimedRow | None:
     return await runtime.store.claim(job_id)
 
 
-async def _release(runtime: WorkerRuntime, job_id: str, lease: str) -> bool:
+async def _release(runtime: CodeRuntime, job_id: str, lease: str) -> bool:
     async with runtime.database.write_session() as session:
         return await service.release(session, job_id, lease)
 
 
-async def _finish(runtime: WorkerRuntime, job_id: str, lease: str, result: RunResult) -> bool:
+async def _finish(runtime: CodeRuntime, job_id: str, lease: str, result: RunResult) -> bool:
     return await runtime.store.finish(
         Finish(
             job_id,
@@ -181,4 +181,4 @@ def actor_options() -> dict[str, Any]:
     return {"retry_when": retry_when}
 
 
-ACTORS = [ActorSpec(RUN_ACTOR, run_job, actor_options())]
+ACTORS = [ActorSpec(RUN_ACTOR, run_job, actor_options(), runs_code=True)]

@@ -1,9 +1,9 @@
 """`calcgraph worker`: Dramatiq workers against the Redis broker, in N processes of M threads.
 
-Each process builds its own broker connection, runtime (event loop, database engine, warm pool)
-and sweeper; processes are started with `spawn` so none inherits another's threads or sockets.
-The Redis consumer's idle poll is `worker_poll_ms` (Dramatiq's default backs off to 1 s, which
-would be the enqueue-to-start latency after an idle spell).
+Each process builds its own backbone and workers (`calcgraph.workers.assembly`, the assembly
+the in-process workers use too: broker connection, runtime with its event loop, database engine
+and warm pool, actors, timers); processes are started with `spawn` so none inherits another's
+threads or sockets.
 """
 
 from __future__ import annotations
@@ -15,16 +15,13 @@ import signal
 import threading
 from typing import Any
 
-import dramatiq
 from prometheus_client import start_http_server
 
-from calcgraph.builds.retention_actor import RetentionTimer
 from calcgraph.settings import Settings
-from calcgraph.workers.broker import build_broker, declare_actors
-from calcgraph.workers.inprocess import build_cache_and_notifier
+from calcgraph.workers.assembly import Workers
+from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sandbox import preflight
-from calcgraph.workers.sweeper import Heartbeat, Sweeper
 
 log = logging.getLogger("calcgraph.workers")
 
@@ -43,38 +40,15 @@ def serve_worker(
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: stop.set())
-    broker = build_broker(settings)
-    cache, notifier = build_cache_and_notifier(settings)
-    runtime = WorkerRuntime(settings, broker=broker, cache=cache, notifier=notifier)
-    metrics_server = _serve_metrics(settings, runtime, index)
-    declare_actors(broker, runtime)
-    broker.emit_after("process_boot")
-    worker = dramatiq.Worker(
-        broker,
-        worker_threads=threads,
-        worker_timeout=settings.worker_poll_ms,
-    )
-    # Fetch only what the threads run: a process killed outright holds no message beyond its
-    # running jobs (which the heartbeat hands over); Dramatiq's default of twice the threads
-    # would leave the rest with the dead process until Redis' own dead-worker timeout (60 s)
-    # requeues them.
-    worker.queue_prefetch = threads
-    worker.start()
-    sweeper = Sweeper(runtime).start()
-    heartbeat = Heartbeat(runtime).start()
-    # Retention cleanup is idempotent, so a timer in every worker process costs only queries.
-    retention = RetentionTimer(broker, settings).start()
-    log.info("worker ready: %d threads, %s sandbox", threads, runtime.backend.name)
+    backbone = Backbone.build(settings)
+    workers = Workers(settings, backbone, threads=threads, own_process=True)
+    metrics_server = _serve_metrics(settings, workers.runtime, index)
+    workers.start()
     try:
         stop.wait()
     finally:
-        retention.stop()
-        sweeper.stop()
-        heartbeat.stop()
-        worker.stop(timeout=30_000)
-        runtime.close()
-        broker.emit_before("process_stop")
-        broker.close()
+        workers.stop()
+        backbone.broker.close()
         if metrics_server is not None:
             metrics_server.shutdown()
             metrics_server.server_close()

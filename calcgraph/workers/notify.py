@@ -1,7 +1,8 @@
 """Job completion notifications, so an execute call waits for its job without polling the
 database every millisecond and without holding a transaction.
 
-Workers `publish(job_id)` after the commit that recorded the result. The API side `listen`s:
+Workers `publish(job_id)` after the commit that recorded the result. The API side `listen`s
+(the `Notifications` port of `calcgraph.domain.execution`):
 in-process through thread-safe callbacks into the waiting event loop, with Redis through one
 pub/sub subscription per API process. A waiter re-reads the job after each wake-up and, as a
 safety net for a lost notification, at a backoff of at most one second.
@@ -15,11 +16,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
-
-from calcgraph.domain.jobs.execution.service import TERMINAL
-from calcgraph.domain.jobs.views import JobView
 
 log = logging.getLogger("calcgraph.workers.notify")
 _RECENT = 10_000
@@ -81,7 +79,8 @@ class LocalNotifier:
             yield event
 
     def steady(self) -> bool:
-        """Every notification since long before now reached `listen` (see `wait_for_job`)."""
+        """Every notification since long before now reached `listen` (see
+        `calcgraph.domain.execution.waiting.wait_for_job`)."""
         return True
 
     async def close(self) -> None:
@@ -180,36 +179,3 @@ class RedisNotifier:
 
 
 Notifier = LocalNotifier | RedisNotifier
-
-
-async def wait_for_job(
-    notifier: Notifier,
-    job_id: str,
-    seconds: float,
-    read: Callable[[], Awaitable[JobView]],
-    *,
-    fresh: bool = False,
-) -> JobView:
-    """The job once it is finished, or as it is when `seconds` have passed.
-
-    `fresh`: the caller submitted the job just now (after the notifier's subscription, when
-    it is steady), so its notification cannot have been missed: the first read waits for it
-    instead of reading at once, one query less per execute call. A lost notification still
-    costs only the first backoff, as it does later on."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    async with notifier.listen(job_id) as event:
-        view = None if fresh and notifier.steady() else await read()
-        backoff = 0.05
-        while view is None or view.status not in TERMINAL:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            try:
-                await asyncio.wait_for(event.wait(), min(remaining, backoff))
-            except TimeoutError:
-                backoff = min(backoff * 2, 1.0)
-            else:
-                event.clear()  # a wake-up that finds the job unfinished must not spin
-            view = await read()
-        return view if view is not None else await read()

@@ -1,10 +1,11 @@
-"""Every actor module is imported here, so the registry of actors is explicit.
+"""Every actor a worker process declares, listed here so the registry is explicit. Imported by
+the assembly (`calcgraph.workers.assembly`) only: the actor modules import the broker and the
+runtime, never this list.
 
-Kept out of `calcgraph/workers/__init__.py` so that importing an actor module first (which
-imports `calcgraph.workers.broker`) never meets a half-initialised package.
-"""
+Adding an actor: a module with the function and its `ACTORS = [ActorSpec(...)]`, and its
+line here."""
 
-from calcgraph.builds import retention_actor
-from calcgraph.workers import chains, jobs
+from calcgraph.workers import chains, jobs, retention
+from calcgraph.workers.actor import ActorSpec
 
-ACTORS = [*jobs.ACTORS, *chains.ACTORS, *retention_actor.ACTORS]
+ACTORS: list[ActorSpec] = [*jobs.ACTORS, *chains.ACTORS, *retention.ACTORS]

@@ -1,6 +1,10 @@
-"""What one worker process holds: its own event loop (for the async database), its database
-engine with the outbox, its warm pool, the code cache, the result cache, the notifier and the
-leases of the jobs it runs.
+"""What one worker process holds for its actors.
+
+`WorkerRuntime`, for every actor: its own event loop (for the async database), its database
+engine with the outbox, the job store, the leases of the jobs it runs, the result cache, the
+notifier and the broker. `CodeRuntime` adds what the actors that run user code need: the
+sandbox backend and its warm pool, the code cache and the limits; it is built only when the
+process declares such an actor (`ActorSpec.runs_code`).
 
 Dramatiq runs actors in worker threads; an actor hands each unit of work to the runtime's loop
 (`call`) and runs the sandbox in its own thread, so a slow job never blocks the loop.
@@ -16,14 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import dramatiq
-
 from calcgraph.builds.artifact import runnable
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
 from calcgraph.domain.jobs.inputs import output_ports
 from calcgraph.ops.metrics import WorkerMetrics
 from calcgraph.settings import Settings
+from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import send, send_many
 from calcgraph.workers.code_cache import CodeCache, CodeError
 from calcgraph.workers.flush import attach
@@ -53,21 +56,14 @@ class Target:
 
 class WorkerRuntime:
     def __init__(
-        self,
-        settings: Settings,
-        *,
-        broker: dramatiq.Broker,
-        cache: ResultCache,
-        notifier: Notifier,
-        backend: SandboxBackend | None = None,
-        metrics: WorkerMetrics | None = None,
+        self, settings: Settings, backbone: Backbone, metrics: WorkerMetrics | None = None
     ) -> None:
         self.settings = settings
         # The API's metrics for in-process workers; a worker process's own otherwise.
         self.metrics = metrics if metrics is not None else WorkerMetrics()
-        self.broker = broker
-        self.cache = cache
-        self.notifier = notifier
+        self.broker = broker = backbone.broker
+        self.cache: ResultCache = backbone.cache
+        self.notifier: Notifier = backbone.notifier
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._run_loop, name="calcgraph-worker-loop", daemon=True
@@ -89,17 +85,7 @@ class WorkerRuntime:
         self.store = JobStore(self.database)
         self.leases = Leases()
         """The leases of the jobs this process runs, whose heartbeat `Heartbeat` renews."""
-        self._owns_backend = backend is None
-        # Fail closed now, naming the fix, rather than at the first job.
-        self.backend = backend or create_backend(settings, check=True)
-        self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
-        self.metrics.watch(pool=self.pool, cache=cache)
-        self.code_cache = CodeCache(settings.code_cache_dir)
-        self.limits = limits_from(settings)
-        self._targets: dict[str, Target] = {}
-        self._lock = threading.Lock()
-        self.runs = 0
-        """Jobs this runtime ran in a sandbox (what the idempotency tests count)."""
+        self.metrics.watch(cache=self.cache)
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -108,6 +94,37 @@ class WorkerRuntime:
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the runtime's loop and wait for it, from a worker thread."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        try:
+            self.call(self.database.dispose())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+            self.loop.close()
+
+
+class CodeRuntime(WorkerRuntime):
+    def __init__(
+        self,
+        settings: Settings,
+        backbone: Backbone,
+        metrics: WorkerMetrics | None = None,
+        *,
+        backend: SandboxBackend | None = None,
+    ) -> None:
+        self._owns_backend = backend is None
+        # Fail closed now, naming the fix, rather than at the first job.
+        self.backend = backend or create_backend(settings, check=True)
+        super().__init__(settings, backbone, metrics)
+        self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
+        self.metrics.watch(pool=self.pool)
+        self.code_cache = CodeCache(settings.code_cache_dir)
+        self.limits = limits_from(settings)
+        self._targets: dict[str, Target] = {}
+        self._lock = threading.Lock()
+        self.runs = 0
+        """Jobs this runtime ran in a sandbox (what the idempotency tests count)."""
 
     def count_run(self) -> None:
         with self._lock:
@@ -152,9 +169,4 @@ class WorkerRuntime:
         self.pool.close()
         if self._owns_backend:
             self.backend.close()
-        try:
-            self.call(self.database.dispose())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5)
-            self.loop.close()
+        super().close()

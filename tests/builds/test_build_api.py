@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from calcgraph.builds.artifact import artifact_path, runnable
 from calcgraph.db.engine import Database
 from calcgraph.domain.builds.repository import BuildRepository
+from calcgraph.services import services_of
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.builds.build_fixtures import CLEAN, HIGH, VULNERABLE, build_settings
@@ -227,7 +229,9 @@ async def test_each_validation_rule_is_a_422_naming_rule_and_line(
 async def test_the_build_timeout_fails_the_build(
     app: Any, client: httpx.AsyncClient, bearer: Bearer, database: Database
 ) -> None:
-    app.state.settings = app.state.settings.model_copy(update={"build_timeout_seconds": 1e-6})
+    services = services_of(app)
+    quick = services.settings.model_copy(update={"build_timeout_seconds": 1e-6})
+    app.state.services = replace(services, settings=quick)
     response = await submit(client, bearer("alice"), requirements=pins(CLEAN[0]))
     assert response.status_code == 400
     failed = response.json()

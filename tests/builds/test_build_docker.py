@@ -10,6 +10,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from calcgraph.builds.docker_builder import FUNCTION_LABEL, docker_client
+from calcgraph.services import services_of
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.builds.build_fixtures import CLEAN, VULNERABLE, build_settings
@@ -130,7 +132,9 @@ def registry(tmp_path: Path) -> Iterator[str]:
 async def test_docker_build_is_pushed_to_the_configured_registry(
     app: Any, bearer: Bearer, docker_engine: Any, registry: str
 ) -> None:
-    app.state.settings = app.state.settings.model_copy(update={"sandbox_registry": registry})
+    services = services_of(app)
+    pushing = services.settings.model_copy(update={"sandbox_registry": registry})
+    app.state.services = replace(services, settings=pushing)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://calcgraph.test") as client:
         response = await client.post(

@@ -118,8 +118,12 @@ class TestHandOver:
             )
         assert live not in report.handed_over
         assert (await _row(platform, live)).status == "running"
-        # Stopped beating: two sweepers at once hand it over once.
-        later = utcnow() + timedelta(minutes=1)
+        # Stopped beating (its last beat five minutes ago): two sweepers at once hand it over
+        # once. On the real clock, so that a worker re-claiming the job in between beats fresh.
+        async with platform.database.write_session() as session:
+            row = await session.get(Job, live)
+            assert row is not None
+            row.heartbeat_at = utcnow() - timedelta(minutes=5)
 
         async def sweep() -> list[str]:
             async with platform.database.write_session() as session:
@@ -130,7 +134,6 @@ class TestHandOver:
                     stuck_after=400,
                     heartbeat_timeout=30,
                     waiting=lambda ids: set(ids),
-                    now=later,
                 )
             return found.handed_over
 

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from calcgraph.domain.execution.waiting import wait_for_job
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
 from calcgraph.domain.jobs.inputs import resolve_inputs
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.settings import Settings
 from calcgraph.workers.code_cache import CodeCache, CodeError
-from calcgraph.workers.notify import LocalNotifier, RedisNotifier, wait_for_job
+from calcgraph.workers.notify import LocalNotifier, RedisNotifier
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache
 from calcgraph.workers.sandbox import Limits, RunRequest, WarmPool, create_backend
 from tests.execution.conftest import default_sandbox

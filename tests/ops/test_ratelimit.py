@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.ops.ratelimit import MemoryLimiter, RedisLimiter
+from calcgraph.services import services_of
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 
@@ -76,7 +77,9 @@ async def _client(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
         async with httpx.AsyncClient(transport=transport, base_url="http://rl.test") as client:
             yield client
     finally:
-        await app.state.limiter.close()
+        limiter = services_of(app).limiter
+        assert limiter is not None
+        await limiter.close()
         await app.state.execution.close()
 
 
@@ -137,7 +140,9 @@ async def test_anonymous_loopback_callers_are_not_limited(
                 response = await client.post("/types/check-connection", json=CHECK)
                 assert response.status_code == 200
     finally:
-        await app.state.limiter.close()
+        limiter = services_of(app).limiter
+        assert limiter is not None
+        await limiter.close()
         await app.state.execution.close()
 
 
@@ -160,7 +165,7 @@ async def test_zero_disables_the_limit(
         rate_limit_burst=1,
     )
     app = create_app(settings, database)
-    assert app.state.limiter is None
+    assert services_of(app).limiter is None
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://rl.test") as client:
         for _ in range(5):

@@ -104,3 +104,31 @@ def test_each_operation_is_declared_once() -> None:
     assert len(keys) == len(set(keys))
     for op in OPERATIONS:
         assert 200 <= op.success < 300, (op.method, op.path)
+
+
+def test_a_node_state_on_the_wire() -> None:
+    """The tick's node state as REST writes it: `Z` timestamps, a null for what it lacks."""
+    from datetime import UTC, datetime, timedelta
+
+    from calcgraph.domain.runs.state import NodeState
+    from calcgraph.rest_compat.responses import NodeStateOut
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    state = NodeState(
+        "failed",
+        "j",
+        error={"kind": "timeout", "message": "300 s"},
+        attempt=1,
+        started_at=start,
+        finished_at=start + timedelta(seconds=300),
+    )
+    wire = NodeStateOut.model_validate(state, from_attributes=True).model_dump(mode="json")
+    assert wire == {
+        "status": "failed",
+        "job_id": "j",
+        "outputs": None,
+        "error": {"kind": "timeout", "message": "300 s"},
+        "attempt": 1,
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:05:00Z",
+    }

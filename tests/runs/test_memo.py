@@ -49,6 +49,19 @@ def test_remembering_a_run_again_replaces_its_weight() -> None:
     assert memo.states("other", 0) is not None
 
 
+def test_a_forgotten_run_frees_its_share_of_the_bound() -> None:
+    memo = RunMemo(runs=256, nodes=10_000)
+    memo.remember_states("ended", 1, _states(6_000))
+    memo.forget("ended")
+    assert memo.states("ended", 1) is None
+    memo.remember_states("a", 1, _states(5_000))
+    memo.remember_states("b", 1, _states(5_000))
+    # Both fit: the ended run's 6,000 nodes no longer count.
+    assert memo.states("a", 1) is not None
+    assert memo.states("b", 1) is not None
+    memo.forget("never remembered")  # nothing to forget is no error
+
+
 def test_hundreds_of_small_runs_polled_in_turn_stay_remembered() -> None:
     memo = RunMemo()  # as the services build it
     for _ in range(2):  # 2,000 diamond runs, each ticked in turn, twice

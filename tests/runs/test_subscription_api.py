@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from calcgraph.workers.run_wait import run_tickers
+from calcgraph.services import services_of
 from tests.execution.conftest import Platform
 from tests.packages.publishing import publish, small_body
 from tests.runs.test_tick_api import CODE, FUNCTIONS
@@ -70,9 +70,10 @@ async def _subscribe(platform: Platform, run_id: str, user: str = "alice") -> li
 
 async def test_subscribers_share_one_loop_until_terminal(platform: Platform) -> None:
     run_id = await _run(platform)
-    started = run_tickers.started
+    tickers = services_of(platform.app).execution.tickers
+    started = tickers.started
     first, second = await asyncio.gather(_subscribe(platform, run_id), _subscribe(platform, run_id))
-    assert run_tickers.started == started + 1
+    assert tickers.started == started + 1
     for payloads in (first, second):
         assert all("errors" not in p for p in payloads), payloads
         updates = [p["data"]["runUpdates"] for p in payloads]

@@ -299,23 +299,3 @@ class TestRunStatus:
             run.finish(f"n{index}", {"out": index})
         run.tick()
         assert run.run.terminal_outputs == {"n4": {"out": 4}}
-
-
-def test_node_state_as_json() -> None:
-    state = NodeState(
-        "failed",
-        "j",
-        error={"kind": "timeout", "message": "300 s"},
-        attempt=1,
-        started_at=T0,
-        finished_at=T0 + timedelta(seconds=300),
-    )
-    assert state.as_dict() == {
-        "status": "failed",
-        "job_id": "j",
-        "outputs": None,
-        "error": {"kind": "timeout", "message": "300 s"},
-        "attempt": 1,
-        "started_at": "2026-01-01T00:00:00Z",
-        "finished_at": "2026-01-01T00:05:00Z",
-    }

@@ -11,12 +11,12 @@ from typing import Any, cast
 from sqlalchemy import JSON, ColumnElement, Table, and_, func, insert, select, true
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import insert_from_arrays
+from calcgraph.db.dialect import by_keys, insert_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.models import Job
-from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.jobs.views import JOB_FIELDS, JobView
 from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.read_models import from_attributes
@@ -34,6 +34,13 @@ def visible_job_clause(principal: Principal) -> ColumnElement[bool]:
     if principal.is_admin:
         return true()
     return and_(Job.user_id == principal.user_id, visible_clause(principal))
+
+
+def _columns(fields: Sequence[str]) -> list[Any]:
+    unknown = set(fields) - set(JOB_FIELDS)
+    if unknown:
+        raise ValueError(f"not a job field: {sorted(unknown)}")
+    return [_JOBS.c[name] for name in fields]
 
 
 class JobRepository(RepositoryBase[Job]):
@@ -66,16 +73,47 @@ class JobRepository(RepositoryBase[Job]):
             return []
         return [job_view(j) for j in await self.session.scalars(select(Job).where(Job.id.in_(ids)))]
 
-    async def visible_views(self, principal: Principal, ids: Sequence[str]) -> list[JobView]:
-        """The jobs among `ids` the caller may read now, in one statement (loaders)."""
+    async def visible_fields_by_id(
+        self, principal: Principal, ids: Sequence[str], fields: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """`fields` (of JOB_FIELDS) of the jobs among `ids` the caller may read now, each
+        read by its key (one array parameter on PostgreSQL, however many ids)."""
         if not ids:
             return []
-        rows = await self.session.scalars(
-            select(Job)
-            .join(Package, Package.id == Job.package_id)
-            .where(Job.id.in_(ids), visible_job_clause(principal))
+        columns = _columns(fields)
+        query = by_keys(
+            self.session.get_bind().dialect.name,
+            columns,
+            _JOBS.c.id,
+            "ids",
+            visible_job_clause(principal),
+            joined=_JOBS.join(Package, Package.id == _JOBS.c.package_id),
         )
-        return [job_view(j) for j in rows]
+        return await self._projected(query, fields, {"ids": list(ids)})
+
+    async def visible_fields_of_runs(
+        self, principal: Principal, run_ids: Sequence[str], fields: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """`fields` (of JOB_FIELDS) of every job of the runs `run_ids` that the caller may read
+        now, by the (run, node, attempt) index: a whole run's jobs in one range, not one probe
+        per job (a run's node states lead to jobs of that run only)."""
+        if not run_ids:
+            return []
+        query = (
+            select(*_columns(fields))
+            .join_from(_JOBS, Package, Package.id == _JOBS.c.package_id)
+            .where(_JOBS.c.workflow_run_id.in_(run_ids), visible_job_clause(principal))
+        )
+        return await self._projected(query, fields)
+
+    async def _projected(
+        self, query: Any, fields: Sequence[str], parameters: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        # On the session's connection: plain rows, without the ORM's per-row loading (the
+        # visibility clause names model attributes, which would make it an ORM statement).
+        connection = await self.session.connection()
+        rows = (await connection.execute(query, parameters)).all()
+        return [dict(zip(fields, row, strict=True)) for row in rows]
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """Job rows as plain values, one INSERT per set of keys (workflow node jobs of a tick:

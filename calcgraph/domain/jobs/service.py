@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,13 +32,23 @@ class JobReadService:
         )
         return job
 
-    async def visible_jobs(
-        self, session: AsyncSession, principal: Principal, ids: Sequence[str]
-    ) -> dict[str, JobView]:
-        """The jobs among `ids` that `get_job` would answer, by id; the others are absent
-        (GraphQL relations to a job: a run's node states)."""
-        rows = await JobRepository.from_session(session).visible_views(principal, ids)
-        return {job.id: job for job in rows}
+    async def visible_fields(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        fields: Sequence[str],
+        *,
+        ids: Sequence[str] = (),
+        run_ids: Sequence[str] = (),
+    ) -> dict[str, dict[str, Any]]:
+        """`fields` (of `JOB_FIELDS`, `id` among them) of the jobs among `ids` and of every job
+        of the runs `run_ids` that `get_job` would answer, by id; the others are absent. A
+        projection for GraphQL relations (a run's node states), which read only the fields a
+        query selects: a whole run's jobs without their inputs and outputs when not asked."""
+        repository = JobRepository.from_session(session)
+        rows = await repository.visible_fields_by_id(principal, ids, fields)
+        rows += await repository.visible_fields_of_runs(principal, run_ids, fields)
+        return {row["id"]: row for row in rows}
 
     async def count_by_status(self, session: AsyncSession) -> dict[str, int]:
         """Totals for the public /metrics (contract section 3): counts, never rows."""

@@ -6,6 +6,25 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+JOB_FIELDS = (
+    "id",
+    "status",
+    "function_id",
+    "function_version_id",
+    "package_id",
+    "inputs",
+    "outputs",
+    "error",
+    "logs",
+    "cache_hit",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "workflow_run_id",
+)
+"""The fields a read of chosen fields may ask for (the repository's `visible_fields_*`): a job
+as the contract shows it, with its run."""
+
 
 @dataclass(frozen=True)
 class JobView:

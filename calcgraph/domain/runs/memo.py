@@ -9,8 +9,10 @@
   database, or written by a tick and remembered after its commit (never before: the
   transaction could still roll back, and another tick would then write that revision).
 
-Each map is a bounded LRU: a process serves many runs, and a miss only costs a read. The maps
-of runs are bounded by their nodes: 256 runs of 10,000 nodes would hold gigabytes, so a
+Each map is a bounded LRU: a process serves many runs, and a miss only costs a read. A run
+that ended is forgotten (`forget`): a process that runs big runs one after another keeps none
+of the finished ones (three 10,000-node runs would hold over 50 MB). The maps of runs are
+bounded by their nodes too: 256 runs of 10,000 nodes would hold gigabytes, so a
 process keeps at most `nodes` nodes' worth of plans, states and workflow versions in each.
 The count of runs is bounded far above what a process polls at once: at 256, 500 small runs
 polled in turn each missed at every tick (two more reads, the plan parsed again).
@@ -67,6 +69,11 @@ class _Lru(Generic[K, V]):
             _, (_, dropped) = self._items.popitem(last=False)
             self._total -= dropped
 
+    def pop(self, key: K) -> None:
+        found = self._items.pop(key, None)
+        if found is not None:
+            self._total -= found[1]
+
     def __len__(self) -> int:
         return len(self._items)
 
@@ -109,6 +116,12 @@ class RunMemo:
 
     def remember_states(self, run_id: str, revision: int, states: Mapping[str, NodeState]) -> None:
         self._states.put(run_id, (revision, states))
+
+    def forget(self, run_id: str) -> None:
+        """A run that ended: no tick will advance it again, so its plan and states (tens of
+        megabytes at 10,000 nodes) leave the memo; a read of it reads the database."""
+        self._plans.pop(run_id)
+        self._states.pop(run_id)
 
     def owners(self, version_ids: set[str]) -> dict[str, tuple[str, str]] | None:
         """Every version's owner, or None when one of them is not remembered."""

@@ -22,6 +22,7 @@ from sqlalchemy import (
     delete,
     event,
     insert,
+    null,
     select,
     update,
 )
@@ -236,15 +237,28 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         )
         return {row[0]: _state(row) for row in rows}
 
-    async def node_rows(self, run_ids: Sequence[str]) -> list[NodeRow]:
+    async def plan_snapshots(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        rows = await self.session.execute(
+            select(WorkflowRun.id, WorkflowRun.plan_snapshot).where(WorkflowRun.id.in_(run_ids))
+        )
+        return {row[0]: dict(row[1]) for row in rows}
+
+    async def node_rows(self, run_ids: Sequence[str], *, values: bool = True) -> list[NodeRow]:
+        """Every node of the runs, by run and key; without `values`, outputs and error are not
+        read (None): a whole run's 10,000 JSON documents when the reader shows none."""
         if not run_ids:
             return []
+        # Table columns, not the model's: rows without the ORM's per-row loading.
+        columns: list[Any] = [_NODES.c.run_id, _NODES.c.kind]
+        columns += [_NODES.c[c.key] for c in _STATE_COLUMNS]
+        if not values:
+            columns[5:7] = [null().label("outputs"), null().label("error")]
         rows = await self.session.execute(
-            select(NodeRowModel.run_id, NodeRowModel.kind, *_STATE_COLUMNS)
-            .where(NodeRowModel.run_id.in_(run_ids))
-            .order_by(NodeRowModel.run_id, NodeRowModel.node_key)
+            select(*columns)
+            .where(_NODES.c.run_id.in_(run_ids))
+            .order_by(_NODES.c.run_id, _NODES.c.node_key)
         )
-        return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows]
+        return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows.all()]
 
     @property
     def _dialect(self) -> str:

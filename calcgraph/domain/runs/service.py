@@ -154,10 +154,17 @@ class RunService:
         return run_view(run, states)
 
     async def get(
-        self, session: AsyncSession, principal: Principal, run_id: str, *, states: bool = True
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        run_id: str,
+        *,
+        states: bool = True,
+        plan: bool = True,
     ) -> RunView:
         """The run; its node states too unless `states` is false (then only when remembered:
-        GraphQL reads them a page at a time)."""
+        GraphQL reads them a page at a time), its plan unless `plan` is false (then the plan
+        snapshot is empty: GraphQL reads it, megabytes at 10,000 nodes, when a field needs it)."""
         repository = RunRepository.from_session(session)
         found = await repository.locked_run(run_id, lock=False)
         if found is None:
@@ -165,9 +172,11 @@ class RunService:
         run, facts = found
         await self._ensure_visible(session, principal, run, facts)
         remembered = self.memo.plan(run_id)
-        snapshot = (
-            remembered[0] if remembered is not None else await repository.plan_snapshot(run_id)
-        )
+        snapshot: dict[str, Any] = {}
+        if plan:
+            snapshot = (
+                remembered[0] if remembered is not None else await repository.plan_snapshot(run_id)
+            )
         # States remembered at this revision are committed ones; states read here are not
         # remembered: without the run's lock a tick may commit between the two reads.
         node_states = self.memo.states(run_id, run.revision)
@@ -292,7 +301,12 @@ class RunService:
                 session, await self._node_jobs(repository, run, result), cache
             )
         new_states = {**states, **result.nodes}
-        repository.after_commit(lambda: self.memo.remember_states(run_id, revision + 1, new_states))
+        if after.status in RUN_TERMINAL:
+            repository.after_commit(lambda: self.memo.forget(run_id))
+        else:
+            repository.after_commit(
+                lambda: self.memo.remember_states(run_id, revision + 1, new_states)
+            )
         return await self._view(repository, run, since, new_states, snapshot)
 
     async def _plan(self, repository: RunRepository, run_id: str) -> tuple[dict[str, Any], Plan]:
@@ -325,7 +339,8 @@ class RunService:
             states = self.memo.states(run.id, run.revision)
         if states is None:
             states = await repository.states(run.id)
-            self.memo.remember_states(run.id, run.revision, states)
+            if run.status not in RUN_TERMINAL:  # an ended run stays out of the memo
+                self.memo.remember_states(run.id, run.revision, states)
         return run_view(run, states, snapshot)
 
     async def _node_jobs(
@@ -370,9 +385,29 @@ class RunService:
         await self._ensure_visible(session, principal, *found)
         return await repository.running_jobs(run_id)
 
-    async def node_rows(self, session: AsyncSession, run_ids: Sequence[str]) -> list[NodeRow]:
-        """Node states of runs the caller already read (GraphQL loaders)."""
-        return await RunRepository.from_session(session).node_rows(run_ids)
+    async def node_rows(
+        self, session: AsyncSession, run_ids: Sequence[str], *, values: bool = True
+    ) -> list[NodeRow]:
+        """Node states of runs the caller already read (GraphQL loaders); without `values`,
+        their outputs and errors are left out (None)."""
+        return await RunRepository.from_session(session).node_rows(run_ids, values=values)
+
+    async def plan_snapshots(
+        self, session: AsyncSession, run_ids: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """The frozen plans of runs the caller already read (GraphQL loaders): from the memo
+        when remembered, else read (a 10,000-node plan is megabytes: only when asked for)."""
+        found: dict[str, dict[str, Any]] = {}
+        missing: list[str] = []
+        for run_id in run_ids:
+            remembered = self.memo.plan(run_id)
+            if remembered is None:
+                missing.append(run_id)
+            else:
+                found[run_id] = remembered[0]
+        if missing:
+            found.update(await RunRepository.from_session(session).plan_snapshots(missing))
+        return found
 
     async def workflow_versions(
         self, session: AsyncSession, ids: Sequence[str]

@@ -36,11 +36,16 @@ class RunView:
 
     def function_versions(self) -> dict[str, str]:
         """node_key -> function version id of every function node, from the frozen plan."""
-        return {
-            node["node_key"]: node["function_version_id"]
-            for node in self.plan_snapshot.get("nodes", ())
-            if node.get("kind") == "function" and node.get("function_version_id")
-        }
+        return function_versions(self.plan_snapshot)
+
+
+def function_versions(plan_snapshot: Mapping[str, Any]) -> dict[str, str]:
+    """node_key -> function version id of every function node of a frozen plan."""
+    return {
+        node["node_key"]: node["function_version_id"]
+        for node in plan_snapshot.get("nodes", ())
+        if node.get("kind") == "function" and node.get("function_version_id")
+    }
 
 
 @dataclass(frozen=True)

@@ -7,26 +7,31 @@ a page of a 10,000-node run reads the page, not the run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import Table, func, select, tuple_
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.state import NodeState
 from calcgraph.domain.runs.views import NodeRow
 
-_COLUMNS = (
-    NodeRowModel.run_id,
-    NodeRowModel.node_key,
-    NodeRowModel.kind,
-    NodeRowModel.status,
-    NodeRowModel.job_id,
-    NodeRowModel.outputs,
-    NodeRowModel.error,
-    NodeRowModel.attempt,
-    NodeRowModel.started_at,
-    NodeRowModel.finished_at,
+_NODES = cast(Table, NodeRowModel.__table__)
+# Table columns, not the model's: rows without the ORM's per-row loading.
+_COLUMNS = tuple(
+    _NODES.c[name]
+    for name in (
+        "run_id",
+        "node_key",
+        "kind",
+        "status",
+        "job_id",
+        "outputs",
+        "error",
+        "attempt",
+        "started_at",
+        "finished_at",
+    )
 )
 
 
@@ -62,23 +67,23 @@ class NodePageRepository(RepositoryBase[NodeRowModel]):
         `statuses` (any when empty), by run and key: one statement for all the runs."""
         if not run_ids:
             return []
-        query = select(*_COLUMNS).where(NodeRowModel.run_id.in_(run_ids))
+        query = select(*_COLUMNS).where(_NODES.c.run_id.in_(run_ids))
         if after is not None:
-            query = query.where(NodeRowModel.node_key > after)
+            query = query.where(_NODES.c.node_key > after)
         if statuses:
-            query = query.where(NodeRowModel.status.in_(statuses))
+            query = query.where(_NODES.c.status.in_(statuses))
         if limit is not None and len(run_ids) > 1:
             # Each run's first `limit` rows: numbered within the run, in key order.
             rank = (
                 func.row_number()
-                .over(partition_by=NodeRowModel.run_id, order_by=NodeRowModel.node_key)
+                .over(partition_by=_NODES.c.run_id, order_by=_NODES.c.node_key)
                 .label("rank")
             )
             ranked = query.add_columns(rank).subquery()
             query = select(*(ranked.c[c.key] for c in _COLUMNS)).where(ranked.c.rank <= limit)
             query = query.order_by(ranked.c.run_id, ranked.c.node_key)
         else:
-            query = query.order_by(NodeRowModel.run_id, NodeRowModel.node_key)
+            query = query.order_by(_NODES.c.run_id, _NODES.c.node_key)
             if limit is not None:
                 query = query.limit(limit)
         return [_row(row) for row in await self.session.execute(query)]
@@ -87,7 +92,5 @@ class NodePageRepository(RepositoryBase[NodeRowModel]):
         """The nodes named by (run id, node key), those that exist."""
         if not keys:
             return []
-        query = select(*_COLUMNS).where(
-            tuple_(NodeRowModel.run_id, NodeRowModel.node_key).in_(list(keys))
-        )
+        query = select(*_COLUMNS).where(tuple_(_NODES.c.run_id, _NODES.c.node_key).in_(list(keys)))
         return [_row(row) for row in await self.session.execute(query)]

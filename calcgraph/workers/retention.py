@@ -1,8 +1,10 @@
 """The `builds.cleanup` actor and the timer that sends it (spec: Limits, registry retention).
+The cleanup itself is `calcgraph.builds.retention`'s (the CLI's `builds cleanup` runs it too).
 
 Dramatiq has no scheduler: `RetentionTimer` sends one message every
 `retention_interval_seconds` from a worker process; the actor is idempotent (a second run in
-the same instant finds nothing more to delete), so two timers only cost a query.
+the same instant finds nothing more to delete), so two timers only cost a query. It runs no
+user code.
 
 Registered in `calcgraph.workers.registry.ACTORS`.
 """
@@ -18,11 +20,12 @@ import dramatiq
 from calcgraph.builds.retention import cleanup
 from calcgraph.db.base import utcnow
 from calcgraph.domain.jobs.enqueue import Message
-from calcgraph.workers.broker import ActorSpec, send
+from calcgraph.workers.actor import ActorSpec
+from calcgraph.workers.broker import send
+from calcgraph.workers.runtime import WorkerRuntime
 
 if TYPE_CHECKING:
     from calcgraph.settings import Settings
-    from calcgraph.workers.runtime import WorkerRuntime
 
 CLEANUP_ACTOR = "builds.cleanup"
 log = logging.getLogger("calcgraph.builds.retention")

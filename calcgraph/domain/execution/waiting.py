@@ -1,6 +1,7 @@
-"""Driving runs without busy polling: the long-poll of a tick (wait until a job of the run
-finishes, through the job completion notifications of `notify`, holding no transaction), and
-the shared ticking loops of the `runUpdates` subscription."""
+"""Waiting without busy polling, holding no transaction: for a job just submitted (an execute
+call), for any job of a run to finish (a long-poll tick), and the shared ticking loops of the
+`runUpdates` subscription. All through the job completion notifications (`ports`). Pure: the
+reads are the caller's."""
 
 from __future__ import annotations
 
@@ -9,40 +10,70 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from calcgraph.db.engine import Database
-from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import DomainError
+from calcgraph.domain.execution.ports import Notifications
+from calcgraph.domain.execution.waits import FOLLOW_INTERVAL
 from calcgraph.domain.jobs.execution.service import TERMINAL
-from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.runs.views import RunView
-from calcgraph.workers.notify import Notifier
 
-log = logging.getLogger("calcgraph.workers.runs")
+log = logging.getLogger("calcgraph.execution")
 # A notification can be lost (a Redis reconnect): the job store is re-read this often anyway.
 _RECHECK_SECONDS = 1.0
-DEFAULT_INTERVAL_SECONDS = 2.0
-"""The specification's polling period of a run page."""
 
 
-async def _unfinished(database: Database, principal: Principal, run_id: str) -> list[str] | None:
-    """Jobs the run's running nodes wait on, or None when a tick has something to do now
-    (a job already finished) or nothing to wait for (no node is running)."""
-    async with database.read_session() as session:
-        jobs = await run_service.running_jobs(session, principal, run_id)
+async def wait_for_job(
+    notifier: Notifications,
+    job_id: str,
+    seconds: float,
+    read: Callable[[], Awaitable[JobView]],
+    *,
+    fresh: bool = False,
+) -> JobView:
+    """The job once it is finished, or as it is when `seconds` have passed.
+
+    `fresh`: the caller submitted the job just now (after the notifier's subscription, when
+    it is steady), so its notification cannot have been missed: the first read waits for it
+    instead of reading at once, one query less per execute call. A lost notification still
+    costs only the first backoff, as it does later on."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    async with notifier.listen(job_id) as event:
+        view = None if fresh and notifier.steady() else await read()
+        backoff = 0.05
+        while view is None or view.status not in TERMINAL:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(event.wait(), min(remaining, backoff))
+            except TimeoutError:
+                backoff = min(backoff * 2, 1.0)
+            else:
+                event.clear()  # a wake-up that finds the job unfinished must not spin
+            view = await read()
+        return view if view is not None else await read()
+
+
+Unfinished = Callable[[], Awaitable[list[str] | None]]
+"""Jobs a run's running nodes wait on, or None when a tick has something to do now (a job
+already finished) or nothing to wait for (no node is running)."""
+
+
+def unfinished(jobs: list[tuple[str, str]]) -> list[str] | None:
+    """`Unfinished`'s answer from the run's running jobs (id, status)."""
     pending = [job_id for job_id, status in jobs if status not in TERMINAL]
     if not jobs or len(pending) < len(jobs):
         return None
     return pending
 
 
-async def wait_for_run(
-    database: Database, notifier: Notifier, principal: Principal, run_id: str, seconds: float
-) -> None:
+async def wait_for_run(notifier: Notifications, read: Unfinished, seconds: float) -> None:
     """Return as soon as a job of the run has finished, or when `seconds` have passed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    pending = await _unfinished(database, principal, run_id)
+    pending = await read()
     while pending is not None:
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -63,7 +94,7 @@ async def wait_for_run(
                     waiter.cancel()
             if done:
                 return
-        pending = await _unfinished(database, principal, run_id)
+        pending = await read()
 
 
 class _Loop:
@@ -140,11 +171,8 @@ class RunTickers:
                         loop.push(view)
                     if view.status in RUN_TERMINAL:
                         break
-                await wait(min(loop.intervals, default=DEFAULT_INTERVAL_SECONDS))
+                await wait(min(loop.intervals, default=FOLLOW_INTERVAL.default))
         finally:
             if self._loops.get(run_id) is loop:
                 del self._loops[run_id]
             loop.push(None)
-
-
-run_tickers = RunTickers()

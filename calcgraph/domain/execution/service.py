@@ -1,0 +1,133 @@
+"""The execution use cases, as both doors call them. Each owns its unit of work (one write
+transaction, committed before any wait, so its messages have left) and its wait (bounded by
+`waits`, holding no transaction); a door parses, calls one method, serialises.
+
+- `execute`: submit a job (or answer it from the result cache), then wait for its result.
+- `tick`: wait until a job of the run finishes (a long-poll), then tick the run once.
+- `follow`: the `runUpdates` subscription: the run's shared ticking loop, woken by its jobs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.execution.ports import Notifications, ResultLookup
+from calcgraph.domain.execution.waiting import (
+    RunTickers,
+    unfinished,
+    wait_for_job,
+    wait_for_run,
+)
+from calcgraph.domain.execution.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
+from calcgraph.domain.jobs.address import ExecuteAddress
+from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
+from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.views import RunView
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from calcgraph.db.engine import Database
+
+WAIT: Where = ("wait",)
+
+
+class ExecutionService:
+    def __init__(
+        self,
+        database: Database,
+        cache: ResultLookup,
+        notifications: Notifications,
+        *,
+        execute_max_wait: float,
+        chains: bool = False,
+        tick_timer: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> None:
+        self.database = database
+        self.cache = cache
+        self.notifications = notifications
+        self.execute_wait = EXECUTE_WAIT.capped_at(execute_max_wait)
+        self.chains = chains
+        """Ticks submit a chain's remaining nodes as one chain job (`chain_execution`)."""
+        self.tick_timer = tick_timer
+        """Times each tick's unit of work (/metrics)."""
+        self.tickers = RunTickers()
+        """At most one ticking loop per followed run in this process."""
+
+    async def execute(
+        self,
+        principal: Principal,
+        address: ExecuteAddress,
+        inputs: object,
+        wait: float | None = None,
+        *,
+        where: Where = WAIT,
+    ) -> JobView:
+        """The job, finished, or as it stands once `wait` seconds (default 30, capped by the
+        operator) have passed."""
+        seconds = self.execute_wait.seconds(wait, where)
+        async with self.database.write_session() as session:
+            job = await job_execution_service.submit(
+                session, principal, address, inputs, self.cache
+            )
+        if job.status in TERMINAL or seconds <= 0:
+            return job
+
+        async def read() -> JobView:
+            async with self.database.read_session() as session:
+                return await job_execution_service.view(session, job.id)
+
+        # Submitted just now: its notification cannot have been missed (`fresh`).
+        return await wait_for_job(self.notifications, job.id, seconds, read, fresh=True)
+
+    async def tick(
+        self,
+        principal: Principal,
+        run_id: str,
+        wait: float | None = None,
+        *,
+        since: int | None = None,
+        where: Where = WAIT,
+    ) -> RunView:
+        """With `wait`, first until a job of the run finishes (or `wait` seconds pass); then
+        the tick's one unit of work, commit included, timed. `since`: only the node states
+        changed after that revision."""
+        seconds = TICK_WAIT.seconds(wait, where)
+        if seconds > 0:
+            await self._wait_for_run(principal, run_id, seconds)
+        with self.tick_timer():
+            async with self.database.write_session() as session:
+                return await run_service.tick(
+                    session, principal, run_id, self.cache, chains=self.chains, since=since
+                )
+
+    @contextlib.asynccontextmanager
+    async def follow(
+        self, principal: Principal, run_id: str, interval: float | None = None
+    ) -> AsyncIterator[asyncio.Queue[RunView | None]]:
+        """The run's states as its shared ticking loop pushes them (None: the loop ended),
+        ticked every `interval` seconds and sooner when one of its jobs finishes."""
+        every = FOLLOW_INTERVAL.seconds(interval, ("interval",))
+        async with self.database.read_session() as session:
+            await run_service.get(session, principal, run_id)  # access, before any loop starts
+
+        async def tick() -> RunView:
+            return await self.tick(principal, run_id)
+
+        async def wait(seconds: float) -> None:
+            await self._wait_for_run(principal, run_id, seconds)
+
+        async with self.tickers.subscribe(run_id, every, tick, wait) as updates:
+            yield updates
+
+    async def _wait_for_run(self, principal: Principal, run_id: str, seconds: float) -> None:
+        async def read() -> list[str] | None:
+            async with self.database.read_session() as session:
+                return unfinished(await run_service.running_jobs(session, principal, run_id))
+
+        await wait_for_run(self.notifications, read, seconds)

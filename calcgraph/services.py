@@ -1,0 +1,47 @@
+"""What the doors reach in the application: one typed object, built by `calcgraph.app` and
+read through one accessor per door (`rest_compat.state.services_of`, the GraphQL context's
+`services`). The doors see the use cases and ports here, never the worker-side adapters
+behind them (`calcgraph/workers/`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # names for the annotations only: importing this module costs nothing
+    from starlette.applications import Starlette
+
+    from calcgraph.auth.setup import IdentityAdapters
+    from calcgraph.db.engine import Database
+    from calcgraph.domain.execution.service import ExecutionService
+    from calcgraph.ops.metrics import Metrics
+    from calcgraph.ops.ratelimit import Limiter
+    from calcgraph.settings import Settings
+
+
+class Probes(Protocol):
+    """What /health and /metrics ask of the job backbone (broker, result cache, notifier)."""
+
+    async def redis_reachable(self) -> bool | None:
+        """Whether Redis answers; None without Redis."""
+        ...
+
+    async def queue_length(self) -> int | None:
+        """Messages waiting in the job queue; None while the broker cannot say."""
+        ...
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    database: Database
+    identity: IdentityAdapters
+    execution: ExecutionService
+    probes: Probes
+    metrics: Metrics
+    limiter: Limiter | None
+
+
+def services_of(app: Starlette) -> Services:
+    services: Services = app.state.services
+    return services
