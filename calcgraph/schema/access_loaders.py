@@ -4,9 +4,8 @@ short-lived read session (never one shared between concurrently resolving fields
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.dataloader import DataLoader
@@ -19,22 +18,7 @@ from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.functions.views import FunctionView
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-def _loader(
-    database: Database,
-    fetch: Callable[[AsyncSession, Sequence[str]], Awaitable[dict[str, V]]],
-    default: Callable[[], V],
-) -> DataLoader[str, V]:
-    async def batch(keys: list[str]) -> list[V]:
-        async with database.read_session() as session:
-            found = await fetch(session, keys)
-        return [found.get(key, default()) for key in keys]
-
-    return DataLoader(load_fn=batch)
+from calcgraph.schema.loading import session_loader
 
 
 @dataclass
@@ -70,9 +54,9 @@ class AccessLoaders:
             return access_service.readable_organizations(s, principal, ids)
 
         return cls(
-            package_by_id=_loader(database, packages, none),  # type: ignore[arg-type]
-            function_by_id=_loader(database, functions, none),  # type: ignore[arg-type]
-            functions_by_package_id=_loader(database, by_package, list),
-            packages_by_organization_id=_loader(database, by_org, list),
-            organization_by_id=_loader(database, orgs, none),  # type: ignore[arg-type]
+            package_by_id=session_loader(DataLoader, database, packages, none),  # type: ignore[misc]
+            function_by_id=session_loader(DataLoader, database, functions, none),  # type: ignore[misc]
+            functions_by_package_id=session_loader(DataLoader, database, by_package, list),
+            packages_by_organization_id=session_loader(DataLoader, database, by_org, list),
+            organization_by_id=session_loader(DataLoader, database, orgs, none),  # type: ignore[misc]
         )

@@ -4,9 +4,8 @@ the services, so hidden packages' versions never load."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.dataloader import DataLoader
@@ -17,23 +16,7 @@ from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import FunctionVersionView
 from calcgraph.domain.packages.publishing.service import publishing_service
 from calcgraph.domain.packages.views import PackageVersionView
-
-V = TypeVar("V")
-L = TypeVar("L", bound=DataLoader[Any, Any])
-
-
-def _loader(
-    kind: type[L],
-    database: Database,
-    fetch: Callable[[AsyncSession, Sequence[str]], Awaitable[dict[str, V]]],
-    default: Callable[[], V],
-) -> L:
-    async def batch(keys: list[str]) -> list[V]:
-        async with database.read_session() as session:
-            found = await fetch(session, keys)
-        return [found.get(key, default()) for key in keys]
-
-    return kind(load_fn=batch)
+from calcgraph.schema.loading import session_loader
 
 
 class PackageVersionsByPackageIdLoader(DataLoader[str, list[PackageVersionView]]):
@@ -75,11 +58,11 @@ class PackageLoaders:
             return function_version_service.visible_versions_by_function(s, principal, ids)
 
         return cls(
-            package_versions_by_package_id=_loader(
+            package_versions_by_package_id=session_loader(
                 PackageVersionsByPackageIdLoader, database, versions, list
             ),
-            function_version_by_id=_loader(FunctionVersionByIdLoader, database, by_id, none),
-            function_versions_by_function_id=_loader(
+            function_version_by_id=session_loader(FunctionVersionByIdLoader, database, by_id, none),
+            function_versions_by_function_id=session_loader(
                 FunctionVersionsByFunctionIdLoader, database, by_function, list
             ),
         )

@@ -30,28 +30,14 @@ from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import NodeRow
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.views import WorkflowVersionView
+from calcgraph.schema.loading import session_loader
 
 V = TypeVar("V")
-L = TypeVar("L", bound=DataLoader[Any, Any])
 Fields = tuple[str, ...]
 """The fields a query selects, in a fixed order, for loaders that read only those: of a job,
 `JOB_FIELDS` (`id` among them); of a run's nodes, `("values",)` or none."""
 JobRow = dict[str, Any]
 """A job's selected fields by name."""
-
-
-def _loader(
-    kind: type[L],
-    database: Database,
-    fetch: Callable[[AsyncSession, list[str]], Awaitable[dict[str, V]]],
-    default: Callable[[], V],
-) -> L:
-    async def batch(keys: list[str]) -> list[V]:
-        async with database.read_session() as session:
-            found = await fetch(session, keys)
-        return [found.get(key, default()) for key in keys]
-
-    return kind(load_fn=batch)
 
 
 class WorkflowVersionByIdLoader(DataLoader[str, WorkflowVersionView | None]):
@@ -154,14 +140,16 @@ class WorkflowLoaders:
             return grouped
 
         return cls(
-            workflow_version_by_id=_loader(WorkflowVersionByIdLoader, database, versions, none),
-            workflow_version_by_workflow_id=_loader(
+            workflow_version_by_id=session_loader(
+                WorkflowVersionByIdLoader, database, versions, none
+            ),
+            workflow_version_by_workflow_id=session_loader(
                 WorkflowVersionByWorkflowIdLoader, database, latest, none
             ),
             node_states_by_run_id=NodeStatesByRunIdLoader(
                 load_fn=_by_fields(database, nodes, list)
             ),
-            plan_by_run_id=_loader(PlanByRunIdLoader, database, plans, none),
+            plan_by_run_id=session_loader(PlanByRunIdLoader, database, plans, none),
             job_by_id=JobByIdLoader(load_fn=_by_fields(database, jobs, _no_job)),
             jobs_of_run=JobsOfRunLoader(load_fn=_by_fields(database, of_runs, dict)),
         )
