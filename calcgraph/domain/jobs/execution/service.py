@@ -22,7 +22,7 @@ from calcgraph.domain.errors import NotFound
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.cache_key import ResultLookup, result_key
+from calcgraph.domain.jobs.cache_key import CachedResult, ResultLookup, result_key
 from calcgraph.domain.jobs.enqueue import enqueue_job, job_message_id
 from calcgraph.domain.jobs.execution.repository import (
     ClaimedRow,
@@ -120,15 +120,7 @@ class JobExecutionService:
         }
         hit = await cache.get(result_key(principal.user_id, version.id, resolved))
         if hit is not None:
-            row.update(
-                status="success",
-                cache_hit=True,
-                outputs=hit.outputs,
-                logs=hit.logs,
-                started_at=now,
-                finished_at=now,
-                deliveries=0,
-            )
+            _served_from_cache(row, hit, now)
         else:
             row.update(status="queued", deliveries=1)
         await JobRepository.from_session(session).insert_many([row])
@@ -172,15 +164,7 @@ class JobExecutionService:
                 "finished_at": None,
             }
             if hit is not None:
-                row.update(
-                    status="success",
-                    cache_hit=True,
-                    outputs=hit.outputs,
-                    logs=hit.logs,
-                    started_at=now,
-                    finished_at=now,
-                    deliveries=0,
-                )
+                _served_from_cache(row, hit, now)
             else:
                 to_send.append((spec.job_id, spec.actor))
             rows.append(row)
@@ -350,3 +334,16 @@ def _view_of_new(row: dict[str, Any]) -> JobView:
 
 
 job_execution_service = JobExecutionService()
+
+
+def _served_from_cache(row: dict[str, Any], hit: CachedResult, now: datetime) -> None:
+    """A new job row answered by the result cache: done as it is written, nothing to send."""
+    row.update(
+        status="success",
+        cache_hit=True,
+        outputs=hit.outputs,
+        logs=hit.logs,
+        started_at=now,
+        finished_at=now,
+        deliveries=0,
+    )
