@@ -438,9 +438,10 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
         results = []
         key = f"{prefix}calcgraph:{QUEUE}.msgs"
         queue = aioredis.Redis.from_url(REDIS_URL)
-        pg = await asyncpg.connect(SERVED_URL.replace("+asyncpg", ""))
         x = 0.0  # a fresh input for every run: no result-cache hits, every job is sent
         async with api(redis=(REDIS_URL, prefix)) as bench:
+            # After api(): it creates the database when missing.
+            pg = await asyncpg.connect(SERVED_URL.replace("+asyncpg", ""))
             try:
                 for width in (100, 1000):
                     slug = await bench.workflow(parallel_chains(bench.package, width, 1))

@@ -51,6 +51,24 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=_STOP_TIMEOUT_S)
 
 
+KEPT_LOGS = Path(__file__).resolve().parent / "results"
+
+
+def _keep_if_failed(log_path: Path) -> None:
+    """A server that logged an error or a traceback leaves its log in bench/results, named in
+    the bench's output: a benchmark that saw a 500 must be explainable afterwards."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return
+    if "Traceback" not in text and '"level": "error"' not in text:
+        return
+    KEPT_LOGS.mkdir(exist_ok=True)
+    kept = KEPT_LOGS / f"server-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+    kept.write_text(text)
+    print(f"bench: the server logged errors; its log is kept in {kept}", file=sys.stderr)
+
+
 def _tail(path: Path, lines: int = 30) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -121,6 +139,7 @@ def serve(workers: int = 1, extra_env: dict[str, str] | None = None) -> Iterator
             yield Server(base_url=base_url, command=command, pid=process.pid)
         finally:
             _stop(process)
+            _keep_if_failed(log_path)
 
 
 def _wait_healthy(process: subprocess.Popen[bytes], base_url: str, log_path: Path) -> None:

@@ -26,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.expression import ColumnClause
 
@@ -74,11 +75,16 @@ def configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
         connection.exec_driver_sql(f"BEGIN {SQLITE_BEGIN_MODE.get()}")
 
 
-_PG_RETRYABLE_SQLSTATES = {"40001", "40P01", "55P03"}
+# serialization failure, deadlock, lock not available, too many connections
+_PG_RETRYABLE_SQLSTATES = {"40001", "40P01", "55P03", "53300"}
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """A database error that a client may simply retry: SQLite busy, PostgreSQL contention."""
+    """A database error that a client may simply retry: SQLite busy, PostgreSQL contention,
+    a server out of connections, or no free connection in the pool within its timeout (a
+    server under more load than its pool: a 503 to retry, not a 500)."""
+    if isinstance(exc, SQLAlchemyTimeoutError):
+        return True
     if isinstance(exc, OperationalError):
         text = str(exc.orig).lower()
         if "database is locked" in text or "database is busy" in text:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from graphql.error import GraphQLError
 from strawberry.extensions import MaskErrors
 
+from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.errors import DomainError, ValidationError
 
 
@@ -43,6 +44,16 @@ class ContractErrors(MaskErrors):
                         path=error.path,
                         original_error=original,
                         extensions=extensions,
+                    )
+                )
+            elif original is not None and is_retryable(original):
+                # Contention or a pool with no free connection: the REST door's 503, here.
+                processed.append(
+                    GraphQLError(
+                        "the database is busy; retry the request",
+                        nodes=error.nodes,
+                        path=error.path,
+                        extensions={"code": "Unavailable", "retry_after": 1},
                     )
                 )
             else:
