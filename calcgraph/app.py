@@ -16,6 +16,7 @@ from starlette.types import ASGIApp
 from calcgraph import heap, webui
 from calcgraph.auth.authenticate import AuthenticationMiddleware
 from calcgraph.auth.setup import build_identity
+from calcgraph.builds.local import LocalBuilds
 from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
 from calcgraph.ops.http import RequestMiddleware
@@ -27,6 +28,7 @@ from calcgraph.rest_compat import errors
 from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
 from calcgraph.services import Services
 from calcgraph.settings import Settings, get_settings
+from calcgraph.sources.git import GitSources
 from calcgraph.workers.inprocess import Execution
 
 
@@ -74,6 +76,8 @@ def create_app(
         probes=execution,
         metrics=metrics,
         limiter=limiter,
+        builds=LocalBuilds(settings),
+        sources=GitSources(settings),
     )
 
     routes: list[BaseRoute] = [

@@ -13,7 +13,9 @@ if TYPE_CHECKING:  # names for the annotations only: importing this module costs
 
     from calcgraph.auth.setup import IdentityAdapters
     from calcgraph.db.engine import Database
+    from calcgraph.domain.builds.ports import Builds
     from calcgraph.domain.execution.service import ExecutionService
+    from calcgraph.domain.packages.publishing.sources import SourceFetcher
     from calcgraph.ops.metrics import Metrics
     from calcgraph.ops.ratelimit import Limiter
     from calcgraph.settings import Settings
@@ -40,6 +42,9 @@ class Services:
     probes: Probes
     metrics: Metrics
     limiter: Limiter | None
+    # The adapters behind the domain's ports, built once from the settings.
+    builds: Builds
+    sources: SourceFetcher
 
 
 def services_of(app: Starlette) -> Services:

@@ -21,7 +21,6 @@ from calcgraph.schema.packages import (
     PackageVersionHistoryType,
     Visibility,
 )
-from calcgraph.sources.git import GitSources
 
 
 def _files(files: Any) -> dict[str, str]:
@@ -119,7 +118,7 @@ class PackageMutation:
             report = await publishing_service.publish_from_git(
                 session,
                 principal,
-                GitSources(info.context.settings),
+                info.context.services.sources,
                 git_url,
                 ref,
                 visibility.value if visibility is not None else None,

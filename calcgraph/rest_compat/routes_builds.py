@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from starlette.responses import PlainTextResponse
 
-from calcgraph.builds.local import LocalBuilds
 from calcgraph.domain.builds.service import BuildOutcome, FunctionSubmission, build_service
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import BuildOut
@@ -23,11 +22,10 @@ rest = Operations(tag="functions")
 )
 async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     body = call.body
-    settings = call.services.settings
     outcome = await call.write(
         build_service.submit,
-        settings,
-        LocalBuilds(settings),
+        call.services.settings,
+        call.services.builds,
         FunctionSubmission(
             name=body.name,
             code=body.code,
@@ -53,10 +51,9 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     errors=(404,),
 )
 async def build_log(call: Call[None, None]) -> PlainTextResponse:
-    settings = call.services.settings
     text = await call.read(
         build_service.read_log,
-        LocalBuilds(settings),
+        call.services.builds,
         call.path("function_id"),
         call.path("build_id"),
     )

@@ -23,7 +23,6 @@ from calcgraph.rest_compat.schemas import (
     PublishFromGitBody,
     PublishPackageBody,
 )
-from calcgraph.sources.git import GitSources
 
 
 class FunctionVersionsQuery(Query):
@@ -59,10 +58,9 @@ async def publish_package(call: Call[PublishPackageBody, None]) -> DeploymentRep
 )
 async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentReport:
     body = call.body
-    settings = call.services.settings
     return await call.write(
         publishing_service.publish_from_git,
-        GitSources(settings),
+        call.services.sources,
         body.git_url,
         body.ref,
         body.visibility,

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from calcgraph.builds.artifact import artifact_path, runnable
+from calcgraph.builds.local import LocalBuilds
 from calcgraph.db.engine import Database
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.services import services_of
@@ -231,7 +232,7 @@ async def test_the_build_timeout_fails_the_build(
 ) -> None:
     services = services_of(app)
     quick = services.settings.model_copy(update={"build_timeout_seconds": 1e-6})
-    app.state.services = replace(services, settings=quick)
+    app.state.services = replace(services, settings=quick, builds=LocalBuilds(quick))
     response = await submit(client, bearer("alice"), requirements=pins(CLEAN[0]))
     assert response.status_code == 400
     failed = response.json()

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from calcgraph.builds.docker_builder import FUNCTION_LABEL, docker_client
+from calcgraph.builds.local import LocalBuilds
 from calcgraph.services import services_of
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
@@ -134,7 +135,7 @@ async def test_docker_build_is_pushed_to_the_configured_registry(
 ) -> None:
     services = services_of(app)
     pushing = services.settings.model_copy(update={"sandbox_registry": registry})
-    app.state.services = replace(services, settings=pushing)
+    app.state.services = replace(services, settings=pushing, builds=LocalBuilds(pushing))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://calcgraph.test") as client:
         response = await client.post(

@@ -16,29 +16,12 @@ from calcgraph.db.migrate import alembic_config, script_heads
 HEAVY = ("alembic", "docker", "requests", "pint", "strawberry", "graphql")
 
 
-def _loaded_heavy(code: str, env: dict[str, str]) -> list[str]:
-    probe = (
-        f"{code}\nimport json, sys\n"
-        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
-    return loaded
-
-
 def test_building_the_app_imports_no_heavy_module(tmp_path: Path) -> None:
     env = {
         "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'app.db'}",
         "CALCGRAPH_SANDBOX": "process",
     }
-    assert _loaded_heavy("from calcgraph.app import create_app\ncreate_app()", env) == []
+    assert _loaded("from calcgraph.app import create_app\ncreate_app()", env, HEAVY) == []
 
 
 # What `calcgraph serve` imports after /health answers (ops.starting), never before: the
@@ -111,7 +94,7 @@ def test_upgrading_a_migrated_database_does_not_import_alembic(database_url: str
         "    await database.dispose()\n"
         "asyncio.run(main())"
     )
-    assert "alembic" not in _loaded_heavy(code, {})
+    assert "alembic" not in _loaded(code, {}, HEAVY)
 
 
 def test_upgrading_a_fresh_database_migrates_it(tmp_path: Path) -> None:
