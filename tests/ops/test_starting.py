@@ -124,3 +124,42 @@ async def test_a_start_that_fails_answers_unavailable_and_stops_the_server(
         assert health.status_code == 503
         assert health.json()["status"] == "unavailable"
         assert (await client.get("/types")).status_code == 503
+
+
+@pytest.mark.parametrize("cors", [None, "https://ui.example"])
+async def test_once_started_health_answers_as_the_applications_route(
+    quick_settings: Settings, cors: str | None
+) -> None:
+    """The plain probe is answered by the starting app's lean path, every other /health by the
+    application: both give what the application's own route gives, headers included."""
+    app = StartingApp(quick_settings.model_copy(update={"cors_origins": cors}))
+    async with serving(app) as client:
+        assert await app.wait_started()
+        application = app.application
+        assert application is not None
+        direct = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=application), base_url="http://calcgraph.test"
+        )
+        vendor = "application/vnd.service.v1+json"
+        cases: list[tuple[str, dict[str, str]]] = [
+            ("GET", {}),
+            ("HEAD", {}),
+            ("GET", {"Accept": vendor}),
+            ("GET", {"Accept": "application/vnd.other+json"}),
+            ("GET", {"Origin": "https://ui.example"}),
+            ("GET", {"Authorization": "Bearer not-a-token"}),
+            ("POST", {}),
+        ]
+        async with direct:
+            for method, headers in cases:
+                served = await client.request(method, "/health", headers=headers)
+                own = await direct.request(method, "/health", headers=headers)
+                assert served.status_code == own.status_code, (method, headers)
+                assert served.content == own.content, (method, headers)
+                names = {k for k in own.headers if k != "x-request-id"}
+                assert names == {k for k in served.headers if k != "x-request-id"}
+                for name in names - {"date", "server"}:
+                    assert served.headers[name] == own.headers[name], (method, headers, name)
+                assert served.headers["x-request-id"]
+        metrics = (await client.get("/metrics")).text
+        assert 'route="/health"' in metrics
