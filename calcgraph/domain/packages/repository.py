@@ -10,9 +10,9 @@ from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
-from calcgraph.db.keyset import keyset_clause
+from calcgraph.db.keyset import keyset_page
 from calcgraph.domain.access.models import Membership, Organization, User
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import (
@@ -62,14 +62,9 @@ class PackageRepository(RepositoryBase[Package]):
         )
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[PackageView]:
-        keyset = keyset_clause(Package.created_at, Package.id, page.after)
-        rows = await self.session.execute(
-            self._views()
-            .where(visible_clause(principal), keyset)
-            .order_by(Package.created_at, Package.id)
-            .limit(page.limit + 1)
-        )
-        return make_page([self._view(row) for row in rows], page.limit, PackageView.sort_key)
+        query = self._views().where(visible_clause(principal))
+        rows = await self.session.execute(keyset_page(query, Package.created_at, Package.id, page))
+        return make_page([self._view(row) for row in rows], page.limit, creation_key)
 
     async def get_view(self, package_id: str) -> PackageView | None:
         row = (await self.session.execute(self._views().where(Package.id == package_id))).first()

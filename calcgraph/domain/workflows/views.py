@@ -43,9 +43,6 @@ class WorkflowView:
     created_at: datetime
     updated_at: datetime
 
-    def sort_key(self) -> tuple[str, str]:
-        return (self.created_at.isoformat(), self.id)
-
 
 @dataclass(frozen=True)
 class WorkflowDetailView:
