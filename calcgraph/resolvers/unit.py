@@ -4,9 +4,9 @@ and the answer."""
 
 from __future__ import annotations
 
-from calcgraph.domain.use_case import P, R, UseCase
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
+from calcgraph.services import P, R, UseCase
 
 
 async def read(info: Info, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

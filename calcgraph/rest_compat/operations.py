@@ -33,10 +33,9 @@ from starlette.routing import Route
 from calcgraph.auth.authenticate import PUBLIC_ROUTES, require_principal
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.use_case import P, R, UseCase
 from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
 from calcgraph.rest_compat.state import database_of, services_of
-from calcgraph.services import Services
+from calcgraph.services import P, R, Services, UseCase
 
 B = TypeVar("B")
 Q = TypeVar("Q")
