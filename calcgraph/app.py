@@ -23,6 +23,7 @@ from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.lazy import LazyEndpoint
 from calcgraph.ops.metrics import Metrics
 from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
+from calcgraph.ops.units import cache_units
 from calcgraph.rest_compat import api as rest_api
 from calcgraph.rest_compat import errors
 from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
@@ -61,6 +62,8 @@ def create_app(
         )
 
     graphql = LazyEndpoint(build_graphql)
+    # The first quantity a request converts builds pint's registry: from cached definitions.
+    cache_units()
     identity = build_identity(settings, db)
     # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
     metrics = metrics or Metrics()
