@@ -85,7 +85,7 @@ def run_demo(
             target=build_unit_registry, name="calcgraph-demo-units", daemon=True
         ).start()
         try:
-            with InProcessPlatform(settings, identity) as platform:
+            with InProcessPlatform(settings, identity, users=(USERNAME,)) as platform:
                 shown.print(f"platform at {platform.base_url}, signed in as {USERNAME}")
                 with Client(platform.base_url, platform.token(USERNAME)) as client:
                     _publish(client, shown)
