@@ -107,13 +107,17 @@ def insert_ignoring_duplicates(dialect_name: str, table: Any) -> Any:
     return sqlite_insert(table).on_conflict_do_nothing()
 
 
-def locked(dialect_name: str, query: Any, of: Any = None) -> Any:
+def locked(dialect_name: str, query: Any, of: Any = None, *, skip_locked: bool = False) -> Any:
     """A SELECT that locks its rows (of the table `of`, when it joins others) until the end of
     the transaction, for read-modify-write units (the tick): FOR UPDATE on PostgreSQL. SQLite
     write sessions already hold the database's write lock from their first statement
-    (BEGIN IMMEDIATE), which serialises them."""
+    (BEGIN IMMEDIATE), which serialises them.
+
+    `skip_locked`: a row another transaction holds is left out rather than waited for (FOR
+    UPDATE SKIP LOCKED), so that a unit that would only queue behind another one holding a
+    pooled connection can do something else."""
     if dialect_name == "postgresql":
-        return query.with_for_update(of=of)
+        return query.with_for_update(of=of, skip_locked=skip_locked)
     return query
 
 
