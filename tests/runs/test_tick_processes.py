@@ -42,9 +42,7 @@ def _wire_states(view: RunView) -> dict[str, tuple[str, str | None, int]]:
 
 
 def _http_states(run: dict[str, Any]) -> dict[str, tuple[str, str | None, int]]:
-    return {
-        k: (s["status"], s["job_id"], s["attempt"]) for k, s in run["node_states"].items()
-    }
+    return {k: (s["status"], s["job_id"], s["attempt"]) for k, s in run["node_states"].items()}
 
 
 async def _committed(platform: Platform, run_id: str) -> dict[str, tuple[str, str | None, int]]:
