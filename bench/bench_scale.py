@@ -145,10 +145,12 @@ async def _poll(
     run_id: str,
     latencies: list[int],
     unavailable: list[int],
+    dropped: list[int],
     deadline: float,
 ) -> bool:
     """Tick every POLL_S until the run ends; a 503 (the server out of database connections)
-    is counted and retried after its Retry-After, as a client does."""
+    is counted and retried after its Retry-After, as a client does, and so is a connection
+    the server closed under a request."""
     await asyncio.sleep(random.uniform(0, POLL_S))  # polls spread over the interval
     while time.monotonic() < deadline:
         start = time.perf_counter_ns()
@@ -157,6 +159,10 @@ async def _poll(
         except Unavailable as busy:
             unavailable.append(1)
             await asyncio.sleep(busy.retry_after)
+            continue
+        except httpx.TransportError:
+            dropped.append(1)  # the connection closed under the request: counted, retried
+            await asyncio.sleep(1.0)
             continue
         took = time.perf_counter_ns() - start
         latencies.append(took)
@@ -209,6 +215,7 @@ async def _polled_runs(options: Options, served: Any) -> list[Result]:
             )
             latencies: list[int] = []
             unavailable: list[int] = []
+            dropped: list[int] = []
             health: list[int] = []
             stop = asyncio.Event()
             inside0 = await bench.tick_seconds()
@@ -218,7 +225,15 @@ async def _polled_runs(options: Options, served: Any) -> list[Result]:
             async with client_pools(bench, POOLS, 600 // POOLS) as pools:
                 done = await asyncio.gather(
                     *(
-                        _poll(bench, pools[n % POOLS], run_id, latencies, unavailable, deadline)
+                        _poll(
+                            bench,
+                            pools[n % POOLS],
+                            run_id,
+                            latencies,
+                            unavailable,
+                            dropped,
+                            deadline,
+                        )
                         for n, run_id in enumerate(ids)
                     )
                 )
@@ -249,6 +264,7 @@ async def _polled_runs(options: Options, served: Any) -> list[Result]:
                             1,
                         ),
                         "answers_503": sum(unavailable),
+                        "connections_dropped": sum(dropped),
                         # Where the machine's CPU went meanwhile (seconds over the phase):
                         "cpu_s_event_loop_thread": cpu.loop_thread,
                         "cpu_s_worker_threads": cpu.worker_threads,
