@@ -74,6 +74,17 @@ def configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
     def _on_begin(connection: Connection) -> None:
         connection.exec_driver_sql(f"BEGIN {SQLITE_BEGIN_MODE.get()}")
 
+    @event.listens_for(engine.sync_engine.pool, "invalidate")
+    def _on_invalidate(dbapi_connection: Any, _record: Any, _exception: Any) -> None:
+        # A unit of work cancelled while a statement was in flight (a subscriber leaving, a
+        # closed WebSocket, shutdown) gets its connection discarded, not rolled back. SQLite
+        # does not close a connection whose statement is still open: it keeps it, and its
+        # transaction with the database's one write lock, until the statement is garbage,
+        # so every other writer met "database is locked". Roll back first (SQLite aborts the
+        # open statement): the lock goes with the transaction, whatever lives on.
+        with contextlib.suppress(Exception):  # no event loop to roll back on (a GC'd one)
+            dbapi_connection.rollback()
+
 
 # serialization failure, deadlock, lock not available, too many connections
 _PG_RETRYABLE_SQLSTATES = {"40001", "40P01", "55P03", "53300"}

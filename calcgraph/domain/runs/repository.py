@@ -37,7 +37,7 @@ from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
-from calcgraph.domain.runs.state import JobResult, NodeState, StartedJob
+from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.views import NodeRow, RunView
 from calcgraph.domain.workflows.models import Workflow
 from calcgraph.domain.workflows.repository import visible_workflow_clause
@@ -94,16 +94,7 @@ _WRITE_STATE = (
     .values(
         {
             column: bindparam(f"v_{column}", type_=_NODES.c[column].type)
-            for column in (
-                "status",
-                "job_id",
-                "outputs",
-                "error",
-                "attempt",
-                "started_at",
-                "finished_at",
-                "revision",
-            )
+            for column in (*NODE_STATE_FIELDS, "revision")
         }
     )
 )

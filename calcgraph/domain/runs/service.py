@@ -38,6 +38,7 @@ from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, Vali
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
+from calcgraph.domain.jobs.inputs import refuse_mismatches
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
@@ -98,11 +99,7 @@ def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dic
             resolved[key] = normalize(inputs[key], expr, (*loc, key))
         except ValidationError as exc:
             errors.extend(exc.errors)
-    if errors:
-        names = sorted({str(e.loc[2]) for e in errors if len(e.loc) > 2})
-        raise ValidationError(
-            f"inputs do not match the workflow's input nodes ({', '.join(names)})", errors
-        )
+    refuse_mismatches(errors, "the workflow's input nodes")
     return resolved
 
 
