@@ -41,9 +41,7 @@ def create_app(
 ) -> Starlette:
     settings = settings or get_settings()
     owns_database = database is None
-    db = database or Database(
-        settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
-    )
+    db = database or Database.from_settings(settings)
 
     def build_graphql() -> ASGIApp:
         # Imported here: Strawberry and the schema build are most of a start (see ops.lazy).
