@@ -124,8 +124,8 @@ def _just_started(state: NodeState) -> bool:
 
 
 @functools.cache
-def _locked_run_with_facts(dialect_name: str) -> Any:
-    return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun)
+def _locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
+    return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun, skip_locked=skip_locked)
 
 
 @functools.cache
@@ -187,14 +187,15 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     model = WorkflowRun
 
     async def locked_run(
-        self, run_id: str, *, lock: bool = True
+        self, run_id: str, *, lock: bool = True, skip_locked: bool = False
     ) -> tuple[WorkflowRun, WorkflowFacts] | None:
         """The run row, locked until the end of the unit of work (the tick's serialisation)
         unless `lock` is false, with its workflow's access facts; its large `plan_snapshot`
-        is not loaded."""
+        is not loaded. `skip_locked`: None, rather than a wait, when another unit of work
+        holds the row's lock (PostgreSQL; SQLite's write sessions are serialised already)."""
         query = _RUN_WITH_FACTS
         if lock:
-            query = _locked_run_with_facts(self.session.get_bind().dialect.name)
+            query = _locked_run_with_facts(self.session.get_bind().dialect.name, skip_locked)
         row = (await self.session.execute(query, {"run_id": run_id})).first()
         if row is None:
             return None

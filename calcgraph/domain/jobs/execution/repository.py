@@ -11,6 +11,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, null, select, update
 
 from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime
+from calcgraph.db.dialect import locked
 from calcgraph.domain.functions.models import FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import CodeBlob, PackageVersion
@@ -231,12 +232,23 @@ class JobExecutionRepository(RepositoryBase[Job]):
         )
 
     async def heartbeat(self, leases: Sequence[str], now: datetime) -> int:
-        """One worker process's sign of life for every job it runs, in one statement."""
+        """One worker process's sign of life for every job it runs, in one statement.
+
+        Its rows are locked in id order, the order `claim_many` and `finish_many` lock theirs:
+        an UPDATE by lease locked them in the order of its plan, and met a batch finishing the
+        same jobs in a deadlock (PostgreSQL aborted the heartbeat, and the leases went
+        unrenewed until the next beat)."""
         if not leases:
             return 0
+        running = (
+            select(Job.id)
+            .where(Job.status == "running", Job.lease.in_(sorted(set(leases))))
+            .order_by(Job.id)
+        )
+        running = locked(self.session.get_bind().dialect.name, running)
         result = await self.session.execute(
             update(Job)
-            .where(Job.status == "running", Job.lease.in_(sorted(set(leases))))
+            .where(Job.id.in_(running.scalar_subquery()), Job.status == "running")
             .values(heartbeat_at=now)
             .execution_options(synchronize_session=False)
         )
