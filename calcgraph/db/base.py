@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from datetime import UTC, datetime
 from typing import Any, Generic, Self, TypeVar
 
@@ -26,8 +26,16 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_VARIANT = {d: "89ab"[int(d, 16) & 3] for d in "0123456789abcdef"}
+"""A random hex digit -> the UUID variant digit it makes (its two high bits set to 10)."""
+
+
 def new_id() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID as text: `str(uuid.uuid4())` spelled out, at under half the
+    cost (`uuid.UUID`'s checks and formatting), paid once per job a tick submits."""
+    h = os.urandom(16).hex()
+    # The version nibble is 4; the variant's two high bits are 10 (RFC 4122).
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
 
 
 class UTCDateTime(TypeDecorator[datetime]):

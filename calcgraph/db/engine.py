@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import event, text
 from sqlalchemy.exc import InvalidatePoolError
@@ -24,6 +24,9 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite, private_sqlite_file
+
+if TYPE_CHECKING:
+    from calcgraph.settings import Settings
 
 # A pooled connection back in the pool for less than this is taken again without a round trip
 # (unless its socket is already closed); one idle longer is pinged first.
@@ -50,6 +53,9 @@ class Database:
         busy_timeout_ms: int = 5000,
         bind: AsyncConnection | None = None,
         pre_ping: bool = True,
+        pool_size: int = 10,
+        max_overflow: int = 20,
+        pool_timeout: float = 30.0,
     ) -> None:
         self.url = url
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
@@ -66,7 +72,7 @@ class Database:
             return
         kwargs: dict[str, Any] = {}
         if self.dialect_name == "postgresql":
-            kwargs.update(pool_size=10, max_overflow=20)
+            kwargs.update(pool_size=pool_size, max_overflow=max_overflow, pool_timeout=pool_timeout)
         if self.dialect_name == "sqlite":
             private_sqlite_file(url)
         self.engine = create_async_engine(url, **kwargs)
@@ -77,6 +83,18 @@ class Database:
             # SQLAlchemy invalidating the pool when a statement meets a dropped connection.
             _ping_when_idle(self.engine, PING_IDLE_S)
         self._factory = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, pre_ping: bool = True) -> Database:
+        """The database of `settings`, with its pool's size and timeout (PostgreSQL)."""
+        return cls(
+            settings.database_url,
+            busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+            pre_ping=pre_ping,
+            pool_size=settings.database_pool_size,
+            max_overflow=settings.database_max_overflow,
+            pool_timeout=settings.database_pool_timeout_seconds,
+        )
 
     @asynccontextmanager
     async def write_session(self) -> AsyncIterator[AsyncSession]:

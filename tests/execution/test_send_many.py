@@ -93,6 +93,45 @@ def test_a_batch_is_stored_as_one_enqueue_at_a_time_would_store_it(
     assert [m.kwargs["job_id"] for m in got] == ["one-0", "one-1", "batch-2", "batch-3"]
 
 
+def test_a_batch_stores_the_bytes_dramatiq_would_encode(redis_broker: dramatiq.Broker) -> None:
+    """Byte for byte (but for the send time): the batch encodes without building a Dramatiq
+    message for each, when no middleware hooks the enqueue."""
+    message_id, other = (job_message_id(str(uuid.uuid4()), 1) for _ in range(2))
+    messages = [Message("jobs.run", {"job_id": "jöb"}, message_id), Message("jobs.run", {}, other)]
+    assert send_many(redis_broker, messages) == 0
+    client = redis_broker.client  # type: ignore[attr-defined]
+    queue = f"{redis_broker.namespace}:{QUEUE}"  # type: ignore[attr-defined]
+    raw = client.hget(f"{queue}.msgs", f"{message_id}.0")
+    expected = dramatiq.Message(
+        queue_name=QUEUE,
+        actor_name="jobs.run",
+        args=(),
+        kwargs={"job_id": "jöb"},
+        options={"redis_message_id": f"{message_id}.0"},
+        message_id=message_id,
+        message_timestamp=json.loads(raw)["message_timestamp"],
+    )
+    assert raw == expected.encode()
+
+
+def test_a_middleware_that_hooks_the_enqueue_sees_each_message_of_a_batch(
+    redis_broker: dramatiq.Broker,
+) -> None:
+    seen: list[tuple[str, str]] = []
+
+    class Hook(dramatiq.Middleware):
+        def before_enqueue(self, broker: object, message: object, delay: object) -> None:
+            seen.append(("before", message.kwargs["job_id"]))  # type: ignore[attr-defined]
+
+        def after_enqueue(self, broker: object, message: object, delay: object) -> None:
+            seen.append(("after", message.kwargs["job_id"]))  # type: ignore[attr-defined]
+
+    redis_broker.add_middleware(Hook())
+    assert send_many(redis_broker, [Message("jobs.run", {"job_id": f"j{i}"}) for i in (0, 1)]) == 0
+    assert seen == [("before", "j0"), ("after", "j0"), ("before", "j1"), ("after", "j1")]
+    assert [m.kwargs["job_id"] for m in _received(redis_broker, 2)] == ["j0", "j1"]
+
+
 def test_job_message_ids_are_uuid5_of_the_job_and_delivery() -> None:
     for delivery in (1, 2, 17):
         job_id = str(uuid.uuid4())

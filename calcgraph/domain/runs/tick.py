@@ -261,10 +261,11 @@ class _Tick:
             assert node.function is not None
             state = self.states[node.node_key]
             job_id = new_job_id(node.node_key)
+            # Every field given: a new state, not `replace` (which inspects the fields each
+            # call, a third of this loop's cost for a tick that submits 1,000 nodes).
             self.set(
                 node.node_key,
-                replace(
-                    state,
+                NodeState(
                     status="running",
                     job_id=job_id,
                     outputs=None,
