@@ -88,10 +88,11 @@ class NodePageRepository(RepositoryBase[NodeRowModel]):
             query = query.order_by(_NODES.c.run_id, _NODES.c.node_key)
             if limit is not None:
                 query = query.limit(limit)
-                # The primary key read in order, whatever the statistics say of the run.
-                steer = without_sorts(self.session.get_bind().dialect.name)
-                if steer is not None:
-                    await self.session.execute(steer)
+        steer = without_sorts(self.session.get_bind().dialect.name)
+        if limit is not None and steer is not None:
+            # The primary key read in order, whatever the statistics say of the run (and as
+            # many statements for one run as for several).
+            await self.session.execute(steer)
         return [_row(row) for row in await self.session.execute(query)]
 
     async def by_keys(self, keys: Sequence[tuple[str, str]]) -> list[NodeRow]:
