@@ -14,6 +14,9 @@ process keeps them (and Flask's globals) away from the API's interpreter.
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
+import hmac
 import logging
 import os
 import secrets
@@ -25,6 +28,7 @@ import warnings
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import flask
 import jinja2
@@ -74,6 +78,57 @@ def _access_token_generator(audience: str, lifetime: timedelta) -> Any:
 
 TEMPLATES = Path(__file__).with_name("devidp_templates")
 
+# How long a code's PKCE challenge is kept for its redemption (the provider's codes are
+# redeemed within seconds; a code never redeemed must not hold memory for ever).
+CHALLENGE_LIFETIME_SECONDS = 600.0
+
+
+class PkceChallenges:
+    """RFC 7636 (S256) for the provider, which stores no code challenge and so would take any
+    verifier, or none. A code issued for an authorization request that sent a challenge is
+    redeemed only with the verifier whose SHA-256 it is; a code issued without one (the
+    `calcgraph token` flow) is redeemed as before. A wrong verifier leaves the challenge in
+    place: the legitimate client can still redeem its code, the guesser cannot."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_code: dict[str, tuple[str, float]] = {}
+
+    def remember(self, response: flask.Response) -> flask.Response:
+        challenge = flask.request.args.get("code_challenge")
+        if flask.request.method != "POST" or challenge is None or response.status_code != 302:
+            return response
+        codes = parse_qs(urlsplit(response.headers.get("Location", "")).query).get("code", [])
+        now = time.monotonic()
+        with self._lock:
+            for code, (_, at) in list(self._by_code.items()):
+                if now - at > CHALLENGE_LIFETIME_SECONDS:
+                    del self._by_code[code]
+            for code in codes:
+                self._by_code[code] = (challenge, now)
+        return response
+
+    def check(self) -> flask.typing.ResponseReturnValue | None:
+        form = flask.request.form
+        if form.get("grant_type") != "authorization_code":
+            return None
+        code = form.get("code", "")
+        with self._lock:
+            entry = self._by_code.get(code)
+        if entry is None:
+            return None
+        verifier = form.get("code_verifier", "")
+        digest = hashlib.sha256(verifier.encode()).digest()
+        expected = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        if not hmac.compare_digest(expected, entry[0]):
+            return flask.jsonify(
+                error="invalid_grant",
+                error_description="code_verifier does not match the code_challenge",
+            ), 400
+        with self._lock:
+            self._by_code.pop(code, None)
+        return None
+
 
 def build_app(audience: str, lifetime: timedelta = TOKEN_LIFETIME) -> flask.Flask:
     app = flask.Flask("calcgraph.devidp")
@@ -95,6 +150,16 @@ def build_app(audience: str, lifetime: timedelta = TOKEN_LIFETIME) -> flask.Flas
         ],
     )
     app.secret_key = secrets.token_bytes(16)
+    pkce = PkceChallenges()
+
+    @app.after_request
+    def remember_challenge(response: flask.Response) -> flask.Response:
+        return pkce.remember(response) if flask.request.path == "/oauth2/authorize" else response
+
+    @app.before_request
+    def check_verifier() -> flask.typing.ResponseReturnValue | None:
+        return pkce.check() if flask.request.path == "/oauth2/token" else None
+
     return app
 
 

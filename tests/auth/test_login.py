@@ -103,6 +103,55 @@ async def test_a_code_is_used_once(login_client: httpx.AsyncClient) -> None:
     assert again.json()["detail"].startswith("InvalidRequest: ")
 
 
+async def test_a_wrong_verifier_is_refused_and_the_code_stays_for_the_right_one(
+    login_client: httpx.AsyncClient,
+) -> None:
+    """Someone who intercepted the code but not the verifier gets no token (RFC 7636)."""
+    start = (await login_client.post("/auth/login")).json()
+    code = sign_in_at_the_provider(start["authorization_url"], "bob")["code"][0]
+    right = start["code_verifier"]
+    one_off = right[:-1] + ("y" if right.endswith("x") else "x")
+    for verifier in ("w" * 64, one_off):
+        body = {"code": code, "code_verifier": verifier}
+        refused = await login_client.post("/auth/callback", json=body)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["detail"] == (
+            "InvalidRequest: the identity provider refused the code: invalid_grant"
+        )
+    body = {"code": code, "code_verifier": right}
+    assert (await login_client.post("/auth/callback", json=body)).status_code == 200
+
+
+def test_the_provider_refuses_a_code_with_a_challenge_and_no_verifier(
+    provider: DevIdentityProvider,
+) -> None:
+    verifier = "v" * 50
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    params = {
+        "response_type": "code",
+        "client_id": "calcgraph-dashboard",
+        "redirect_uri": "http://127.0.0.1:5173/callback",
+        "scope": "openid",
+        "code_challenge": challenge.decode().rstrip("="),
+        "code_challenge_method": "S256",
+    }
+    url = httpx.URL(f"{provider.issuer}/oauth2/authorize", params=params)
+    code = sign_in_at_the_provider(str(url), "alice")["code"][0]
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": "http://127.0.0.1:5173/callback",
+        "client_id": "calcgraph-dashboard",
+        "client_secret": "api-client-secret",
+    }
+    refused = httpx.post(f"{provider.issuer}/oauth2/token", data=form)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "invalid_grant"
+    granted = httpx.post(f"{provider.issuer}/oauth2/token", data=form | {"code_verifier": verifier})
+    assert granted.status_code == 200, granted.text
+    assert granted.json()["token_type"].lower() == "bearer"
+
+
 async def test_callback_validates_its_body(login_client: httpx.AsyncClient) -> None:
     response = await login_client.post("/auth/callback", json={"code": "x"})
     assert response.status_code == 422
