@@ -93,6 +93,13 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         default=list(defaults.workers),
         help="uvicorn worker counts to serve with, one HTTP run each (default: 1)",
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        nargs="+",
+        default=list(defaults.runs),
+        help="runs at once, one phase each (scale_polled_runs_http; default 10 100 500)",
+    )
     args = parser.parse_args(argv)
     options = dataclasses.replace(
         defaults,
@@ -101,6 +108,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         threads=args.threads,
         connections=args.connections,
         workers=tuple(args.workers),
+        runs=tuple(args.runs),
     )
     return args.names, options, args.list
 

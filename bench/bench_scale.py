@@ -38,13 +38,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import httpx
 
+from bench.bench_scale_tick import REDIS_URL, redis_prefix
 from bench.core import Options, Result, summarise
 from bench.scale_client import (
     TERMINAL,
     Api,
+    Unavailable,
     api,
     chains_nodes,
     client_pools,
@@ -139,12 +142,30 @@ def _sleepy(bench: Api) -> dict[str, object]:
 
 
 async def _poll(
-    bench: Api, http: httpx.AsyncClient, run_id: str, latencies: list[int], deadline: float
+    bench: Api,
+    http: httpx.AsyncClient,
+    run_id: str,
+    latencies: list[int],
+    unavailable: list[int],
+    dropped: list[int],
+    deadline: float,
 ) -> bool:
+    """Tick every POLL_S until the run ends; a 503 (the server out of database connections)
+    is counted and retried after its Retry-After, as a client does, and so is a connection
+    the server closed under a request."""
     await asyncio.sleep(random.uniform(0, POLL_S))  # polls spread over the interval
     while time.monotonic() < deadline:
         start = time.perf_counter_ns()
-        view, _ = await bench.tick(run_id, http=http)
+        try:
+            view, _ = await bench.tick(run_id, http=http)
+        except Unavailable as busy:
+            unavailable.append(1)
+            await asyncio.sleep(busy.retry_after)
+            continue
+        except httpx.TransportError:
+            dropped.append(1)  # the connection closed under the request: counted, retried
+            await asyncio.sleep(1.0)
+            continue
         took = time.perf_counter_ns() - start
         latencies.append(took)
         if view["status"] in TERMINAL:
@@ -171,71 +192,95 @@ def _ms(nanoseconds: list[int], share: float) -> float:
 
 
 def polled_runs(options: Options) -> list[Result]:
-    async def run() -> list[Result]:
-        results = []
-        async with api() as bench:
-            slug = await bench.workflow(diamond_nodes(bench))
-            await bench.run_to_end(slug, -1.0, 60)  # warm: sandboxes started
-            for runs in (10, 100, 500):
-                ids = await gather_limited(
-                    16, *(bench.start(slug, i + time.time() % 1) for i in range(runs))
-                )
-                latencies: list[int] = []
-                health: list[int] = []
-                stop = asyncio.Event()
-                inside0 = await bench.tick_seconds()
-                before, t0 = await cpu_split(bench), time.perf_counter()
-                lag = asyncio.create_task(_health_lag(bench, stop, health))
-                deadline = time.monotonic() + 180
-                async with client_pools(bench, POOLS, 600 // POOLS) as pools:
-                    done = await asyncio.gather(
-                        *(
-                            _poll(bench, pools[n % POOLS], run_id, latencies, deadline)
-                            for n, run_id in enumerate(ids)
-                        )
-                    )
-                elapsed = time.perf_counter() - t0
-                stop.set()
-                await lag
-                cpu = await cpu_split(bench) - before
-                inside1 = await bench.tick_seconds()
-                server = cpu.loop_thread + cpu.worker_threads
-                results.append(
-                    summarise(
-                        "scale_polled_runs_http",
-                        f"{runs} diamond runs, each ticked every {POLL_S:.0f} s",
-                        bench.setup,
-                        latencies,
-                        elapsed,
-                        errors=runs - sum(done),
-                        extra={
-                            "completed": sum(done),
-                            "all_done_s": round(elapsed, 2),
-                            "ticks_per_s": round(len(latencies) / elapsed, 1),
-                            "offered_ticks_per_s": runs / POLL_S,
-                            "server_cpu_ms_per_tick": round(server / len(latencies) * 1000, 3),
-                            "tick_unit_of_work_ms": round(
-                                (inside1[0] - inside0[0])
-                                / max(1.0, inside1[1] - inside0[1])
-                                * 1000,
-                                1,
-                            ),
-                            # Where the machine's CPU went meanwhile (seconds over the phase):
-                            "cpu_s_event_loop_thread": cpu.loop_thread,
-                            "cpu_s_worker_threads": cpu.worker_threads,
-                            "cpu_s_sandboxes": cpu.sandboxes,
-                            "cpu_s_postgres": cpu.postgres,
-                            "cpu_s_load_generator": cpu.client,
-                            "machine_busy_cores": round(cpu.machine_busy / elapsed, 2),
-                            "event_loop_wait_p50_ms": _ms(health, 0.5),
-                            "event_loop_wait_max_ms": _ms(health, 1.0),
-                            "target_p99_ms_at_500": 250,
-                        },
-                    )
-                )
-        return results
+    """Once per `--workers` count: 1 is `calcgraph serve` with its in-process workers; N > 1 is
+    `calcgraph serve --workers N` with Redis and one `calcgraph worker`, as an operator runs
+    more than one API process."""
+    results: list[Result] = []
+    for workers in options.workers:
+        if workers == 1:
+            results += asyncio.run(_polled_runs(options, api()))
+        else:
+            with redis_prefix() as prefix:
+                served = api(redis=(REDIS_URL, prefix), workers=workers, job_worker=True)
+                results += asyncio.run(_polled_runs(options, served))
+    return results
 
-    return asyncio.run(run())
+
+async def _polled_runs(options: Options, served: Any) -> list[Result]:
+    results = []
+    async with served as bench:
+        slug = await bench.workflow(diamond_nodes(bench))
+        await bench.run_to_end(slug, -1.0, 60)  # warm: sandboxes started
+        for runs in options.runs or (10, 100, 500):
+            ids = await gather_limited(
+                16, *(bench.start(slug, i + time.time() % 1) for i in range(runs))
+            )
+            latencies: list[int] = []
+            unavailable: list[int] = []
+            dropped: list[int] = []
+            health: list[int] = []
+            stop = asyncio.Event()
+            inside0 = await bench.tick_seconds()
+            before, t0 = await cpu_split(bench), time.perf_counter()
+            lag = asyncio.create_task(_health_lag(bench, stop, health))
+            deadline = time.monotonic() + 180
+            async with client_pools(bench, POOLS, 600 // POOLS) as pools:
+                done = await asyncio.gather(
+                    *(
+                        _poll(
+                            bench,
+                            pools[n % POOLS],
+                            run_id,
+                            latencies,
+                            unavailable,
+                            dropped,
+                            deadline,
+                        )
+                        for n, run_id in enumerate(ids)
+                    )
+                )
+            elapsed = time.perf_counter() - t0
+            stop.set()
+            await lag
+            cpu = await cpu_split(bench) - before
+            inside1 = await bench.tick_seconds()
+            server = cpu.loop_thread + cpu.worker_threads
+            results.append(
+                summarise(
+                    "scale_polled_runs_http",
+                    f"{runs} diamond runs, each ticked every {POLL_S:.0f} s",
+                    bench.setup,
+                    latencies,
+                    elapsed,
+                    errors=runs - sum(done),
+                    extra={
+                        "api_processes": bench.server.workers,
+                        "completed": sum(done),
+                        "all_done_s": round(elapsed, 2),
+                        "ticks_per_s": round(len(latencies) / elapsed, 1),
+                        "offered_ticks_per_s": runs / POLL_S,
+                        "server_cpu_ms_per_tick": round(server / len(latencies) * 1000, 3),
+                        # /metrics is per process: with N API processes, one of them's mean.
+                        "tick_unit_of_work_ms": round(
+                            (inside1[0] - inside0[0]) / max(1.0, inside1[1] - inside0[1]) * 1000,
+                            1,
+                        ),
+                        "answers_503": sum(unavailable),
+                        "connections_dropped": sum(dropped),
+                        # Where the machine's CPU went meanwhile (seconds over the phase):
+                        "cpu_s_event_loop_thread": cpu.loop_thread,
+                        "cpu_s_worker_threads": cpu.worker_threads,
+                        "cpu_s_sandboxes": cpu.sandboxes,
+                        "cpu_s_postgres": cpu.postgres,
+                        "cpu_s_load_generator": cpu.client,
+                        "machine_busy_cores": round(cpu.machine_busy / elapsed, 2),
+                        "event_loop_wait_p50_ms": _ms(health, 0.5),
+                        "event_loop_wait_max_ms": _ms(health, 1.0),
+                        "target_p99_ms_at_500": 250,
+                    },
+                )
+            )
+    return results
 
 
 async def _queries(bench: Api, query: str, run_id: str, count: int) -> tuple[list[int], int]:

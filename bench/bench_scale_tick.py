@@ -245,7 +245,7 @@ def run_10000_inprocess(options: Options) -> list[Result]:
 
 
 @contextlib.contextmanager
-def _redis_prefix() -> Any:
+def redis_prefix() -> Any:
     redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
     prefix = f"bench-{uuid.uuid4().hex[:8]}:"
     try:
@@ -286,7 +286,7 @@ def run_10000_redis(options: Options) -> list[Result]:
                 except subprocess.TimeoutExpired:
                     worker.kill()
 
-    with _redis_prefix() as prefix:
+    with redis_prefix() as prefix:
         return asyncio.run(run(prefix))
 
 
@@ -484,7 +484,7 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
                 await pg.close()
         return results
 
-    with _redis_prefix() as prefix:
+    with redis_prefix() as prefix:
         return asyncio.run(run(prefix))
 
 

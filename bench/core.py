@@ -18,6 +18,7 @@ class Options:
     threads: int = 2
     connections: int = 16
     workers: tuple[int, ...] = (1,)  # uvicorn worker processes; more than 1 is noise on 2 cores
+    runs: tuple[int, ...] = ()  # the curve's sizes where a benchmark takes them (empty: its own)
     inprocess_requests: int = 2000  # sequential in-process requests per scenario (upper bound)
     inprocess_max_s: float = 4.0  # ... and the time bound on them
     service_calls: int = 20000

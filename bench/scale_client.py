@@ -10,6 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -117,13 +121,25 @@ def _machine_busy() -> float:
 
 
 async def cpu_split(api: Api) -> CpuSplit:
-    pid = api.pid
-    loop = _seconds(_ticks(f"/proc/{pid}/task/{pid}/stat")[1])
-    total = cpu_seconds(pid)
-    sandboxes = _reaped(pid)
-    for child in _descendants(pid):
+    """With in-process workers: the server's main thread, its other threads, its children.
+    With `calcgraph serve --workers N` and `calcgraph worker`: the API processes' main threads
+    (each its event loop), their other threads with the worker process's, and the worker's
+    children (the sandboxes)."""
+    loop = total = sandboxes = 0.0
+    for pid in api.server.api_pids():
         with contextlib.suppress(OSError):
-            sandboxes += _seconds(_ticks(f"/proc/{child}/stat")[1])
+            loop += _seconds(_ticks(f"/proc/{pid}/task/{pid}/stat")[1])
+            total += cpu_seconds(pid)
+    job_pids = [api.pid] if api.worker_pid is None else [api.worker_pid]
+    if api.worker_pid is not None:
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(api.worker_pid)
+    for pid in job_pids:
+        with contextlib.suppress(OSError):
+            sandboxes += _reaped(pid)
+        for child in _descendants(pid):
+            with contextlib.suppress(OSError):
+                sandboxes += _seconds(_ticks(f"/proc/{child}/stat")[1])
     postgres = 0.0
     for backend in await api.postgres_backends():
         with contextlib.suppress(OSError):
@@ -147,6 +163,14 @@ def load1() -> float:
 TOKEN_REFRESH_S = 60.0
 
 
+class Unavailable(RuntimeError):
+    """503 Unavailable: the server asks to retry after `retry_after` seconds."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"503 Unavailable, retry after {retry_after} s")
+        self.retry_after = retry_after
+
+
 @dataclass
 class Api:
     server: Server
@@ -155,6 +179,8 @@ class Api:
     package: str
     setup: str
     postgres: bool = True
+    worker_pid: int | None = None
+    """The `calcgraph worker` process running the jobs, when the server sends them to Redis."""
     _headers: tuple[float, dict[str, str]] | None = None
 
     @property
@@ -194,6 +220,8 @@ class Api:
         response = await (http or self.http).post(
             f"/workflow-runs/{run_id}/tick", params=params, headers=self.headers
         )
+        if response.status_code == 503:
+            raise Unavailable(float(response.headers.get("Retry-After", "1")))
         if response.status_code != 200:
             raise RuntimeError(f"tick refused: {response.status_code} {response.text[:300]}")
         run: dict[str, Any] = response.json()
@@ -267,10 +295,16 @@ async def api(
     threads: int = 4,
     connections: int = 100,
     redis: tuple[str, str] | None = None,
+    workers: int = 1,
+    job_worker: bool = False,
 ) -> AsyncIterator[Api]:
     """A fresh server (PostgreSQL unless told, in-process workers, process sandbox) with the
     bench package published by alice. `redis`: (url, key prefix) to send jobs through Redis
-    instead (the server then runs no workers: what it sends waits in Redis)."""
+    instead (the server then runs no workers: what it sends waits in Redis, unless
+    `job_worker`: one `calcgraph worker` process of `threads` threads runs them). `workers`:
+    `calcgraph serve --workers N` (N > 1 needs `redis`), as an operator runs it."""
+    if workers > 1 and redis is None:
+        raise ValueError("calcgraph serve --workers N > 1 needs Redis")
     idp = LocalIdentityProvider().start()
     env = {
         "CALCGRAPH_OIDC_ISSUER": idp.issuer,
@@ -281,21 +315,24 @@ async def api(
     if redis is not None:
         env |= {"CALCGRAPH_REDIS_URL": redis[0], "CALCGRAPH_REDIS_KEY_PREFIX": redis[1]}
         broker = "Redis broker, no worker"
+        if job_worker:
+            broker = f"Redis broker, one `calcgraph worker` ({threads} threads)"
     database = "SQLite"
     if postgres:
         await _reset_postgres(POSTGRES_URL)
         env["CALCGRAPH_DATABASE_URL"] = POSTGRES_URL
         database = "PostgreSQL"
-    setup = (
-        f"HTTP through uvicorn (calcgraph serve, 1 process), RS256 token, {database}, "
-        f"{broker}, process sandbox"
-    )
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     try:
-        with serve(extra_env=env) as server:
-            async with httpx.AsyncClient(
-                base_url=server.base_url, limits=limits, timeout=120.0
-            ) as http:
+        with serve(workers=workers, extra_env=env) as server:
+            setup = (
+                f"HTTP through uvicorn ({server.command}), RS256 token, {database}, "
+                f"{broker}, process sandbox"
+            )
+            async with (
+                _job_worker(env, threads) if job_worker else _no_worker() as worker_pid,
+                httpx.AsyncClient(base_url=server.base_url, limits=limits, timeout=120.0) as http,
+            ):
                 headers = idp.headers("alice")
                 package = f"scale-{uuid.uuid4().hex[:8]}"
                 body = {
@@ -314,9 +351,43 @@ async def api(
                 published = await http.post("/packages", json=body, headers=headers)
                 if published.status_code != 201:
                     raise RuntimeError(f"publish failed: {published.text[:300]}")
-                yield Api(server, http, idp, package, setup, postgres)
+                yield Api(server, http, idp, package, setup, postgres, worker_pid)
     finally:
         idp.stop()
+
+
+@contextlib.asynccontextmanager
+async def _no_worker() -> AsyncIterator[int | None]:
+    yield None
+
+
+@contextlib.asynccontextmanager
+async def _job_worker(env: dict[str, str], threads: int) -> AsyncIterator[int | None]:
+    """One `calcgraph worker` process against the server's database and Redis."""
+    with tempfile.TemporaryDirectory(prefix="calcgraph-bench-worker-") as tmp:
+        worker_env = {
+            **os.environ,
+            **env,
+            "CALCGRAPH_LOG_LEVEL": "warning",
+            "CALCGRAPH_CODE_CACHE_DIR": os.path.join(tmp, "code"),
+        }
+        argv = [sys.executable, "-m", "calcgraph", "worker", "--processes", "1"]
+        process = subprocess.Popen(  # noqa: ASYNC220 (once, before anything is measured)
+            [*argv, "--threads", str(threads)],
+            env=worker_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            yield process.pid
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
 
 
 @contextlib.asynccontextmanager

@@ -28,6 +28,33 @@ class Server:
     base_url: str
     command: str  # how it was started, for the report
     pid: int
+    workers: int = 1
+
+    def api_pids(self) -> list[int]:
+        """The processes that answer requests: the server itself, or with several workers
+        uvicorn's worker processes (the server is then their supervisor)."""
+        if self.workers == 1:
+            return [self.pid]
+        return [pid for pid in children(self.pid) if _is_spawned_worker(pid)]
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of process `pid`."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as listed:
+            return [int(child) for child in listed.read().split()]
+    except OSError:
+        return []
+
+
+def _is_spawned_worker(pid: int) -> bool:
+    """A worker process uvicorn spawned (not multiprocessing's resource tracker)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read()
+    except OSError:
+        return False
+    return b"spawn_main" in argv
 
 
 def free_port() -> int:
@@ -81,8 +108,11 @@ def serve(workers: int = 1, extra_env: dict[str, str] | None = None) -> Iterator
     """Run calcgraph on SQLite in a temp directory until the block exits (also on failure);
     `extra_env` adds or overrides settings (another database, the identity provider, the sandbox).
 
-    One worker runs the product's own command, `calcgraph serve` (migrations, then uvicorn);
-    more workers run `calcgraph migrate` and then uvicorn's command line with the same factory.
+    One worker, or more with `CALCGRAPH_REDIS_URL` in `extra_env`, runs the product's own
+    command, `calcgraph serve --workers N` (migrations, then uvicorn), as an operator would; more
+    workers without Redis (which `calcgraph serve` refuses: each process would keep its own
+    broker) run `calcgraph migrate` and then uvicorn's command line with the same factory, for
+    the benchmarks that read no job.
     """
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="calcgraph-bench-") as tmp:
@@ -96,9 +126,10 @@ def serve(workers: int = 1, extra_env: dict[str, str] | None = None) -> Iterator
             **(extra_env or {}),
         }
         python = sys.executable
-        if workers == 1:
+        if workers == 1 or env.get("CALCGRAPH_REDIS_URL"):
             argv = [python, "-m", "calcgraph", "serve", "--host", HOST, "--port", str(port)]
-            command = "calcgraph serve, 1 worker"
+            argv += ["--workers", str(workers)]
+            command = f"calcgraph serve --workers {workers}"
         else:
             subprocess.run(
                 [python, "-m", "calcgraph", "migrate"],
@@ -136,7 +167,7 @@ def serve(workers: int = 1, extra_env: dict[str, str] | None = None) -> Iterator
         try:
             base_url = f"http://{HOST}:{port}"
             _wait_healthy(process, base_url, log_path)
-            yield Server(base_url=base_url, command=command, pid=process.pid)
+            yield Server(base_url=base_url, command=command, pid=process.pid, workers=workers)
         finally:
             _stop(process)
             _keep_if_failed(log_path)

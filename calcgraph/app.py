@@ -23,6 +23,7 @@ from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.lazy import LazyEndpoint
 from calcgraph.ops.metrics import Metrics
 from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
+from calcgraph.ops.units import cache_units
 from calcgraph.rest_compat import api as rest_api
 from calcgraph.rest_compat import errors
 from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
@@ -40,9 +41,7 @@ def create_app(
 ) -> Starlette:
     settings = settings or get_settings()
     owns_database = database is None
-    db = database or Database(
-        settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
-    )
+    db = database or Database.from_settings(settings)
 
     def build_graphql() -> ASGIApp:
         # Imported here: Strawberry and the schema build are most of a start (see ops.lazy).
@@ -61,6 +60,8 @@ def create_app(
         )
 
     graphql = LazyEndpoint(build_graphql)
+    # The first quantity a request converts builds pint's registry: from cached definitions.
+    cache_units()
     identity = build_identity(settings, db)
     # Attaches the outbox to `db`'s write sessions; workers start in the lifespan.
     metrics = metrics or Metrics()

@@ -5,20 +5,31 @@ behind them (`calcgraph/workers/`)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:  # names for the annotations only: importing this module costs nothing
+    from sqlalchemy.ext.asyncio import AsyncSession
     from starlette.applications import Starlette
 
     from calcgraph.auth.setup import IdentityAdapters
     from calcgraph.db.engine import Database
+    from calcgraph.domain.access.principal import Principal
     from calcgraph.domain.builds.ports import Builds
     from calcgraph.domain.execution.service import ExecutionService
     from calcgraph.domain.packages.publishing.sources import SourceFetcher
     from calcgraph.ops.metrics import Metrics
     from calcgraph.ops.ratelimit import Limiter
     from calcgraph.settings import Settings
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+UseCase = Callable[Concatenate["AsyncSession", "Principal", P], Awaitable[R]]
+"""A service use case as every door calls it: `(session, principal, *arguments)`, awaited for
+its answer (REST's `Call.read`/`Call.write`, GraphQL's `resolvers.unit`)."""
 
 
 class Probes(Protocol):

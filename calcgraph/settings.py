@@ -125,6 +125,20 @@ class Settings(BaseSettings):
     graphql_ide: bool = True
     graphql_introspection: bool = True
     sqlite_busy_timeout_ms: int = 5000
+    database_pool_size: int = Field(
+        default=10,
+        gt=0,
+        description="PostgreSQL connections each process keeps open (API and worker processes "
+        "each have their own pool)",
+    )
+    database_max_overflow: int = Field(
+        default=20, ge=0, description="connections a process may open beyond the pool's size"
+    )
+    database_pool_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="wait for a free pooled connection before answering 503 Unavailable",
+    )
     log_level: str = "info"
     log_format: Literal["json", "text"] | None = Field(
         default=None, description="unset: json when stderr is not a terminal, else text"

@@ -15,13 +15,14 @@ from calcgraph.cli_commands.common import (
     FAILED,
     OK,
     Context,
+    add_input_options,
     closest,
     command,
     global_options,
+    inputs_of,
     table,
 )
 from calcgraph.client import models as m
-from calcgraph.client.values import parse_assignments
 from calcgraph.progress import format_value
 
 VISIBILITIES = ("private", "internal", "public")
@@ -122,9 +123,7 @@ def show_job(console: Console, job_id: str, status: str, outputs: Any, error: An
 
 
 def _execute(context: Context, args: argparse.Namespace) -> int:
-    inputs = parse_assignments(args.input)
-    if args.inputs_json:
-        inputs = {**json.loads(Path(args.inputs_json).read_text()), **inputs}
+    inputs = inputs_of(args)
     client = context.client
     started = time.monotonic()
     result = client.execute(args.function, inputs, wait=args.wait)
@@ -244,14 +243,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     execute.add_argument(
         "function", metavar="NAME[@VERSION]", help="package/function[@version], or a function id"
     )
-    execute.add_argument(
-        "--input",
-        "-i",
-        action="append",
-        metavar="KEY=VALUE",
-        help="an input: JSON if it parses, else a quantity like '12 kN', else text; repeatable",
+    add_input_options(
+        execute, "an input: JSON if it parses, else a quantity like '12 kN', else text; repeatable"
     )
-    execute.add_argument("--inputs-json", metavar="FILE", help="inputs as a JSON object file")
     execute.add_argument(
         "--wait", type=float, default=30.0, help="seconds to wait for the result (default 30)"
     )

@@ -9,6 +9,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,6 +19,7 @@ from rich.table import Table
 from calcgraph.client import errors as e
 from calcgraph.client.settings import ClientSettings
 from calcgraph.client.sync import Client
+from calcgraph.client.values import parse_assignments
 
 OK, FAILED, USAGE = 0, 1, 2
 # The most specific class first: subclasses (Unavailable, MethodNotAllowed) before parents.
@@ -82,6 +84,20 @@ def global_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     add_global_options(parent, suppress=True)
     return parent
+
+
+def add_input_options(parser: argparse.ArgumentParser, input_help: str) -> None:
+    """`--input KEY=VALUE` (repeatable) and `--inputs-json FILE`, read by `inputs_of`."""
+    parser.add_argument("--input", "-i", action="append", metavar="KEY=VALUE", help=input_help)
+    parser.add_argument("--inputs-json", metavar="FILE", help="inputs as a JSON object file")
+
+
+def inputs_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The inputs of `--inputs-json`, each `--input` overriding its key."""
+    inputs: dict[str, Any] = {}
+    if args.inputs_json:
+        inputs = json.loads(Path(args.inputs_json).read_text())
+    return inputs | parse_assignments(args.input)
 
 
 def to_json(value: Any) -> Any:

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from calcgraph.cli_commands.catalog import add_listing_options, suggest_workflow
-from calcgraph.cli_commands.common import FAILED, OK, Context, command, global_options
+from calcgraph.cli_commands.common import (
+    FAILED,
+    OK,
+    Context,
+    add_input_options,
+    command,
+    global_options,
+    inputs_of,
+)
 from calcgraph.client import CalcgraphError
 from calcgraph.client import models as m
 from calcgraph.client.sync import Client
-from calcgraph.client.values import parse_assignments
 from calcgraph.progress import OUTPUT_UNITS_QUERY, RunProgress, Units, output_units
 
 
@@ -59,11 +63,7 @@ def _follow(context: Context, run: m.Run, args: argparse.Namespace) -> m.Run:
 
 
 def _start(context: Context, args: argparse.Namespace) -> int:
-    inputs: dict[str, Any] = {}
-    if args.inputs_json:
-        inputs = json.loads(Path(args.inputs_json).read_text())
-    inputs |= parse_assignments(args.input)
-    run = context.client.start_run(args.slug, inputs)
+    run = context.client.start_run(args.slug, inputs_of(args))
     if args.no_follow:
         context.emit(run, lambda: context.console.print(f"run {run.id} {run.status}"))
         return OK
@@ -112,14 +112,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "start", parents=common, help="start a run and show its progress until it ends"
     )
     start.add_argument("slug", metavar="SLUG", help="workflow slug")
-    start.add_argument(
-        "--input",
-        "-i",
-        action="append",
-        metavar="KEY=VALUE",
-        help="an input node's value: JSON, else a quantity like '3 m', else text; repeatable",
+    add_input_options(
+        start, "an input node's value: JSON, else a quantity like '3 m', else text; repeatable"
     )
-    start.add_argument("--inputs-json", metavar="FILE", help="inputs as a JSON object file")
     start.add_argument(
         "--no-follow", action="store_true", help="print the new run and return at once"
     )

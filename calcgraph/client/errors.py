@@ -76,26 +76,26 @@ class ValidationError(CalcgraphError):
     kind = "ValidationError"
 
 
-class RateLimited(CalcgraphError):
-    kind = "RateLimited"
+class _RetryLater(CalcgraphError):
+    """An answer that may say how long to wait before trying again (its Retry-After)."""
 
     def __init__(self, detail: str, *, retry_after: float | None = None, **kw: Any) -> None:
         super().__init__(detail, **kw)
         self.retry_after = retry_after
+
+
+class RateLimited(_RetryLater):
+    kind = "RateLimited"
 
 
 class InternalError(CalcgraphError):
     kind = "InternalError"
 
 
-class Unavailable(InternalError):
+class Unavailable(InternalError, _RetryLater):
     """503: the server is up but cannot answer now (a busy database); retry later."""
 
     kind = "Unavailable"
-
-    def __init__(self, detail: str, *, retry_after: float | None = None, **kw: Any) -> None:
-        super().__init__(detail, **kw)
-        self.retry_after = retry_after
 
 
 # Shadows the builtin inside this package on purpose: `calcgraph.client.ConnectionError` is the
@@ -169,6 +169,6 @@ def error_from_response(response: httpx.Response) -> CalcgraphError:
         "report": report,
         "body": body,
     }
-    if cls in (RateLimited, Unavailable):
+    if issubclass(cls, _RetryLater):
         return cls(detail, retry_after=_retry_after(response), **common)
     return cls(detail, **common)

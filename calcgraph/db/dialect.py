@@ -74,6 +74,17 @@ def configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
     def _on_begin(connection: Connection) -> None:
         connection.exec_driver_sql(f"BEGIN {SQLITE_BEGIN_MODE.get()}")
 
+    @event.listens_for(engine.sync_engine.pool, "invalidate")
+    def _on_invalidate(dbapi_connection: Any, _record: Any, _exception: Any) -> None:
+        # A unit of work cancelled while a statement was in flight (a subscriber leaving, a
+        # closed WebSocket, shutdown) gets its connection discarded, not rolled back. SQLite
+        # does not close a connection whose statement is still open: it keeps it, and its
+        # transaction with the database's one write lock, until the statement is garbage,
+        # so every other writer met "database is locked". Roll back first (SQLite aborts the
+        # open statement): the lock goes with the transaction, whatever lives on.
+        with contextlib.suppress(Exception):  # no event loop to roll back on (a GC'd one)
+            dbapi_connection.rollback()
+
 
 # serialization failure, deadlock, lock not available, too many connections
 _PG_RETRYABLE_SQLSTATES = {"40001", "40P01", "55P03", "53300"}
@@ -107,13 +118,17 @@ def insert_ignoring_duplicates(dialect_name: str, table: Any) -> Any:
     return sqlite_insert(table).on_conflict_do_nothing()
 
 
-def locked(dialect_name: str, query: Any, of: Any = None) -> Any:
+def locked(dialect_name: str, query: Any, of: Any = None, *, skip_locked: bool = False) -> Any:
     """A SELECT that locks its rows (of the table `of`, when it joins others) until the end of
     the transaction, for read-modify-write units (the tick): FOR UPDATE on PostgreSQL. SQLite
     write sessions already hold the database's write lock from their first statement
-    (BEGIN IMMEDIATE), which serialises them."""
+    (BEGIN IMMEDIATE), which serialises them.
+
+    `skip_locked`: a row another transaction holds is left out rather than waited for (FOR
+    UPDATE SKIP LOCKED), so that a unit that would only queue behind another one holding a
+    pooled connection can do something else."""
     if dialect_name == "postgresql":
-        return query.with_for_update(of=of)
+        return query.with_for_update(of=of, skip_locked=skip_locked)
     return query
 
 

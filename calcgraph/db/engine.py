@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import (
@@ -23,6 +23,9 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite, private_sqlite_file
+
+if TYPE_CHECKING:
+    from calcgraph.settings import Settings
 
 
 class UnitHook(Protocol):
@@ -44,6 +47,9 @@ class Database:
         busy_timeout_ms: int = 5000,
         bind: AsyncConnection | None = None,
         pre_ping: bool = True,
+        pool_size: int = 10,
+        max_overflow: int = 20,
+        pool_timeout: float = 30.0,
     ) -> None:
         self.url = url
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
@@ -63,13 +69,30 @@ class Database:
             # pre_ping costs a round trip per unit of work; callers that retry a failed unit
             # anyway (the workers) switch it off and rely on SQLAlchemy invalidating the pool
             # when a statement meets a dropped connection.
-            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=pre_ping)
+            kwargs.update(
+                pool_size=pool_size,
+                max_overflow=max_overflow,
+                pool_timeout=pool_timeout,
+                pool_pre_ping=pre_ping,
+            )
         if self.dialect_name == "sqlite":
             private_sqlite_file(url)
         self.engine = create_async_engine(url, **kwargs)
         if self.dialect_name == "sqlite":
             configure_sqlite(self.engine, busy_timeout_ms)
         self._factory = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, pre_ping: bool = True) -> Database:
+        """The database of `settings`, with its pool's size and timeout (PostgreSQL)."""
+        return cls(
+            settings.database_url,
+            busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+            pre_ping=pre_ping,
+            pool_size=settings.database_pool_size,
+            max_overflow=settings.database_max_overflow,
+            pool_timeout=settings.database_pool_timeout_seconds,
+        )
 
     @asynccontextmanager
     async def write_session(self) -> AsyncIterator[AsyncSession]:

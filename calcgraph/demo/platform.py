@@ -30,11 +30,19 @@ class InProcessPlatform:
     the main thread, so Ctrl-C stays with the caller, whose `stop()` ends the server cleanly.
     """
 
-    def __init__(self, settings: Settings, identity: DevIdentityProvider | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        identity: DevIdentityProvider | None = None,
+        users: tuple[str, ...] = (),
+    ) -> None:
         """`identity`: a provider already launched (`calcgraph demo` launches it before its
-        imports, so it starts meanwhile); it is then this platform's to stop."""
+        imports, so it starts meanwhile); it is then this platform's to stop. `users`: the
+        development users signed in while the server starts, whose `token` is then ready."""
         self.settings = settings
         self.identity = identity
+        self.users = users
+        self._tokens: dict[str, str] = {}
         self.base_url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -64,6 +72,9 @@ class InProcessPlatform:
                 update={"oidc_issuer": self.identity.issuer, "host": "127.0.0.1"}
             )
             self._issuer_known.set()
+            # The provider signs them in (its own process) while the server still starts.
+            for username in self.users:
+                self.token(username)
             self._wait_started()
         except BaseException:
             self.stop()
@@ -72,8 +83,11 @@ class InProcessPlatform:
         return self.base_url
 
     def token(self, username: str) -> str:
+        """An access token of a development user (signed in once, then kept)."""
         assert self.identity is not None, "start() first"
-        return dev_token(self.identity.issuer, username)
+        if username not in self._tokens:
+            self._tokens[username] = dev_token(self.identity.issuer, username)
+        return self._tokens[username]
 
     def _wait_started(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -139,6 +153,7 @@ class InProcessPlatform:
         if self.identity is not None:
             self.identity.stop()
             self.identity = None
+        self._tokens.clear()
 
     def __enter__(self) -> InProcessPlatform:
         self.start()

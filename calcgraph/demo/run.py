@@ -28,7 +28,7 @@ from calcgraph.auth.devidp import DevIdentityProvider
 from calcgraph.client import CalcgraphError, Client, Conflict, NotFound
 from calcgraph.demo import DEMO_INPUTS, package_files, workflow_document
 from calcgraph.demo.platform import InProcessPlatform, PlatformError
-from calcgraph.domain.types.values import unit_registry
+from calcgraph.ops.units import build_unit_registry
 from calcgraph.progress import OUTPUT_UNITS_QUERY, RunProgress, output_units
 from calcgraph.settings import SandboxKind, Settings
 
@@ -78,11 +78,14 @@ def run_demo(
             "in-process workers"
         )
         # The demo's inputs carry units: the platform converts them with pint, whose import
-        # and registry cost about half a second. Built now, in a thread of this process (the
-        # platform's), it is ready by the time the run starts instead of delaying it.
-        threading.Thread(target=unit_registry, name="calcgraph-demo-units", daemon=True).start()
+        # and registry cost about half a second (a fifth once the definitions are cached).
+        # Built now, in a thread of this process (the platform's), it is ready by the time
+        # the run starts instead of delaying it.
+        threading.Thread(
+            target=build_unit_registry, name="calcgraph-demo-units", daemon=True
+        ).start()
         try:
-            with InProcessPlatform(settings, identity) as platform:
+            with InProcessPlatform(settings, identity, users=(USERNAME,)) as platform:
                 shown.print(f"platform at {platform.base_url}, signed in as {USERNAME}")
                 with Client(platform.base_url, platform.token(USERNAME)) as client:
                     _publish(client, shown)

@@ -66,9 +66,7 @@ class StartingApp:
         on_failure: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.database = Database(
-            settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
-        )
+        self.database = Database.from_settings(settings)
         self.metrics = Metrics()
         self._import_factory = import_factory
         self._on_failure = on_failure or _stop_server

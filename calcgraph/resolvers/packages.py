@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.packages.publishing.service import publishing_service
+from calcgraph.resolvers.unit import read, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import (
@@ -34,7 +35,8 @@ def _files(files: Any) -> dict[str, str]:
     return files
 
 
-def _manifest(manifest: Any) -> dict[str, Any] | str:
+def _manifest(info: Info, manifest: Any) -> dict[str, Any] | str:
+    principal_of(info)  # a caller without a token hears that before any refusal of its input
     if not isinstance(manifest, dict | str):
         raise ValidationError(
             "manifest is invalid",
@@ -47,9 +49,7 @@ def _manifest(manifest: Any) -> dict[str, Any] | str:
 class PackageQuery:
     @strawberry.field(description="Every deployment of a package (name or id), oldest first.")
     async def package_versions(self, info: Info, package: str) -> PackageVersionHistoryType:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            listing = await publishing_service.package_versions(session, principal, package)
+        listing = await read(info, publishing_service.package_versions, package)
         return PackageVersionHistoryType.from_view(listing)
 
     @strawberry.field(
@@ -59,11 +59,7 @@ class PackageQuery:
     async def function_versions(
         self, info: Info, function: str, package: str | None = None
     ) -> FunctionVersionHistoryType:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            listing = await function_version_service.function_versions(
-                session, principal, function, package
-            )
+        listing = await read(info, function_version_service.function_versions, function, package)
         return FunctionVersionHistoryType.from_view(listing)
 
     @strawberry.field(
@@ -71,11 +67,7 @@ class PackageQuery:
         "`package/function@version` (`@latest` allowed), or a function or version id."
     )
     async def resolve_function(self, info: Info, reference: str) -> FunctionVersionType:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            resolved = await function_version_service.resolve_reference(
-                session, principal, reference
-            )
+        resolved = await read(info, function_version_service.resolve_reference, reference)
         return FunctionVersionType.from_view(resolved.version)
 
 
@@ -90,16 +82,14 @@ class PackageMutation:
         visibility: Visibility | None = None,
         organization: str | None = None,
     ) -> DeploymentReportType:
-        principal = principal_of(info)
-        async with info.context.database.write_session() as session:
-            report = await publishing_service.publish(
-                session,
-                principal,
-                _manifest(manifest),
-                _files(files),
-                visibility.value if visibility is not None else None,
-                organization,
-            )
+        report = await write(
+            info,
+            publishing_service.publish,
+            _manifest(info, manifest),
+            _files(files),
+            visibility.value if visibility is not None else None,
+            organization,
+        )
         return DeploymentReportType.from_view(report)
 
     @strawberry.mutation(
@@ -113,17 +103,15 @@ class PackageMutation:
         visibility: Visibility | None = None,
         organization: str | None = None,
     ) -> DeploymentReportType:
-        principal = principal_of(info)
-        async with info.context.database.write_session() as session:
-            report = await publishing_service.publish_from_git(
-                session,
-                principal,
-                info.context.services.sources,
-                git_url,
-                ref,
-                visibility.value if visibility is not None else None,
-                organization,
-            )
+        report = await write(
+            info,
+            publishing_service.publish_from_git,
+            info.context.services.sources,
+            git_url,
+            ref,
+            visibility.value if visibility is not None else None,
+            organization,
+        )
         return DeploymentReportType.from_view(report)
 
     @strawberry.mutation(
@@ -132,9 +120,5 @@ class PackageMutation:
     async def set_package_visibility(
         self, info: Info, package: str, visibility: Visibility
     ) -> PackageType:
-        principal = principal_of(info)
-        async with info.context.database.write_session() as session:
-            view = await publishing_service.set_visibility(
-                session, principal, package, visibility.value
-            )
+        view = await write(info, publishing_service.set_visibility, package, visibility.value)
         return PackageType.from_view(view)

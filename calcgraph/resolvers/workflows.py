@@ -15,6 +15,7 @@ from calcgraph.domain.execution.waits import FOLLOW_INTERVAL, TICK_WAIT
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.resolvers.unit import read, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import Visibility
@@ -28,7 +29,8 @@ from calcgraph.schema.workflows import (
 )
 
 
-def _graph(graph: JSON) -> dict[str, object]:
+def _graph(info: Info, graph: JSON) -> dict[str, object]:
+    principal_of(info)  # a caller without a token hears that before any refusal of the graph
     if not isinstance(graph, dict):
         raise ValidationError(
             "graph is invalid", [FieldError(("graph",), 'an object {"nodes": [...]}')]
@@ -40,29 +42,20 @@ def _graph(graph: JSON) -> dict[str, object]:
 class WorkflowQuery:
     @strawberry.field(description="A workflow by slug, with its latest version.")
     async def workflow(self, info: Info, slug: str) -> WorkflowType:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            detail = await workflow_service.get(session, principal, slug)
-        return WorkflowType.from_detail(detail)
+        return WorkflowType.from_detail(await read(info, workflow_service.get, slug))
 
     @strawberry.field(description="Workflows the caller may see, oldest first.")
     async def workflows(
         self, info: Info, limit: int | None = None, cursor: str | None = None
     ) -> WorkflowPage:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            page = await workflow_service.list_workflows(
-                session, principal, PageRequest.parse(limit, cursor)
-            )
+        page = await read(info, workflow_service.list_workflows, PageRequest.parse(limit, cursor))
         return WorkflowPage(
             items=[WorkflowType.from_view(w) for w in page.items], next_cursor=page.next_cursor
         )
 
     @strawberry.field(description="Validate a graph document: the report, or a ValidationError.")
     async def validate_workflow(self, info: Info, graph: JSON) -> WorkflowValidationType:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            report = await workflow_service.validate_graph(session, principal, _graph(graph))
+        report = await read(info, workflow_service.validate_graph, _graph(info, graph))
         return WorkflowValidationType(valid=report.valid, report=cast(JSON, report.as_dict()))
 
     @strawberry.field(
@@ -70,11 +63,9 @@ class WorkflowQuery:
         "versions resolve in one request."
     )
     async def workflow_run(self, info: Info, id: strawberry.ID) -> WorkflowRunType:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            # The plan (megabytes at 10,000 nodes) only for the fields that need it.
-            plan = asks_for_plan(info)
-            run = await run_service.get(session, principal, str(id), states=False, plan=plan)
+        # The plan (megabytes at 10,000 nodes) only for the fields that need it.
+        plan = asks_for_plan(info)
+        run = await read(info, run_service.get, str(id), states=False, plan=plan)
         return WorkflowRunType.from_view(run, plan=plan)
 
     @strawberry.field(description="The caller's runs, newest first; filter by status and slug.")
@@ -86,11 +77,9 @@ class WorkflowQuery:
         limit: int | None = None,
         cursor: str | None = None,
     ) -> WorkflowRunPage:
-        principal = principal_of(info)
-        async with info.context.database.read_session() as session:
-            page = await run_service.list_runs(
-                session, principal, PageRequest.parse(limit, cursor), status or (), workflow
-            )
+        page = await read(
+            info, run_service.list_runs, PageRequest.parse(limit, cursor), status or (), workflow
+        )
         return WorkflowRunPage(
             items=[WorkflowRunType.from_view(r) for r in page.items], next_cursor=page.next_cursor
         )
@@ -108,34 +97,27 @@ class WorkflowMutation:
         visibility: Visibility | None = None,
         organization: str | None = None,
     ) -> WorkflowType:
-        principal = principal_of(info)
-        async with info.context.database.write_session() as session:
-            detail = await workflow_service.create(
-                session,
-                principal,
-                slug=slug,
-                name=name,
-                graph=_graph(graph),
-                visibility=visibility.value if visibility is not None else None,
-                organization_slug=organization,
-            )
+        detail = await write(
+            info,
+            workflow_service.create,
+            slug=slug,
+            name=name,
+            graph=_graph(info, graph),
+            visibility=visibility.value if visibility is not None else None,
+            organization_slug=organization,
+        )
         return WorkflowType.from_detail(detail)
 
     @strawberry.mutation(description="Save a new latest version of a workflow.")
     async def update_workflow(self, info: Info, slug: str, graph: JSON) -> WorkflowType:
-        principal = principal_of(info)
-        async with info.context.database.write_session() as session:
-            detail = await workflow_service.update(session, principal, slug, _graph(graph))
+        detail = await write(info, workflow_service.update, slug, _graph(info, graph))
         return WorkflowType.from_detail(detail)
 
     @strawberry.mutation(
         description="Start a run of a workflow's latest version; nothing runs before a tick."
     )
     async def create_workflow_run(self, info: Info, workflow: str, inputs: JSON) -> WorkflowRunType:
-        principal = principal_of(info)
-        async with info.context.database.write_session() as session:
-            run = await run_service.create(session, principal, workflow, inputs)
-        return WorkflowRunType.from_view(run)
+        return WorkflowRunType.from_view(await write(info, run_service.create, workflow, inputs))
 
     @strawberry.mutation(
         description="Advance a run once. `wait` (seconds, up to 30) first waits until a job of "

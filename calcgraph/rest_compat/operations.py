@@ -18,9 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import (
     Any,
-    Concatenate,
     Generic,
-    ParamSpec,
     TypeVar,
     get_args,
     get_origin,
@@ -28,7 +26,6 @@ from typing import (
 )
 
 from pydantic import BaseModel, TypeAdapter
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -38,12 +35,10 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
 from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
 from calcgraph.rest_compat.state import database_of, services_of
-from calcgraph.services import Services
+from calcgraph.services import P, R, Services, UseCase
 
 B = TypeVar("B")
 Q = TypeVar("Q")
-P = ParamSpec("P")
-R = TypeVar("R")
 
 # A success answer: a response model, or a media type for a non-JSON body (logs, pages) that
 # the handler returns as a Response, or None for an empty body (204).
@@ -77,22 +72,12 @@ class Call(Generic[B, Q]):
         value: str = self.request.path_params[name]
         return value
 
-    async def read(
-        self,
-        use_case: Callable[Concatenate[AsyncSession, Principal, P], Awaitable[R]],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> R:
+    async def read(self, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """A service use case on the caller's behalf, in one read-only unit of work."""
         async with self.database.read_session() as session:
             return await use_case(session, self.principal, *args, **kwargs)
 
-    async def write(
-        self,
-        use_case: Callable[Concatenate[AsyncSession, Principal, P], Awaitable[R]],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> R:
+    async def write(self, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """A service use case on the caller's behalf, in one unit of work committed before the
         answer is written (its jobs leave after the commit)."""
         async with self.database.write_session() as session:

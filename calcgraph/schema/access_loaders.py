@@ -18,7 +18,7 @@ from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.functions.views import FunctionView
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
-from calcgraph.schema.loading import session_loader
+from calcgraph.schema.loading import none, session_loader
 
 
 @dataclass
@@ -33,9 +33,6 @@ class AccessLoaders:
 
     @classmethod
     def build(cls, database: Database, principal: Principal) -> AccessLoaders:
-        def none() -> None:
-            return None
-
         def packages(s: AsyncSession, ids: Sequence[str]) -> Awaitable[dict[str, PackageView]]:
             return package_read_service.visible_packages(s, principal, ids)
 

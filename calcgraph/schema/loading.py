@@ -16,6 +16,11 @@ V = TypeVar("V")
 L = TypeVar("L", bound=DataLoader[Any, Any])
 
 
+def none() -> None:
+    """The `default` of a loader whose key may find nothing (hidden or missing): null."""
+    return None
+
+
 def session_loader(
     kind: type[L],
     database: Database,

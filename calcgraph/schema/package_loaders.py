@@ -16,7 +16,7 @@ from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import FunctionVersionView
 from calcgraph.domain.packages.publishing.service import publishing_service
 from calcgraph.domain.packages.views import PackageVersionView
-from calcgraph.schema.loading import session_loader
+from calcgraph.schema.loading import none, session_loader
 
 
 class PackageVersionsByPackageIdLoader(DataLoader[str, list[PackageVersionView]]):
@@ -39,9 +39,6 @@ class PackageLoaders:
 
     @classmethod
     def build(cls, database: Database, principal: Principal) -> PackageLoaders:
-        def none() -> None:
-            return None
-
         def versions(
             s: AsyncSession, ids: Sequence[str]
         ) -> Awaitable[dict[str, list[PackageVersionView]]]:

@@ -30,7 +30,7 @@ from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import NodeRow
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.views import WorkflowVersionView
-from calcgraph.schema.loading import session_loader
+from calcgraph.schema.loading import none, session_loader
 
 V = TypeVar("V")
 Fields = tuple[str, ...]
@@ -103,9 +103,6 @@ class WorkflowLoaders:
 
     @classmethod
     def build(cls, database: Database, principal: Principal) -> WorkflowLoaders:
-        def none() -> None:
-            return None
-
         async def versions(
             s: AsyncSession, ids: list[str]
         ) -> dict[str, WorkflowVersionView | None]:

@@ -12,6 +12,7 @@ from typing import Any, cast
 import strawberry
 from strawberry.scalars import JSON
 
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.runs.nodes.service import check_page
 from calcgraph.domain.runs.state import NodeState
 from calcgraph.domain.runs.views import RunView, function_versions
@@ -49,15 +50,7 @@ class WorkflowVersionType:
 
     @classmethod
     def from_view(cls, v: WorkflowVersionView) -> WorkflowVersionType:
-        return cls(
-            id=strawberry.ID(v.id),
-            workflow_id=v.workflow_id,
-            version=v.version,
-            graph=cast(JSON, v.graph),
-            resolved_functions=cast(JSON, v.resolved_functions),
-            input_nodes=cast(JSON, v.input_nodes()),
-            created_at=v.created_at,
-        )
+        return from_attributes(cls, v, input_nodes=v.input_nodes())
 
 
 @strawberry.type(name="Workflow", description="A workflow: a typed DAG of functions.")
@@ -84,18 +77,7 @@ class WorkflowType:
 
     @classmethod
     def from_view(cls, w: WorkflowView, latest: WorkflowVersionView | None = None) -> WorkflowType:
-        return cls(
-            id=strawberry.ID(w.id),
-            slug=w.slug,
-            name=w.name,
-            visibility=w.visibility,
-            owner=w.owner,
-            organization_slug=w.organization,
-            latest_version=w.latest_version,
-            created_at=w.created_at,
-            updated_at=w.updated_at,
-            known_latest=latest,
-        )
+        return from_attributes(cls, w, organization_slug=w.organization, known_latest=latest)
 
     @classmethod
     def from_detail(cls, detail: WorkflowDetailView) -> WorkflowType:
@@ -298,20 +280,8 @@ class WorkflowRunType:
     @classmethod
     def from_view(cls, run: RunView, *, plan: bool = True) -> WorkflowRunType:
         """`plan`: the view holds the run's plan snapshot (not one read without it)."""
-        return cls(
-            id=strawberry.ID(run.id),
-            workflow_id=run.workflow_id,
-            workflow_version_id=run.workflow_version_id,
-            status=run.status,
-            started_at=run.started_at,
-            completed_at=run.completed_at,
-            inputs=cast(JSON, run.inputs),
-            terminal_outputs=cast("JSON | None", run.terminal_outputs),
-            error_message=run.error_message,
-            first_failed_node_key=run.first_failed_node_key,
-            revision=run.revision,
-            states=run.node_states,
-            known_plan=run.plan_snapshot if plan else None,
+        return from_attributes(
+            cls, run, states=run.node_states, known_plan=run.plan_snapshot if plan else None
         )
 
 

@@ -246,15 +246,7 @@ def _link(
     token = logs.job_id.set(step.job_id)
     try:
         result = _run(runtime, held, context, step)
-        return Link(
-            step,
-            result.status,
-            result.outputs if result.status == "success" else None,
-            result.error.as_dict() if result.error is not None else None,
-            result.logs,
-            started_at,
-            utcnow(),
-        )
+        return Link(step, *result.recorded(), started_at, utcnow())
     finally:
         logs.job_id.reset(token)
 
@@ -305,12 +297,16 @@ def _record(
     send: bool,
     started_at: datetime | None,
 ) -> Advance:
+    async def advance() -> Advance:
+        async with runtime.database.write_session() as session:
+            return await service.record(
+                session, context, links, next_step, queued=queued, send=send, started_at=started_at
+            )
+
     # The sandbox already ran: retry a busy database here rather than re-running the nodes.
     for attempt in range(_RECORD_ATTEMPTS):
         try:
-            return runtime.call(
-                _advance(runtime, context, links, next_step, queued, send, started_at)
-            )
+            return runtime.call(advance())
         except Exception as exc:
             if not is_retryable(exc) or attempt == _RECORD_ATTEMPTS - 1:
                 raise
@@ -328,21 +324,6 @@ async def _start(
 async def _release(runtime: CodeRuntime, job_id: str, lease: str) -> bool:
     async with runtime.database.write_session() as session:
         return await job_execution_service.release(session, job_id, lease)
-
-
-async def _advance(
-    runtime: CodeRuntime,
-    context: ChainContext,
-    links: list[Link],
-    next_step: ChainStep | None,
-    queued: bool,
-    send: bool,
-    started_at: datetime | None,
-) -> Advance:
-    async with runtime.database.write_session() as session:
-        return await service.record(
-            session, context, links, next_step, queued=queued, send=send, started_at=started_at
-        )
 
 
 # Same retry policy as `jobs.run`: infrastructure failures while retries are left, a busy

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
@@ -39,8 +39,9 @@ class _Timer:
             except Exception:
                 log.exception("%s failed; it tries again in %s s", self._thread.name, self.interval)
 
-    def start_thread(self) -> None:
+    def start(self) -> Self:
         self._thread.start()
+        return self
 
     def stop(self) -> None:
         self._stop.set()
@@ -54,10 +55,6 @@ class Heartbeat(_Timer):
             "calcgraph-heartbeat", runtime.settings.job_heartbeat_seconds, self.beat_once
         )
         self.runtime = runtime
-
-    def start(self) -> Heartbeat:
-        self.start_thread()
-        return self
 
     def beat_once(self) -> int:
         leases = self.runtime.leases.snapshot()
@@ -76,10 +73,6 @@ class Sweeper(_Timer):
             "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds, self.sweep_once
         )
         self.runtime = runtime
-
-    def start(self) -> Sweeper:
-        self.start_thread()
-        return self
 
     def sweep_once(self) -> Any:
         return self.runtime.call(self._sweep())

@@ -1,4 +1,5 @@
-"""The schema on both databases: migrations match the models, SQLite runs in lockstep."""
+"""The schema on both databases: migrations match the models, an empty database created at the
+heads has the migrated schema, SQLite runs in lockstep."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import event, select, text, update
+from sqlalchemy import event, inspect, select, text, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from calcgraph.db.engine import Database
 from calcgraph.db.migrate import alembic_config, upgrade
@@ -26,6 +26,7 @@ from calcgraph.db.models import (
     WorkflowRun,
     WorkflowVersion,
 )
+from tests.conftest import POSTGRES_URL, _reset_postgres
 
 
 def _diff(connection: Connection) -> list[object]:
@@ -33,10 +34,110 @@ def _diff(connection: Connection) -> list[object]:
     return list(compare_metadata(context, Base.metadata))
 
 
+def _schema(connection: Connection) -> dict[str, object]:
+    """Everything the database says of its tables, in an order that does not depend on how
+    they were made (a table rebuilt by a migration lists its columns in another order)."""
+    inspector = inspect(connection)
+    tables: dict[str, object] = {}
+    for name in sorted(inspector.get_table_names()):
+        columns = {
+            column["name"]: (
+                str(column["type"]),
+                column["nullable"],
+                column.get("default"),
+                column.get("autoincrement"),
+            )
+            for column in inspector.get_columns(name)
+        }
+        primary = inspector.get_pk_constraint(name)
+        tables[name] = {
+            "columns": columns,
+            "primary_key": (primary.get("name"), primary["constrained_columns"]),
+            "foreign_keys": sorted(
+                (
+                    key.get("name") or "",
+                    tuple(key["constrained_columns"]),
+                    key["referred_table"],
+                    tuple(key["referred_columns"]),
+                    tuple(sorted((key.get("options") or {}).items())),
+                )
+                for key in inspector.get_foreign_keys(name)
+            ),
+            "indexes": sorted(
+                (index.get("name") or "", tuple(index["column_names"]), index["unique"])
+                for index in inspector.get_indexes(name)
+            ),
+            "unique": sorted(
+                (unique.get("name") or "", tuple(unique["column_names"]))
+                for unique in inspector.get_unique_constraints(name)
+            ),
+            "checks": sorted(
+                (check.get("name") or "", check["sqltext"])
+                for check in inspector.get_check_constraints(name)
+            ),
+        }
+    return tables
+
+
+async def _empty_database(backend: str, tmp_path: Path, name: str) -> Database:
+    if backend == "sqlite":
+        return Database(f"sqlite+aiosqlite:///{tmp_path / f'{name}.db'}")
+    url = f"{POSTGRES_URL}_{name}"
+    await _reset_postgres(url)
+    return Database(url)
+
+
+async def _versions(database: Database) -> set[str]:
+    async with database.read_session() as session:
+        return set((await session.scalars(text("SELECT version_num FROM alembic_version"))).all())
+
+
 class TestMigrations:
-    async def test_migrated_schema_matches_the_models(self, engine: AsyncEngine) -> None:
-        async with engine.connect() as conn:
-            assert await conn.run_sync(_diff) == []
+    async def test_migrated_schema_matches_the_models(self, backend: str, tmp_path: Path) -> None:
+        database = await _empty_database(backend, tmp_path, "migrated")
+        try:
+            await upgrade(database, create_empty=False)
+            async with database.engine.connect() as conn:
+                assert await conn.run_sync(_diff) == []
+        finally:
+            await database.dispose()
+
+    async def test_an_empty_database_is_created_at_the_heads_as_migrated(
+        self, backend: str, tmp_path: Path
+    ) -> None:
+        """A first start creates the models' tables and stamps the heads instead of running
+        every revision: the schema is the one the revisions build, column for column, key for
+        key, index for index, and a later upgrade starts from the same stamp."""
+        created = await _empty_database(backend, tmp_path, "created")
+        migrated = await _empty_database(backend, tmp_path, "migrated")
+        try:
+            await upgrade(created)
+            await upgrade(migrated, create_empty=False)
+            async with created.engine.connect() as conn:
+                created_schema = await conn.run_sync(_schema)
+            async with migrated.engine.connect() as conn:
+                migrated_schema = await conn.run_sync(_schema)
+            heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+            assert await _versions(created) == await _versions(migrated) == heads
+        finally:
+            await created.dispose()
+            await migrated.dispose()
+        assert set(created_schema) == set(migrated_schema)
+        assert "jobs" in created_schema
+        for table in migrated_schema:
+            assert created_schema[table] == migrated_schema[table], table
+
+    async def test_a_database_with_tables_is_not_created_over(self, tmp_path: Path) -> None:
+        """Tables but no stamp (a database some other tool filled): the revisions run, and
+        fail on the table that is there, rather than a silent create beside it."""
+        database = Database(f"sqlite+aiosqlite:///{tmp_path / 'foreign.db'}")
+        try:
+            async with database.write_session() as session:
+                await session.execute(text("CREATE TABLE code_blobs (sha256 VARCHAR(64))"))
+            with pytest.raises(Exception, match="(?i)already exists"):
+                await upgrade(database)
+        finally:
+            await database.dispose()
 
     async def test_upgrade_again_is_a_no_op(self, database_url: str) -> None:
         database = Database(database_url)
@@ -49,6 +150,23 @@ class TestMigrations:
         finally:
             await database.dispose()
         assert applied == set(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+    async def test_a_created_database_upgrades_as_a_migrated_one(self, tmp_path: Path) -> None:
+        """The stamp is Alembic's own: Alembic reads it back as the current heads."""
+        database = Database(f"sqlite+aiosqlite:///{tmp_path / 'stamped.db'}")
+        try:
+            await upgrade(database)
+
+            def current(connection: Connection) -> set[str]:
+                return set(MigrationContext.configure(connection).get_current_heads())
+
+            async with database.engine.connect() as conn:
+                assert await conn.run_sync(current) == set(
+                    ScriptDirectory.from_config(alembic_config()).get_heads()
+                )
+            await upgrade(database, create_empty=False)  # nothing to do, no error
+        finally:
+            await database.dispose()
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """`calcgraph serve --workers N`: N processes behind one port sharing what must be shared
-(database, Redis broker, notifier, result cache, rate limits); refused without Redis, where
-each process would keep its own."""
+(database, Redis broker, notifier, result cache, rate limits) and ticking one run in turns;
+refused without Redis, where each process would keep its own."""
 
 from __future__ import annotations
 
@@ -23,9 +23,12 @@ import redis
 
 from calcgraph.ops.starting import APPLICATION_READY
 from tests.auth.idp import LocalIdentityProvider
-from tests.execution.conftest import exec_url  # noqa: F401
+from tests.execution.conftest import default_sandbox, exec_url  # noqa: F401
 from tests.ops.test_ratelimit import REDIS_URL, _redis_or_skip
-from tests.ops.test_worker_process import _free_port
+from tests.ops.test_worker_process import _free_port, _start_worker
+from tests.packages.publishing import publish, small_body
+from tests.runs.test_tick_api import CODE, FUNCTIONS, TERMINAL
+from tests.workflows.graphs import fn, inp
 
 pytestmark = pytest.mark.db
 BURST = 30
@@ -167,3 +170,86 @@ def test_more_than_one_process_without_redis_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--workers 2 needs CALCGRAPH_REDIS_URL" in done.stderr
     assert not (tmp_path / "refused.db").exists()  # refused before migrating anything
+
+
+async def test_two_processes_tick_one_run_to_its_end(
+    exec_url: str,  # noqa: F811
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+) -> None:
+    """Every tick on a new connection, so both processes tick the run in turns while one
+    `calcgraph worker` runs its jobs: the run completes with each node run once, and once it
+    has ended both processes answer its end (neither keeps a state of its own that went
+    stale)."""
+    _redis_or_skip()
+    prefix = f"serve-ticks-{uuid.uuid4().hex[:8]}:"
+    env = {
+        **os.environ,
+        "CALCGRAPH_DATABASE_URL": exec_url,
+        "CALCGRAPH_REDIS_URL": REDIS_URL,
+        "CALCGRAPH_REDIS_KEY_PREFIX": prefix,
+        "CALCGRAPH_OIDC_ISSUER": identity_provider.issuer,
+        "CALCGRAPH_SANDBOX": default_sandbox(),
+        "CALCGRAPH_CODE_CACHE_DIR": str(tmp_path / "worker-code"),
+        "CALCGRAPH_LOG_LEVEL": "info",
+        "CALCGRAPH_LOG_FORMAT": "json",
+        "CALCGRAPH_RATE_LIMIT_PER_MINUTE": "100000",
+        "CALCGRAPH_RATE_LIMIT_BURST": "100000",
+    }
+    log_path = tmp_path / "serve.log"
+    worker = _start_worker(env, tmp_path / "worker.log")
+    alice = identity_provider.headers("alice")
+    fresh = httpx.Limits(max_keepalive_connections=0)  # uvicorn's processes take turns
+    try:
+        with _serve(env, _free_port(), log_path) as base:
+            async with httpx.AsyncClient(
+                base_url=base, timeout=STARTING, limits=fresh, headers=alice
+            ) as http:
+                package = f"ticks-{uuid.uuid4().hex[:8]}"
+                await publish(
+                    http, alice, small_body(package, "1.0.0", code=CODE, functions=FUNCTIONS)
+                )
+                slug = f"wf-{uuid.uuid4().hex[:8]}"
+                nodes = [
+                    inp("x"),
+                    fn("A", f"{package}/inc", x="x"),
+                    fn("B", f"{package}/inc", x="A.y"),
+                    fn("C", f"{package}/inc", x="A.y"),
+                    fn("D", f"{package}/add", a="B.y", b="C.y"),
+                ]
+                body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}}
+                assert (await http.post("/workflows", json=body)).status_code == 201
+                created = await http.post(f"/workflows/{slug}/runs", json={"inputs": {"x": 1}})
+                assert created.status_code == 201, created.text
+                run_id = created.json()["id"]
+                tick = f"/workflow-runs/{run_id}/tick"
+                revisions = []
+                for _ in range(60):
+                    answer = await http.post(tick, params={"wait": 5})
+                    assert answer.status_code == 200, answer.text
+                    run = answer.json()
+                    revisions.append(run["revision"])
+                    if run["status"] in TERMINAL:
+                        break
+                assert run["status"] == "completed", run
+                assert run["terminal_outputs"] == {"D": {"y": 6.0}}
+                assert revisions == sorted(revisions)
+                ends = [(await http.post(tick)).json() for _ in range(20)]
+                jobs = (await http.get("/jobs", params={"limit": 100})).json()["items"]
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    assert {(r["status"], r["revision"]) for r in ends} == {("completed", run["revision"])}
+    assert {s["status"] for s in ends[-1]["node_states"].values()} == {"success"}
+    mine = sorted(j["node_key"] for j in jobs if j["workflow_run_id"] == run_id)
+    assert mine == ["A", "B", "C", "D"]
+    assert len(_processes(log_path, tick)) == 2

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from calcgraph.domain.errors import FieldError, ValidationError
 
@@ -89,6 +89,21 @@ def keyset(after: tuple[str, ...] | None) -> Keyset | None:
             "cursor is not one this listing issued",
             [FieldError(("query", "cursor"), "unknown cursor")],
         ) from None
+
+
+class Created(Protocol):
+    """A row of a listing sorted by its creation time, then its id (oldest first)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+
+def creation_key(row: Created) -> tuple[str, str]:
+    """The sort key (hence the cursor) of a row listed by creation time."""
+    return (row.created_at.isoformat(), row.id)
 
 
 def make_page(rows: list[T], limit: int, key_of: Callable[[T], Sequence[str]]) -> Page[T]:

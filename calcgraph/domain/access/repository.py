@@ -1,4 +1,4 @@
-"""All SQL of users, organizations and memberships."""
+"""All SQL of users, organizations and memberships, and the visibility rule as a WHERE clause."""
 
 from __future__ import annotations
 
@@ -6,12 +6,43 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, select, true
+from sqlalchemy import (
+    ColumnElement,
+    SQLColumnExpression,
+    and_,
+    bindparam,
+    delete,
+    func,
+    or_,
+    select,
+    true,
+)
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.models import Membership, Organization, User
+from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import Package
+
+
+def visible_clause_on(
+    principal: Principal,
+    owner_id: SQLColumnExpression[str],
+    visibility: SQLColumnExpression[str],
+    organization_id: SQLColumnExpression[str | None],
+) -> ColumnElement[bool]:
+    """`policy.can_see_package` (and `can_see_workflow`, the same rule) as SQL on the columns of
+    an owned thing, so hidden rows never load. Membership is read in the same statement, which
+    is what makes a departure from an organization take effect at once."""
+    if principal.is_admin:
+        return true()
+    member_orgs = select(Membership.organization_id).where(Membership.user_id == principal.user_id)
+    return or_(
+        owner_id == principal.user_id,
+        visibility == "public",
+        and_(visibility == "internal", organization_id.in_(member_orgs)),
+    )
+
 
 # Built once: every tick that submits asks it, and building it cost more than running it.
 _OWNER = (

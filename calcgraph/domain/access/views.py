@@ -31,3 +31,17 @@ class OrganizationView:
     name: str
     created_at: datetime
     members: tuple[MemberView, ...]
+
+
+@dataclass(frozen=True)
+class OwnedView:
+    """What a package's and a workflow's views share: who owns it and who may see it (the
+    policy's `Owned`)."""
+
+    visibility: str
+    owner_id: str
+    owner: str
+    """The owner's username."""
+    organization_id: str | None
+    organization: str | None
+    """The owning organization's slug."""

@@ -103,17 +103,28 @@ class _Loop:
         self.intervals: list[float] = []
         self.last: RunView | None = None
         self.task: asyncio.Task[None] | None = None
+        self.ticking = False
+        self.stopped = False
 
     def push(self, view: RunView | None) -> None:
         for queue in self.queues:
             queue.put_nowait(view)
+
+    def stop(self) -> None:
+        """End the loop between two ticks: now if it waits, else once its tick is committed.
+        A tick cancelled mid-way loses its unit of work, and on SQLite its connection is
+        discarded holding the write lock until rolled back."""
+        self.stopped = True
+        if self.task is not None and not self.ticking:
+            self.task.cancel()
 
 
 class RunTickers:
     """At most one ticking loop per run in this process, shared by every subscriber of the run
     (`runUpdates`). The loop ticks, pushes each state whose revision changed, then waits for
     the shortest interval its subscribers asked for, or less when a job of the run finishes
-    first; it stops when the run is terminal or its last subscriber leaves."""
+    first; it stops when the run is terminal or its last subscriber leaves (between ticks:
+    a tick under way is committed first)."""
 
     def __init__(self) -> None:
         self._loops: dict[str, _Loop] = {}
@@ -144,8 +155,7 @@ class RunTickers:
             loop.queues.remove(queue)
             loop.intervals.remove(interval)
             if not loop.queues:
-                if loop.task is not None:
-                    loop.task.cancel()
+                loop.stop()
                 if self._loops.get(run_id) is loop:
                     del self._loops[run_id]
 
@@ -157,7 +167,8 @@ class RunTickers:
         wait: Callable[[float], Awaitable[None]],
     ) -> None:
         try:
-            while True:
+            while not loop.stopped:
+                loop.ticking = True
                 try:
                     view = await tick()
                 except DomainError:
@@ -171,6 +182,10 @@ class RunTickers:
                         loop.push(view)
                     if view.status in RUN_TERMINAL:
                         break
+                finally:
+                    loop.ticking = False
+                if loop.stopped:
+                    break
                 await wait(min(loop.intervals, default=FOLLOW_INTERVAL.default))
         finally:
             if self._loops.get(run_id) is loop:

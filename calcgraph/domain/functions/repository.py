@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import Select, or_, select
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.keyset import keyset_clause
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.db.keyset import keyset_page
+from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.views import (
@@ -39,15 +39,13 @@ class FunctionRepository(RepositoryBase[Function]):
         page: PageRequest,
         package_id: str | None = None,
     ) -> Page[FunctionView]:
-        query = self._views().where(
-            visible_clause(principal), keyset_clause(Function.created_at, Function.id, page.after)
-        )
+        query = self._views().where(visible_clause(principal))
         if package_id is not None:
             query = query.where(Function.package_id == package_id)
         rows = await self.session.execute(
-            query.order_by(Function.created_at, Function.id).limit(page.limit + 1)
+            keyset_page(query, Function.created_at, Function.id, page)
         )
-        return make_page([self._view(row) for row in rows], page.limit, FunctionView.sort_key)
+        return make_page([self._view(row) for row in rows], page.limit, creation_key)
 
     async def get_view(self, function_id: str) -> FunctionView | None:
         row = (await self.session.execute(self._views().where(Function.id == function_id))).first()

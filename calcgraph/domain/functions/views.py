@@ -18,9 +18,6 @@ class FunctionView:
     current_version_id: str | None
     created_at: datetime
 
-    def sort_key(self) -> tuple[str, str]:
-        return (self.created_at.isoformat(), self.id)
-
 
 @dataclass(frozen=True)
 class FunctionVersionView:

@@ -49,12 +49,16 @@ def resolve_inputs(inputs: object, inputs_schema: Mapping[str, Any] | None) -> d
             resolved[port] = normalize(inputs[port], expr, loc)
         except ValidationError as exc:
             errors.extend(exc.errors)
-    if errors:
-        ports = sorted({str(e.loc[2]) for e in errors if len(e.loc) > 2})
-        raise ValidationError(
-            f"inputs do not match the function's typed inputs ({', '.join(ports)})", errors
-        )
+    refuse_mismatches(errors, "the function's typed inputs")
     return resolved
+
+
+def refuse_mismatches(errors: list[FieldError], expected: str) -> None:
+    """Every problem of the inputs at once, the message naming each input that has one (the
+    third item of each location, after `body`, `inputs`)."""
+    if errors:
+        names = sorted({str(e.loc[2]) for e in errors if len(e.loc) > 2})
+        raise ValidationError(f"inputs do not match {expected} ({', '.join(names)})", errors)
 
 
 def _required(spec: object) -> bool:

@@ -13,7 +13,7 @@ from sqlalchemy import JSON, ColumnElement, Table, and_, func, insert, select, t
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import by_keys, insert_from_arrays
 from calcgraph.db.keyset import keyset_clause
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.views import JOB_FIELDS, JobView
@@ -57,7 +57,7 @@ class JobRepository(RepositoryBase[Job]):
         rows = await self.session.scalars(
             query.order_by(Job.created_at.desc(), Job.id.desc()).limit(page.limit + 1)
         )
-        return make_page([job_view(job) for job in rows], page.limit, JobView.sort_key)
+        return make_page([job_view(job) for job in rows], page.limit, creation_key)
 
     async def count_by_status(self) -> dict[str, int]:
         """Every job counted by status, in one GROUP BY (the status index covers it)."""

@@ -44,6 +44,3 @@ class JobView:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-
-    def sort_key(self) -> tuple[str, str]:
-        return (self.created_at.isoformat(), self.id)

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select, true, update
+from sqlalchemy import ColumnElement, Select, and_, select, update
 from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
-from calcgraph.db.keyset import keyset_clause
-from calcgraph.domain.access.models import Membership, Organization, User
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.db.keyset import keyset_page
+from calcgraph.domain.access.models import Organization, User
+from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import (
     CodeBlob,
@@ -30,15 +31,9 @@ from calcgraph.domain.read_models import from_attributes
 
 
 def visible_clause(principal: Principal) -> ColumnElement[bool]:
-    """`policy.can_see_package` as SQL, so hidden rows never load. Membership is read in the
-    same statement, which is what makes a departure from an organization take effect at once."""
-    if principal.is_admin:
-        return true()
-    member_orgs = select(Membership.organization_id).where(Membership.user_id == principal.user_id)
-    return or_(
-        Package.owner_id == principal.user_id,
-        Package.visibility == "public",
-        and_(Package.visibility == "internal", Package.organization_id.in_(member_orgs)),
+    """`policy.can_see_package` as SQL, so hidden rows never load."""
+    return visible_clause_on(
+        principal, Package.owner_id, Package.visibility, Package.organization_id
     )
 
 
@@ -62,14 +57,9 @@ class PackageRepository(RepositoryBase[Package]):
         )
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[PackageView]:
-        keyset = keyset_clause(Package.created_at, Package.id, page.after)
-        rows = await self.session.execute(
-            self._views()
-            .where(visible_clause(principal), keyset)
-            .order_by(Package.created_at, Package.id)
-            .limit(page.limit + 1)
-        )
-        return make_page([self._view(row) for row in rows], page.limit, PackageView.sort_key)
+        query = self._views().where(visible_clause(principal))
+        rows = await self.session.execute(keyset_page(query, Package.created_at, Package.id, page))
+        return make_page([self._view(row) for row in rows], page.limit, creation_key)
 
     async def get_view(self, package_id: str) -> PackageView | None:
         row = (await self.session.execute(self._views().where(Package.id == package_id))).first()

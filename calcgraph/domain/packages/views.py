@@ -6,25 +6,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from calcgraph.domain.access.views import OwnedView
+
 
 @dataclass(frozen=True)
-class PackageView:
+class PackageView(OwnedView):
     id: str
     name: str
-    visibility: str
-    owner_id: str
-    owner: str
-    """The owner's username."""
-    organization_id: str | None
-    organization: str | None
-    """The owning organization's slug."""
     description: str | None
     current_version: str | None
     created_at: datetime
     updated_at: datetime
-
-    def sort_key(self) -> tuple[str, str]:
-        return (self.created_at.isoformat(), self.id)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
-from calcgraph.domain.runs.state import JobResult, NodeState, StartedJob
+from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.views import NodeRow, RunView
 from calcgraph.domain.workflows.models import Workflow
 from calcgraph.domain.workflows.repository import visible_workflow_clause
@@ -94,16 +94,7 @@ _WRITE_STATE = (
     .values(
         {
             column: bindparam(f"v_{column}", type_=_NODES.c[column].type)
-            for column in (
-                "status",
-                "job_id",
-                "outputs",
-                "error",
-                "attempt",
-                "started_at",
-                "finished_at",
-                "revision",
-            )
+            for column in (*NODE_STATE_FIELDS, "revision")
         }
     )
 )
@@ -133,8 +124,8 @@ def _just_started(state: NodeState) -> bool:
 
 
 @functools.cache
-def _locked_run_with_facts(dialect_name: str) -> Any:
-    return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun)
+def _locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
+    return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun, skip_locked=skip_locked)
 
 
 @functools.cache
@@ -196,14 +187,15 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     model = WorkflowRun
 
     async def locked_run(
-        self, run_id: str, *, lock: bool = True
+        self, run_id: str, *, lock: bool = True, skip_locked: bool = False
     ) -> tuple[WorkflowRun, WorkflowFacts] | None:
         """The run row, locked until the end of the unit of work (the tick's serialisation)
         unless `lock` is false, with its workflow's access facts; its large `plan_snapshot`
-        is not loaded."""
+        is not loaded. `skip_locked`: None, rather than a wait, when another unit of work
+        holds the row's lock (PostgreSQL; SQLite's write sessions are serialised already)."""
         query = _RUN_WITH_FACTS
         if lock:
-            query = _locked_run_with_facts(self.session.get_bind().dialect.name)
+            query = _locked_run_with_facts(self.session.get_bind().dialect.name, skip_locked)
         row = (await self.session.execute(query, {"run_id": run_id})).first()
         if row is None:
             return None

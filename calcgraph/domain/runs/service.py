@@ -3,9 +3,11 @@
 The tick is one unit of work: lock the run row, read every node state and the results of the
 jobs running nodes wait on, call the pure `tick`, write only the changed node rows and the run
 fields (bumping `revision` when anything changed), and create the submitted jobs through the
-execution path, whose messages leave after the commit. Concurrent ticks of one run queue on the
-lock, so the second sees the first's jobs and submits nothing twice; the jobs' unique
-(run, node, attempt) key backs that up.
+execution path, whose messages leave after the commit. Of concurrent ticks of one run (in one
+process or several), one takes the lock and advances the run; the others do not wait for it
+holding a pooled connection (SKIP LOCKED) but answer the run as committed, so none submits
+anything twice; the jobs' unique (run, node, attempt) key backs that up. A chain worker takes
+the same lock, and a tick meeting it answers the same way.
 
 Decisions where the specification and contract are silent:
 - Creating a run needs the workflow visible to the caller and every function version it runs
@@ -36,6 +38,7 @@ from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, Vali
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
+from calcgraph.domain.jobs.inputs import refuse_mismatches
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
@@ -96,11 +99,7 @@ def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dic
             resolved[key] = normalize(inputs[key], expr, (*loc, key))
         except ValidationError as exc:
             errors.extend(exc.errors)
-    if errors:
-        names = sorted({str(e.loc[2]) for e in errors if len(e.loc) > 2})
-        raise ValidationError(
-            f"inputs do not match the workflow's input nodes ({', '.join(names)})", errors
-        )
+    refuse_mismatches(errors, "the workflow's input nodes")
     return resolved
 
 
@@ -228,9 +227,9 @@ class RunService:
         neither the plan nor the node states unless it must answer them: its cost does not
         grow with the run, in this process's memo or not."""
         repository = RunRepository.from_session(session)
-        locked = await repository.locked_run(run_id)
+        locked = await repository.locked_run(run_id, skip_locked=True)
         if locked is None:
-            raise NotFound(f"no workflow run {run_id!r}")
+            return await self._busy(repository, principal, run_id, since)
         run, facts = locked
         await self._ensure_visible(session, principal, run, facts)
         _check_since(since, run.revision)
@@ -309,6 +308,21 @@ class RunService:
             )
         return await self._view(repository, run, since, new_states, snapshot)
 
+    async def _busy(
+        self, repository: RunRepository, principal: Principal, run_id: str, since: int | None
+    ) -> RunView:
+        """A tick that finds the run's lock held by another unit of work (a tick in another
+        request or process, a chain worker) does not queue behind it holding a pooled
+        connection: that unit is advancing the run, so this one answers the run as it stands,
+        committed, and the caller's next tick sees what the other one did."""
+        found = await repository.locked_run(run_id, lock=False)
+        if found is None:
+            raise NotFound(f"no workflow run {run_id!r}")
+        run, facts = found
+        await self._ensure_visible(repository.session, principal, run, facts)
+        _check_since(since, run.revision)
+        return await self._view(repository, run, since, remember=False)
+
     async def _plan(self, repository: RunRepository, run_id: str) -> tuple[dict[str, Any], Plan]:
         remembered = self.memo.plan(run_id)
         if remembered is None:
@@ -323,10 +337,13 @@ class RunService:
         since: int | None,
         states: Mapping[str, NodeState] | None = None,
         snapshot: dict[str, Any] | None = None,
+        *,
+        remember: bool = True,
     ) -> RunView:
         """The run as a tick answers it: every node state and the plan, or with `since` only
         the node states changed after that revision (read in this unit of work, so a tick's
-        own writes are in)."""
+        own writes are in). Node states read here are remembered at the run's revision only
+        under the run's lock (`remember`): without it, a tick may commit between the reads."""
         if since is not None:
             changed = await repository.states_since(run.id, since)
             return replace(run_view(run, changed, {}), since=since)
@@ -339,7 +356,7 @@ class RunService:
             states = self.memo.states(run.id, run.revision)
         if states is None:
             states = await repository.states(run.id)
-            if run.status not in RUN_TERMINAL:  # an ended run stays out of the memo
+            if remember and run.status not in RUN_TERMINAL:  # an ended run stays out
                 self.memo.remember_states(run.id, run.revision, states)
         return run_view(run, states, snapshot)
 

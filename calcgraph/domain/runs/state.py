@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -27,6 +27,10 @@ class NodeState:
     attempt: int = 0
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+NODE_STATE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(NodeState))
+"""The columns of a node_states row that hold its state (the rest say which node it is)."""
 
 
 def initial_states(plan: Plan) -> dict[str, NodeState]:

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select, true
+from sqlalchemy import ColumnElement, Select, and_, select
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import locked
-from calcgraph.db.keyset import keyset_clause
-from calcgraph.domain.access.models import Membership, Organization, User
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.db.keyset import keyset_page
+from calcgraph.domain.access.models import Organization, User
+from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
@@ -20,13 +21,8 @@ from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
 
 def visible_workflow_clause(principal: Principal) -> ColumnElement[bool]:
     """`policy.can_see_workflow` as SQL (the package rule on workflow columns)."""
-    if principal.is_admin:
-        return true()
-    member_orgs = select(Membership.organization_id).where(Membership.user_id == principal.user_id)
-    return or_(
-        Workflow.owner_id == principal.user_id,
-        Workflow.visibility == "public",
-        and_(Workflow.visibility == "internal", Workflow.organization_id.in_(member_orgs)),
+    return visible_clause_on(
+        principal, Workflow.owner_id, Workflow.visibility, Workflow.organization_id
     )
 
 
@@ -66,14 +62,11 @@ class WorkflowRepository(RepositoryBase[Workflow]):
         return self._view(row) if row is not None else None
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[WorkflowView]:
-        keyset = keyset_clause(Workflow.created_at, Workflow.id, page.after)
+        query = self._views().where(visible_workflow_clause(principal))
         rows = await self.session.execute(
-            self._views()
-            .where(visible_workflow_clause(principal), keyset)
-            .order_by(Workflow.created_at, Workflow.id)
-            .limit(page.limit + 1)
+            keyset_page(query, Workflow.created_at, Workflow.id, page)
         )
-        return make_page([self._view(row) for row in rows], page.limit, WorkflowView.sort_key)
+        return make_page([self._view(row) for row in rows], page.limit, creation_key)
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
         if not ids:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from calcgraph.domain.access.views import OwnedView
+
 
 @dataclass(frozen=True)
 class WorkflowVersionView:
@@ -28,23 +30,13 @@ class WorkflowVersionView:
 
 
 @dataclass(frozen=True)
-class WorkflowView:
+class WorkflowView(OwnedView):
     id: str
     slug: str
     name: str
-    visibility: str
-    owner_id: str
-    owner: str
-    """The owner's username."""
-    organization_id: str | None
-    organization: str | None
-    """The owning organization's slug."""
     latest_version: int
     created_at: datetime
     updated_at: datetime
-
-    def sort_key(self) -> tuple[str, str]:
-        return (self.created_at.isoformat(), self.id)
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,16 @@ class RunResult:
     def with_duration(self, duration: float) -> RunResult:
         return replace(self, duration=duration)
 
+    def recorded(self) -> tuple[Status, dict[str, Any] | None, dict[str, Any] | None, str]:
+        """(status, outputs, error, logs) as a job's row keeps them: outputs of a success only,
+        the error as JSON."""
+        return (
+            self.status,
+            self.outputs if self.status == "success" else None,
+            self.error.as_dict() if self.error is not None else None,
+            self.logs,
+        )
+
 
 class SandboxError(Exception):
     """A sandbox could not be started or broke; carries the error kind a job records."""

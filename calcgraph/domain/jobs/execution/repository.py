@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, and_, bindparam, null, select, update
+from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, null, select, update
 
 from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime
+from calcgraph.db.dialect import locked
 from calcgraph.domain.functions.models import FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import CodeBlob, PackageVersion
@@ -192,6 +193,14 @@ class JobExecutionRepository(RepositoryBase[Job]):
         )
         return {sha: bytes(content) for sha, content in rows}
 
+    async def _transition(self, where: tuple[ColumnElement[bool], ...], **values: Any) -> bool:
+        """One guarded UPDATE of a job: True when this caller changed the row, False when
+        `where` no longer holds (another delivery, worker or sweeper got there first)."""
+        result = await self.session.execute(
+            update(Job).where(*where).values(**values).execution_options(synchronize_session=False)
+        )
+        return _rows(result) == 1
+
     async def finish(
         self,
         job_id: str,
@@ -203,31 +212,43 @@ class JobExecutionRepository(RepositoryBase[Job]):
         lease: str,
     ) -> bool:
         """running -> success/failed, once, by the delivery holding the lease."""
-        result = await self.session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == "running", Job.lease == lease)
-            .values(status=status, outputs=outputs, error=error, logs=logs, finished_at=now)
-            .execution_options(synchronize_session=False)
+        return await self._transition(
+            (Job.id == job_id, Job.status == "running", Job.lease == lease),
+            status=status,
+            outputs=outputs,
+            error=error,
+            logs=logs,
+            finished_at=now,
         )
-        return _rows(result) == 1
 
     async def release(self, job_id: str, lease: str) -> bool:
         """running -> queued, for a retry after an infrastructure failure (its own only)."""
-        result = await self.session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == "running", Job.lease == lease)
-            .values(status="queued", started_at=None, lease=None, heartbeat_at=None)
-            .execution_options(synchronize_session=False)
+        return await self._transition(
+            (Job.id == job_id, Job.status == "running", Job.lease == lease),
+            status="queued",
+            started_at=None,
+            lease=None,
+            heartbeat_at=None,
         )
-        return _rows(result) == 1
 
     async def heartbeat(self, leases: Sequence[str], now: datetime) -> int:
-        """One worker process's sign of life for every job it runs, in one statement."""
+        """One worker process's sign of life for every job it runs, in one statement.
+
+        Its rows are locked in id order, the order `claim_many` and `finish_many` lock theirs:
+        an UPDATE by lease locked them in the order of its plan, and met a batch finishing the
+        same jobs in a deadlock (PostgreSQL aborted the heartbeat, and the leases went
+        unrenewed until the next beat)."""
         if not leases:
             return 0
+        running = (
+            select(Job.id)
+            .where(Job.status == "running", Job.lease.in_(sorted(set(leases))))
+            .order_by(Job.id)
+        )
+        running = locked(self.session.get_bind().dialect.name, running)
         result = await self.session.execute(
             update(Job)
-            .where(Job.status == "running", Job.lease.in_(sorted(set(leases))))
+            .where(Job.id.in_(running.scalar_subquery()), Job.status == "running")
             .values(heartbeat_at=now)
             .execution_options(synchronize_session=False)
         )
@@ -258,47 +279,37 @@ class JobExecutionRepository(RepositoryBase[Job]):
         """running -> queued, one delivery more, taking the lease from the stalled worker:
         guarded by that lease, so two sweepers hand it over once and a late result of the old
         worker finds 0 rows."""
-        result = await self.session.execute(
-            update(Job)
-            .where(Job.id == job.job_id, Job.status == "running", Job.lease == job.lease)
-            .values(
-                status="queued",
-                started_at=None,
-                lease=None,
-                heartbeat_at=None,
-                deliveries=job.deliveries + 1,
-            )
-            .execution_options(synchronize_session=False)
+        return await self._transition(
+            (Job.id == job.job_id, Job.status == "running", Job.lease == job.lease),
+            status="queued",
+            started_at=None,
+            lease=None,
+            heartbeat_at=None,
+            deliveries=job.deliveries + 1,
         )
-        return _rows(result) == 1
 
     async def fail_stalled(self, job: Stalled, error: dict[str, Any], now: datetime) -> bool:
-        result = await self.session.execute(
-            update(Job)
-            .where(Job.id == job.job_id, Job.status == "running", Job.lease == job.lease)
-            .values(status="failed", error=error, finished_at=now)
-            .execution_options(synchronize_session=False)
+        return await self._transition(
+            (Job.id == job.job_id, Job.status == "running", Job.lease == job.lease),
+            status="failed",
+            error=error,
+            finished_at=now,
         )
-        return _rows(result) == 1
 
     async def count_delivery(self, job_id: str, deliveries: int) -> bool:
         """One more delivery, unless another sweeper counted it first."""
-        result = await self.session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == "queued", Job.deliveries == deliveries)
-            .values(deliveries=deliveries + 1)
-            .execution_options(synchronize_session=False)
+        return await self._transition(
+            (Job.id == job_id, Job.status == "queued", Job.deliveries == deliveries),
+            deliveries=deliveries + 1,
         )
-        return _rows(result) == 1
 
     async def fail_queued(self, job_id: str, error: dict[str, Any], now: datetime) -> bool:
-        result = await self.session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == "queued")
-            .values(status="failed", error=error, finished_at=now)
-            .execution_options(synchronize_session=False)
+        return await self._transition(
+            (Job.id == job_id, Job.status == "queued"),
+            status="failed",
+            error=error,
+            finished_at=now,
         )
-        return _rows(result) == 1
 
     async def fail_stuck_running(
         self, started_before: datetime, error: dict[str, Any], now: datetime
@@ -316,12 +327,7 @@ class JobExecutionRepository(RepositoryBase[Job]):
         )
         failed = []
         for job_id in ids:
-            result = await self.session.execute(
-                update(Job)
-                .where(and_(Job.id == job_id, Job.status == "running"))
-                .values(status="failed", error=error, finished_at=now)
-                .execution_options(synchronize_session=False)
-            )
-            if _rows(result) == 1:
+            running = (Job.id == job_id, Job.status == "running")
+            if await self._transition(running, status="failed", error=error, finished_at=now):
                 failed.append(job_id)
         return failed

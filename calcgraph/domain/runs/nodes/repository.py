@@ -15,26 +15,12 @@ from sqlalchemy import Table, func, select, tuple_
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import without_sorts
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
-from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.runs.state import NODE_STATE_FIELDS, NodeState
 from calcgraph.domain.runs.views import NodeRow
 
 _NODES = cast(Table, NodeRowModel.__table__)
 # Table columns, not the model's: rows without the ORM's per-row loading.
-_COLUMNS = tuple(
-    _NODES.c[name]
-    for name in (
-        "run_id",
-        "node_key",
-        "kind",
-        "status",
-        "job_id",
-        "outputs",
-        "error",
-        "attempt",
-        "started_at",
-        "finished_at",
-    )
-)
+_COLUMNS = tuple(_NODES.c[name] for name in ("run_id", "node_key", "kind", *NODE_STATE_FIELDS))
 
 
 def _row(row: Any) -> NodeRow:

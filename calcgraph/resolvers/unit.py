@@ -1,0 +1,23 @@
+"""One service use case on the caller's behalf in one unit of work: the GraphQL door's
+`Call.read` / `Call.write` (rest_compat.operations), so a resolver only maps its arguments
+and the answer."""
+
+from __future__ import annotations
+
+from calcgraph.schema.access import principal_of
+from calcgraph.schema.context import Info
+from calcgraph.services import P, R, UseCase
+
+
+async def read(info: Info, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """In a short read-only session of its own (resolvers of one query run concurrently)."""
+    principal = principal_of(info)
+    async with info.context.database.read_session() as session:
+        return await use_case(session, principal, *args, **kwargs)
+
+
+async def write(info: Info, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """In one transaction, committed before the field returns (its jobs leave after it)."""
+    principal = principal_of(info)
+    async with info.context.database.write_session() as session:
+        return await use_case(session, principal, *args, **kwargs)
