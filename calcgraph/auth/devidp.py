@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import os
 import secrets
 import subprocess
 import sys
@@ -51,7 +52,15 @@ DEV_USERS = {
 class DevIdentityProvider:
     """The provider as a child process on loopback; `issuer` is known once it listens."""
 
-    def __init__(self, audience: str, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        audience: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str | None = None,
+    ) -> None:
+        """`log_level`: the child's, where it differs from the settings' (the demo keeps the
+        provider's per-sign-in records out of its user's terminal)."""
         if not is_loopback(host):
             raise ValueError(
                 f"the development identity provider only listens on loopback, not {host}"
@@ -59,6 +68,7 @@ class DevIdentityProvider:
         self.audience = audience
         self.host = host
         self.port = port
+        self.log_level = log_level
         self._process: subprocess.Popen[str] | None = None
         self.issuer = ""
 
@@ -81,6 +91,9 @@ class DevIdentityProvider:
                 "--audience",
                 self.audience,
             ],
+            env=None
+            if self.log_level is None
+            else {**os.environ, "CALCGRAPH_LOG_LEVEL": self.log_level},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

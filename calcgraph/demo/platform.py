@@ -65,7 +65,9 @@ class InProcessPlatform:
             # machine, so neither stops the other's provider. Users are keyed by subject,
             # so `alice` is the same user whichever port issued her token.
             if self.identity is None:
-                self.identity = DevIdentityProvider(self.settings.oidc_audience).start()
+                self.identity = DevIdentityProvider(
+                    self.settings.oidc_audience, log_level="warning"
+                ).start()
             else:
                 self.identity.wait_ready()
             self.settings = self.settings.model_copy(

@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from calcgraph.demo.platform import InProcessPlatform
 from calcgraph.settings import Settings
 
 
-def test_users_named_at_start_have_a_token_that_the_api_takes(tmp_path: Path) -> None:
+def test_users_named_at_start_have_a_token_that_the_api_takes(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'platform.db'}",
         sandbox="process",
@@ -29,3 +32,5 @@ def test_users_named_at_start_have_a_token_that_the_api_takes(tmp_path: Path) ->
         assert bob != token
     assert me.status_code == 200, me.text
     assert me.json()["username"] == "alice"
+    # The provider's records of each sign-in stay out of the demo user's terminal.
+    assert "issued authorization code" not in capfd.readouterr().err
