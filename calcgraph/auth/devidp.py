@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import os
 import secrets
 import subprocess
 import sys
@@ -90,10 +89,8 @@ class DevIdentityProvider:
                 str(self.port),
                 "--audience",
                 self.audience,
+                *(() if self.log_level is None else ("--log-level", self.log_level)),
             ],
-            env=None
-            if self.log_level is None
-            else {**os.environ, "CALCGRAPH_LOG_LEVEL": self.log_level},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

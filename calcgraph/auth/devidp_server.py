@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--audience", required=True)
+    parser.add_argument("--log-level", help="instead of the settings' (CALCGRAPH_LOG_LEVEL)")
     args = parser.parse_args(argv)
     if not is_loopback(args.host):
         sys.stderr.write(f"refusing to serve the development provider on {args.host}\n")
@@ -182,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore", DeprecationWarning)
     # The project's logging (JSON off a terminal): the provider's, Flask's and werkzeug's
     # records, tracebacks included, are one JSON object per line like the API's.
-    setup_logging(get_settings())
+    settings = get_settings()
+    if args.log_level is not None:
+        settings = settings.model_copy(update={"log_level": args.log_level})
+    setup_logging(settings)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = werkzeug.serving.make_server(
         args.host, args.port, build_app(args.audience), threaded=True

@@ -111,9 +111,15 @@ class TestServe:
         try:
             base = f"http://127.0.0.1:{api_port}"
             deadline = time.monotonic() + 60
+            # serve answers /health while it starts, and launches the provider beside it: wait
+            # for both (the provider's discovery document says it signs in).
+            discovery = f"http://127.0.0.1:{idp_port}/.well-known/openid-configuration"
             while True:
                 try:
-                    if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    if (
+                        httpx.get(f"{base}/health", timeout=1).status_code == 200
+                        and httpx.get(discovery, timeout=1).status_code == 200
+                    ):
                         break
                 except httpx.HTTPError:
                     pass

@@ -75,8 +75,9 @@ def _ready(log_path: Path) -> bool:
 def _records(log_path: Path, keep: Callable[[dict[str, Any]], bool]) -> Counter[int]:
     """How many logged records of each process `keep` keeps (JSON log lines)."""
     found: Counter[int] = Counter()
-    for line in log_path.read_text().splitlines():
-        if line.startswith("{"):
+    # Only whole lines: the processes are still writing, and the last line may be half there.
+    for line in log_path.read_text().splitlines(keepends=True):
+        if line.startswith("{") and line.endswith("\n"):
             record = json.loads(line)
             if keep(record):
                 found[record["process"]] += 1
