@@ -48,6 +48,10 @@ DEV_USERS = {
 }
 
 
+# How long `calcgraph token` waits for a provider that does not answer yet.
+PROVIDER_START_SECONDS = 10.0
+
+
 class DevIdentityProvider:
     """The provider as a child process on loopback; `issuer` is known once it listens."""
 
@@ -236,13 +240,20 @@ def dev_token(issuer: str, username: str) -> str:
         raise ValueError(f"unknown development user {username!r}; one of {', '.join(DEV_USERS)}")
     import httpx
 
-    try:
-        tokens = sign_in(issuer, username)
-    except httpx.ConnectError:
-        raise ValueError(
-            f"the development identity provider does not answer at {issuer}; "
-            "start `calcgraph serve` first"
-        ) from None
+    # `serve` answers /health while it starts and launches the provider beside it, so a token
+    # asked for right after may find the provider still starting: give it a few seconds.
+    deadline = time.monotonic() + PROVIDER_START_SECONDS
+    while True:
+        try:
+            tokens = sign_in(issuer, username)
+            break
+        except httpx.ConnectError:
+            if time.monotonic() > deadline:
+                raise ValueError(
+                    f"the development identity provider does not answer at {issuer} "
+                    f"(waited {PROVIDER_START_SECONDS:.0f} s); start `calcgraph serve` first"
+                ) from None
+            time.sleep(0.1)
     token = tokens.get("access_token")
     if not isinstance(token, str):
         raise ValueError("the development identity provider issued no access token")

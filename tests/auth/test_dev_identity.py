@@ -85,6 +85,25 @@ class TestTokenCommand:
         assert result.returncode == 2
         assert "development identity provider only" in result.stderr
 
+    def test_waits_for_a_provider_that_is_still_starting(self, tmp_path: Path) -> None:
+        """`serve` answers /health before its provider listens: a token asked for at once
+        waits for the provider instead of failing."""
+        port = free_port()
+        environment = env(tmp_path, dev_idp_port=str(port))
+        asking = subprocess.Popen(
+            [sys.executable, "-m", "calcgraph", "token", "alice"],
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.5)
+        assert asking.poll() is None, asking.communicate()
+        with DevIdentityProvider("calcgraph-api", port=port):
+            out, err = asking.communicate(timeout=60)
+        assert asking.returncode == 0, err
+        assert out.strip().count(".") == 2  # a JWT
+
     def test_says_when_the_provider_is_not_running(self, tmp_path: Path) -> None:
         result = calcgraph("token", "alice", environment=env(tmp_path, dev_idp_port="9"))
         assert result.returncode == 2
