@@ -19,7 +19,7 @@ def _migrate(settings: Settings) -> None:
     from calcgraph.db.migrate import upgrade
 
     async def run() -> None:
-        database = Database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        database = Database.from_settings(settings)
         try:
             await upgrade(database)
         finally:
@@ -149,7 +149,7 @@ def cmd_builds_cleanup(args: argparse.Namespace) -> int:
     settings = get_settings()
 
     async def run() -> list[str]:
-        database = Database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        database = Database.from_settings(settings)
         try:
             report = await cleanup(database, settings, utcnow(), dry_run=args.dry_run)
         finally:

@@ -116,9 +116,7 @@ class InProcessPlatform:
         from calcgraph.db.migrate import upgrade
         from calcgraph.ops.serving import http_options
 
-        database = Database(
-            self.settings.database_url, busy_timeout_ms=self.settings.sqlite_busy_timeout_ms
-        )
+        database = Database.from_settings(self.settings)
         try:
             await upgrade(database)
             await asyncio.to_thread(self._issuer_known.wait)

@@ -25,7 +25,7 @@ from calcgraph.ops.starting import APPLICATION_READY
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import default_sandbox, exec_url  # noqa: F401
 from tests.ops.test_ratelimit import REDIS_URL, _redis_or_skip
-from tests.ops.test_worker_process import _free_port, _start_worker
+from tests.ops.test_worker_process import _free_port, _start_worker, _stop_worker
 from tests.packages.publishing import publish, small_body
 from tests.runs.test_tick_api import CODE, FUNCTIONS, TERMINAL
 from tests.workflows.graphs import fn, inp
@@ -238,17 +238,7 @@ async def test_two_processes_tick_one_run_to_its_end(
                 ends = [(await http.post(tick)).json() for _ in range(20)]
                 jobs = (await http.get("/jobs", params={"limit": 100})).json()["items"]
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
+        _stop_worker(worker, prefix)
     assert {(r["status"], r["revision"]) for r in ends} == {("completed", run["revision"])}
     assert {s["status"] for s in ends[-1]["node_states"].values()} == {"success"}
     mine = sorted(j["node_key"] for j in jobs if j["workflow_run_id"] == run_id)

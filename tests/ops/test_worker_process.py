@@ -45,6 +45,21 @@ def _start_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes
         )
 
 
+def _stop_worker(worker: subprocess.Popen[bytes], prefix: str) -> None:
+    """SIGTERM (killed after 30 s), then the Redis keys under the test's prefix removed."""
+    worker.send_signal(signal.SIGTERM)
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
 @dataclass
 class WorkerSetup:
     platform: Platform
@@ -85,17 +100,7 @@ async def worker_setup(
         ) as platform:
             yield WorkerSetup(platform, worker, f"http://127.0.0.1:{port}/metrics", log_path)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
+        _stop_worker(worker, prefix)
         assert worker.returncode == 0, log_path.read_text()[-4000:]
 
 
