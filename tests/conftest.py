@@ -128,8 +128,8 @@ class TurnTakingDatabase(Database):
             yield session
 
     @contextlib.asynccontextmanager
-    async def read_session(self) -> AsyncIterator[AsyncSession]:
-        async with self._my_turn(), super().read_session() as session:
+    async def read_session(self, *, autocommit: bool = False) -> AsyncIterator[AsyncSession]:
+        async with self._my_turn(), super().read_session(autocommit=autocommit) as session:
             yield session
 
 

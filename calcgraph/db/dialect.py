@@ -14,6 +14,7 @@ from sqlalchemy import (
     JSON,
     String,
     Text,
+    any_,
     bindparam,
     cast,
     event,
@@ -154,6 +155,16 @@ def by_keys(
     keys = func.unnest(bindparam(param, type_=ARRAY(String))).table_valued("key").render_derived()
     probe = rows.where(key == keys.c.key, *where).limit(1).lateral()
     return select(*probe.c).select_from(keys).join(probe, true())
+
+
+def among(dialect_name: str, key: Any, keys: Any) -> Any:
+    """The condition "`key` is one of what the one-column SELECT `keys` returns", read by
+    `key`'s index whatever the statistics. PostgreSQL: `key = ANY(ARRAY(keys))`, whose array is
+    computed once before the outer scan (a plain `IN (SELECT ...)` may become a hash join over
+    the whole table, as in `by_keys`). SQLite: `IN (SELECT ...)`, which it reads by key."""
+    if dialect_name != "postgresql":
+        return key.in_(keys)
+    return key == any_(func.array(keys.scalar_subquery(), type_=ARRAY(key.type)))
 
 
 def without_sorts(dialect_name: str) -> Any | None:

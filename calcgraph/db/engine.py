@@ -69,6 +69,7 @@ class Database:
             self._factory = async_sessionmaker(
                 bind=bind, expire_on_commit=False, join_transaction_mode="create_savepoint"
             )
+            self._autocommit_factory = self._factory
             return
         kwargs: dict[str, Any] = {}
         if self.dialect_name == "postgresql":
@@ -83,6 +84,12 @@ class Database:
             # SQLAlchemy invalidating the pool when a statement meets a dropped connection.
             _ping_when_idle(self.engine, PING_IDLE_S)
         self._factory = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._autocommit_factory = self._factory
+        if self.dialect_name == "postgresql":
+            self._autocommit_factory = async_sessionmaker(
+                self.engine.execution_options(isolation_level="AUTOCOMMIT"),
+                expire_on_commit=False,
+            )
 
     @classmethod
     def from_settings(cls, settings: Settings, *, pre_ping: bool = True) -> Database:
@@ -118,11 +125,16 @@ class Database:
             SQLITE_BEGIN_MODE.reset(token)
 
     @asynccontextmanager
-    async def read_session(self) -> AsyncIterator[AsyncSession]:
-        """A short-lived session for queries; never shared between concurrent resolvers."""
+    async def read_session(self, *, autocommit: bool = False) -> AsyncIterator[AsyncSession]:
+        """A short-lived session for queries; never shared between concurrent resolvers.
+
+        `autocommit`: on PostgreSQL each statement is its own transaction, which saves the
+        BEGIN and ROLLBACK round trips; under READ COMMITTED a transaction's statements see a
+        snapshot each anyway, so only reads that need `SET LOCAL` or a lock need a transaction.
+        SQLite's reads are local and keep theirs; tests' savepoint sessions ignore it."""
         # Closing (not rolling back) ends the transaction without expiring what was loaded,
         # so results stay readable after the block.
-        async with self._factory() as session:
+        async with (self._autocommit_factory if autocommit else self._factory)() as session:
             yield session
 
     async def ping(self, max_age: float = 0.0) -> None:

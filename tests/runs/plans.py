@@ -215,6 +215,7 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
             await nested.rollback()
 
     calls += [
+        ("tick: run and its work, unlocked", lambda: runs.run_with_work(run.run_id)),
         ("tick: lock the run", lambda: runs.locked_run(run.run_id)),
         ("tick: jobs of running nodes", running),
         ("tick: finished results", lambda: runs.finished_results(job_ids)),

@@ -96,11 +96,16 @@ class ExecutionService:
     ) -> RunView:
         """With `wait`, first until a job of the run finishes (or `wait` seconds pass); then
         the tick's one unit of work, commit included, timed. `since`: only the node states
-        changed after that revision."""
+        changed after that revision. A tick that would change nothing (most of a polled run's
+        ticks) is answered from one read, without a write transaction or the run's lock."""
         seconds = TICK_WAIT.seconds(wait, where)
         if seconds > 0:
             await self._wait_for_run(principal, run_id, seconds)
         with self.tick_timer():
+            async with self.database.read_session(autocommit=True) as session:
+                unchanged = await run_service.unchanged(session, principal, run_id, since=since)
+            if unchanged is not None:
+                return unchanged
             async with self.database.write_session() as session:
                 return await run_service.tick(
                     session, principal, run_id, self.cache, chains=self.chains, since=since

@@ -21,8 +21,10 @@ from sqlalchemy import (
     bindparam,
     delete,
     event,
+    exists,
     insert,
     null,
+    or_,
     select,
     update,
 )
@@ -30,7 +32,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import by_keys, locked, update_from_arrays
+from calcgraph.db.dialect import among, by_keys, locked, update_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -111,6 +113,18 @@ _START_MANY = update_from_arrays(
     finished_at=None,
     revision=bindparam("v_revision", type_=Integer),
 )
+
+
+@functools.cache
+def _run_with_work(dialect_name: str) -> Any:
+    """The run row with its access facts, unlocked, and whether a tick has work: a job of a
+    running node finished (the node rows by the (run, status) index, their jobs by key), or a
+    chain worker started one (`chain_starts` by its key). One statement."""
+    finished = exists().where(
+        among(dialect_name, _JOBS.c.id, _RUNNING), _JOBS.c.status.in_(("success", "failed"))
+    )
+    started = exists().where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
+    return _RUN_WITH_FACTS.add_columns(or_(finished, started))
 
 
 def _just_started(state: NodeState) -> bool:
@@ -200,6 +214,16 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         if row is None:
             return None
         return row[0], WorkflowFacts(row[1], row[2], row[3])
+
+    async def run_with_work(self, run_id: str) -> tuple[WorkflowRun, WorkflowFacts, bool] | None:
+        """The run row (unlocked, without its plan) with its workflow's access facts, and
+        whether a tick would find anything to reconcile (a finished job, a chain start)."""
+        row = (
+            await self.session.execute(_run_with_work(self._dialect), {"run_id": run_id})
+        ).first()
+        if row is None:
+            return None
+        return row[0], WorkflowFacts(row[1], row[2], row[3]), bool(row[4])
 
     async def plan_snapshot(self, run_id: str) -> dict[str, Any]:
         snapshot = await self.session.scalar(

@@ -308,6 +308,27 @@ class RunService:
             )
         return await self._view(repository, run, since, new_states, snapshot)
 
+    async def unchanged(
+        self, session: AsyncSession, principal: Principal, run_id: str, *, since: int | None = None
+    ) -> RunView | None:
+        """The run as a tick would answer it, when that tick would change nothing (see `tick`),
+        read without the run's lock or a write transaction: one statement, plus the changed
+        states with `since`. None when the tick has work, or when it would read node states
+        this process does not remember (the locked tick remembers them for the next one)."""
+        repository = RunRepository.from_session(session)
+        found = await repository.run_with_work(run_id)
+        if found is None:
+            raise NotFound(f"no workflow run {run_id!r}")
+        run, facts, work = found
+        await self._ensure_visible(session, principal, run, facts)
+        _check_since(since, run.revision)
+        terminal = run.status in RUN_TERMINAL
+        if work or not (run.revision > 0 or terminal):
+            return None
+        if since is None and not terminal and self.memo.states(run_id, run.revision) is None:
+            return None
+        return await self._view(repository, run, since, remember=False)
+
     async def _busy(
         self, repository: RunRepository, principal: Principal, run_id: str, since: int | None
     ) -> RunView:
