@@ -128,8 +128,11 @@ class TurnTakingDatabase(Database):
             yield session
 
     @contextlib.asynccontextmanager
-    async def read_session(self, *, autocommit: bool = False) -> AsyncIterator[AsyncSession]:
-        async with self._my_turn(), super().read_session(autocommit=autocommit) as session:
+    async def read_session(self, *, one_transaction: bool = False) -> AsyncIterator[AsyncSession]:
+        async with (
+            self._my_turn(),
+            super().read_session(one_transaction=one_transaction) as session,
+        ):
             yield session
 
 

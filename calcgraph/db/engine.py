@@ -125,16 +125,17 @@ class Database:
             SQLITE_BEGIN_MODE.reset(token)
 
     @asynccontextmanager
-    async def read_session(self, *, autocommit: bool = False) -> AsyncIterator[AsyncSession]:
+    async def read_session(self, *, one_transaction: bool = False) -> AsyncIterator[AsyncSession]:
         """A short-lived session for queries; never shared between concurrent resolvers.
 
-        `autocommit`: on PostgreSQL each statement is its own transaction, which saves the
-        BEGIN and ROLLBACK round trips; under READ COMMITTED a transaction's statements see a
-        snapshot each anyway, so only reads that need `SET LOCAL` or a lock need a transaction.
-        SQLite's reads are local and keep theirs; tests' savepoint sessions ignore it."""
+        On PostgreSQL each statement is its own transaction (autocommit), which saves a BEGIN
+        and a ROLLBACK round trip per session: under READ COMMITTED a transaction's statements
+        see a snapshot each anyway. `one_transaction`: the reads share one (`SET LOCAL`).
+        SQLite's reads are local and keep their transaction; tests' savepoint sessions too."""
         # Closing (not rolling back) ends the transaction without expiring what was loaded,
         # so results stay readable after the block.
-        async with (self._autocommit_factory if autocommit else self._factory)() as session:
+        factory = self._factory if one_transaction else self._autocommit_factory
+        async with factory() as session:
             yield session
 
     async def ping(self, max_age: float = 0.0) -> None:

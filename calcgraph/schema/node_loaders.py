@@ -39,7 +39,8 @@ class NodeLoaders:
             for run_id, after, first, statuses in keys:
                 shapes[(after, first, statuses)].append(run_id)
             found: dict[PageKey, list[NodeRow]] = {}
-            async with database.read_session() as session:
+            # One transaction: a page steers its plan with SET LOCAL (`dialect.without_sorts`).
+            async with database.read_session(one_transaction=True) as session:
                 for (after, first, statuses), run_ids in shapes.items():
                     by_run = await node_page_service.pages(
                         session, run_ids, after=after, first=first, statuses=statuses

@@ -102,7 +102,7 @@ class ExecutionService:
         if seconds > 0:
             await self._wait_for_run(principal, run_id, seconds)
         with self.tick_timer():
-            async with self.database.read_session(autocommit=True) as session:
+            async with self.database.read_session() as session:
                 unchanged = await run_service.unchanged(session, principal, run_id, since=since)
             if unchanged is not None:
                 return unchanged
