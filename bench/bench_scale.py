@@ -40,6 +40,7 @@ import tempfile
 import time
 from typing import Any
 
+import aiohttp
 import httpx
 
 from bench.bench_scale_tick import REDIS_URL, redis_prefix
@@ -50,18 +51,18 @@ from bench.scale_client import (
     Unavailable,
     api,
     chains_nodes,
-    client_pools,
     cpu_seconds,
     cpu_split,
     diamond_nodes,
     gather_limited,
     load1,
+    poller_client,
     rss_mb,
 )
 from bench.server import HOST, free_port
 
 POLL_S = 2.0
-POOLS = 20  # of 30 connections: 25 pollers to a pool at 500 runs
+CONNECTIONS = 600  # the pollers' client keeps at most this many connections open
 FIRST_PAGE = """query Page($id: ID!) { workflowRun(id: $id) { id status
   nodeStates(first: 100) { nodeKey status startedAt job { id status finishedAt } } } }"""
 WHOLE_RUN = """query Whole($id: ID!) { workflowRun(id: $id) { id status
@@ -143,7 +144,7 @@ def _sleepy(bench: Api) -> dict[str, object]:
 
 async def _poll(
     bench: Api,
-    http: httpx.AsyncClient,
+    session: aiohttp.ClientSession,
     run_id: str,
     latencies: list[int],
     unavailable: list[int],
@@ -157,12 +158,12 @@ async def _poll(
     while time.monotonic() < deadline:
         start = time.perf_counter_ns()
         try:
-            view, _ = await bench.tick(run_id, http=http)
+            view = await bench.poll_tick(run_id, session)
         except Unavailable as busy:
             unavailable.append(1)
             await asyncio.sleep(busy.retry_after)
             continue
-        except httpx.TransportError:
+        except aiohttp.ClientConnectionError:
             dropped.append(1)  # the connection closed under the request: counted, retried
             await asyncio.sleep(1.0)
             continue
@@ -224,19 +225,11 @@ async def _polled_runs(options: Options, served: Any) -> list[Result]:
             before, t0 = await cpu_split(bench), time.perf_counter()
             lag = asyncio.create_task(_health_lag(bench, stop, health))
             deadline = time.monotonic() + 180
-            async with client_pools(bench, POOLS, 600 // POOLS) as pools:
+            async with poller_client(bench, CONNECTIONS) as session:
                 done = await asyncio.gather(
                     *(
-                        _poll(
-                            bench,
-                            pools[n % POOLS],
-                            run_id,
-                            latencies,
-                            unavailable,
-                            dropped,
-                            deadline,
-                        )
-                        for n, run_id in enumerate(ids)
+                        _poll(bench, session, run_id, latencies, unavailable, dropped, deadline)
+                        for run_id in ids
                     )
                 )
             elapsed = time.perf_counter() - t0
