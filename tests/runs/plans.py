@@ -202,7 +202,7 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
     job_ids: list[str] = []
 
     async def running() -> None:
-        job_ids.extend(await runs.running_job_ids(run.run_id))
+        job_ids.extend(job_id for job_id, _ in await runs.running_jobs(run.run_id))
 
     async def insert_jobs() -> None:
         # Rolled back: its plan is taken by running it again.
@@ -217,8 +217,7 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
     calls += [
         ("tick: run and its work, unlocked", lambda: runs.run_with_work(run.run_id)),
         ("tick: lock the run", lambda: runs.locked_run(run.run_id)),
-        ("tick: jobs of running nodes", running),
-        ("tick: finished results", lambda: runs.finished_results(job_ids)),
+        ("tick: finished jobs of running nodes", lambda: runs.finished_results(run.run_id)),
         ("tick: chain starts", lambda: runs.chain_starts(run.run_id)),
         ("tick: plan", lambda: runs.plan_snapshot(run.run_id)),
         (
@@ -240,7 +239,7 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
         ),
         ("tick: insert submitted jobs", insert_jobs),
         ("tick?since: changed states", lambda: runs.states_since(run.run_id, run.revision - 1)),
-        ("wait: running jobs", lambda: runs.running_jobs(run.run_id)),
+        ("wait: running jobs", running),
         ("chain: place", lambda: chains.place(job_ids[0])),
         ("chain: run", lambda: chains.run(run.run_id)),
         ("chain: lock the run", lambda: chains.lock_run(run.run_id)),

@@ -102,6 +102,22 @@ _WRITE_STATE = (
 )
 
 
+# The run fields every tick that changes something writes.
+_RUN_FIELDS = (
+    "status",
+    "completed_at",
+    "terminal_outputs",
+    "error_message",
+    "first_failed_node_key",
+    "revision",
+)
+_WRITE_RUN = (
+    update(_RUNS)
+    .where(_RUNS.c.id == bindparam("k_id"))
+    .values({name: bindparam(f"v_{name}", type_=_RUNS.c[name].type) for name in _RUN_FIELDS})
+)
+
+
 # The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays.
 _START_MANY = update_from_arrays(
     _NODES, {"run_id": "k_run_id"}, "node_key", {"job_id": String(), "attempt": Integer()}
@@ -143,14 +159,21 @@ def _locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
 
 
 @functools.cache
-def _jobs_by_id(dialect_name: str, what: str) -> Any:
+def _jobs_by_id(dialect_name: str) -> Any:
     """Jobs by the ids bound to `ids`, one probe of the primary key each."""
-    if what == "finished":
-        finished = _JOBS.c.status.in_(("success", "failed"))
-        return by_keys(dialect_name, _JOB_COLUMNS[:5], _JOBS.c.id, "ids", finished)
-    if what == "status":
-        return by_keys(dialect_name, (_JOBS.c.id, _JOBS.c.status), _JOBS.c.id, "ids")
     return by_keys(dialect_name, _JOB_COLUMNS, _JOBS.c.id, "ids")
+
+
+@functools.cache
+def _jobs_of_running(dialect_name: str, finished: bool) -> Any:
+    """The jobs the running nodes of the run bound to `run_id` wait on, by primary key: their
+    results when `finished` (only the finished ones), else their ids and statuses."""
+    of_running = among(dialect_name, _JOBS.c.id, _RUNNING)
+    if finished:
+        return select(*_JOB_COLUMNS[:5]).where(
+            of_running, _JOBS.c.status.in_(("success", "failed"))
+        )
+    return select(_JOBS.c.id, _JOBS.c.status).where(of_running)
 
 
 @dataclass(frozen=True)
@@ -280,19 +303,11 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     def _dialect(self) -> str:
         return self.session.get_bind().dialect.name
 
-    async def running_job_ids(self, run_id: str) -> list[str]:
-        """The jobs the run's running nodes wait on (by the (run, status) index): as many as
-        the run has nodes in flight, not as many as it has nodes."""
-        rows = await self.session.execute(_RUNNING, {"run_id": run_id})
-        return [row[0] for row in rows if row[0] is not None]
-
-    async def finished_results(self, job_ids: Sequence[str]) -> dict[str, JobResult]:
-        """Results of the finished ones among `job_ids`, by primary key."""
-        if not job_ids:
-            return {}
-        rows = await self.session.execute(
-            _jobs_by_id(self._dialect, "finished"), {"ids": list(job_ids)}
-        )
+    async def finished_results(self, run_id: str) -> dict[str, JobResult]:
+        """Results of the finished jobs the run's running nodes wait on, in one statement: the
+        node rows by the (run, status) index, as many as the run has in flight (not as many
+        as it has nodes), their jobs by primary key."""
+        rows = await self.session.execute(_jobs_of_running(self._dialect, True), {"run_id": run_id})
         return {
             row[0]: JobResult(row[1], outputs=row[2], error=row[3], finished_at=row[4])
             for row in rows
@@ -307,7 +322,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             return {}, {}
         results: dict[str, JobResult] = {}
         adopted: dict[str, StartedJob] = {}
-        for row in await self.session.execute(_jobs_by_id(self._dialect, "started"), {"ids": ids}):
+        for row in await self.session.execute(_jobs_by_id(self._dialect), {"ids": ids}):
             if row[1] in ("success", "failed"):
                 results[row[0]] = JobResult(
                     row[1], outputs=row[2], error=row[3], finished_at=row[4]
@@ -318,10 +333,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def running_jobs(self, run_id: str) -> list[tuple[str, str]]:
         """(job id, job status) of every job a running node of the run waits on."""
-        ids = await self.running_job_ids(run_id)
-        if not ids:
-            return []
-        rows = await self.session.execute(_jobs_by_id(self._dialect, "status"), {"ids": ids})
+        rows = await self.session.execute(
+            _jobs_of_running(self._dialect, False), {"run_id": run_id}
+        )
         return [(row[0], row[1]) for row in rows]
 
     async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
@@ -381,10 +395,13 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             ],
         )
 
-    async def write_run(self, run: WorkflowRun, **fields: Any) -> None:
-        """The run fields a tick changed, in one UPDATE by primary key; the loaded row takes
-        them as already written (Core, not a unit-of-work flush, for one row)."""
-        await self.session.execute(update(_RUNS).where(_RUNS.c.id == run.id).values(**fields))
+    async def write_run(self, run: WorkflowRun, fields: Mapping[str, Any]) -> None:
+        """The run fields a tick writes (`_RUN_FIELDS`), in one UPDATE by primary key
+        built once; the loaded row takes them as already written (Core, not a unit-of-work
+        flush, for one row)."""
+        await self.session.execute(
+            _WRITE_RUN, {"k_id": run.id, **{f"v_{name}": fields[name] for name in _RUN_FIELDS}}
+        )
         for name, value in fields.items():
             set_committed_value(run, name, value)
 

@@ -233,7 +233,7 @@ class RunService:
         run, facts = locked
         await self._ensure_visible(session, principal, run, facts)
         _check_since(since, run.revision)
-        results = await repository.finished_results(await repository.running_job_ids(run_id))
+        results = await repository.finished_results(run_id)
         # Whatever this tick's mode: a run may have chain jobs from an earlier setting.
         finished, started = await repository.chain_starts(run_id)
         results.update(finished)
@@ -286,14 +286,16 @@ class RunService:
         after = result.run
         await repository.write_run(
             run,
-            status=after.status,
-            completed_at=after.completed_at,
-            terminal_outputs=(
-                None if after.terminal_outputs is None else dict(after.terminal_outputs)
-            ),
-            error_message=after.error_message,
-            first_failed_node_key=after.first_failed_node_key,
-            revision=revision + 1,
+            {
+                "status": after.status,
+                "completed_at": after.completed_at,
+                "terminal_outputs": (
+                    None if after.terminal_outputs is None else dict(after.terminal_outputs)
+                ),
+                "error_message": after.error_message,
+                "first_failed_node_key": after.first_failed_node_key,
+                "revision": revision + 1,
+            },
         )
         if result.jobs:
             await job_execution_service.submit_node_jobs(
