@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, and_, or_, select
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.keyset import keyset_page
-from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
+from calcgraph.db.views import ViewRepository
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.views import (
@@ -22,7 +22,7 @@ from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.read_models import from_attributes
 
 
-class FunctionRepository(RepositoryBase[Function]):
+class FunctionRepository(ViewRepository[Function, FunctionView]):
     model = Function
 
     def _views(self) -> Select[Function, str]:
@@ -39,35 +39,23 @@ class FunctionRepository(RepositoryBase[Function]):
         page: PageRequest,
         package_id: str | None = None,
     ) -> Page[FunctionView]:
-        query = self._views().where(visible_clause(principal))
+        where = visible_clause(principal)
         if package_id is not None:
-            query = query.where(Function.package_id == package_id)
-        rows = await self.session.execute(
-            keyset_page(query, Function.created_at, Function.id, page)
-        )
-        return make_page([self._view(row) for row in rows], page.limit, creation_key)
+            where = and_(where, Function.package_id == package_id)
+        return await self._views_page(where, Function.created_at, Function.id, page)
 
     async def get_view(self, function_id: str) -> FunctionView | None:
-        row = (await self.session.execute(self._views().where(Function.id == function_id))).first()
-        return self._view(row) if row is not None else None
+        return await self._first_view(Function.id == function_id)
 
     async def visible_by_package(
         self, principal: Principal, package_ids: Sequence[str]
     ) -> list[FunctionView]:
-        if not package_ids:
-            return []
-        rows = await self.session.execute(
-            self._views()
-            .where(Function.package_id.in_(package_ids), visible_clause(principal))
-            .order_by(Function.name)
+        return await self._views_in(
+            Function.package_id, package_ids, visible_clause(principal), order_by=(Function.name,)
         )
-        return [self._view(row) for row in rows]
 
     async def get_views(self, ids: Sequence[str]) -> list[FunctionView]:
-        if not ids:
-            return []
-        rows = await self.session.execute(self._views().where(Function.id.in_(ids)))
-        return [self._view(row) for row in rows]
+        return await self._views_in(Function.id, ids)
 
 
 def function_version_view(row: FunctionVersion) -> FunctionVersionView:

@@ -10,9 +10,9 @@ from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
-from calcgraph.db.keyset import keyset_page
+from calcgraph.db.views import ViewRepository
 from calcgraph.domain.access.models import Organization, User
-from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -37,7 +37,7 @@ def visible_clause(principal: Principal) -> ColumnElement[bool]:
     )
 
 
-class PackageRepository(RepositoryBase[Package]):
+class PackageRepository(ViewRepository[Package, PackageView]):
     model = Package
 
     def _views(self) -> Select[Package, str, str, str]:
@@ -57,39 +57,28 @@ class PackageRepository(RepositoryBase[Package]):
         )
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[PackageView]:
-        query = self._views().where(visible_clause(principal))
-        rows = await self.session.execute(keyset_page(query, Package.created_at, Package.id, page))
-        return make_page([self._view(row) for row in rows], page.limit, creation_key)
+        return await self._views_page(
+            visible_clause(principal), Package.created_at, Package.id, page
+        )
 
     async def get_view(self, package_id: str) -> PackageView | None:
-        row = (await self.session.execute(self._views().where(Package.id == package_id))).first()
-        return self._view(row) if row is not None else None
+        return await self._first_view(Package.id == package_id)
 
     async def get_views(self, ids: Sequence[str]) -> list[PackageView]:
-        if not ids:
-            return []
-        rows = await self.session.execute(self._views().where(Package.id.in_(ids)))
-        return [self._view(row) for row in rows]
+        return await self._views_in(Package.id, ids)
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        rows = await self.session.scalars(
-            select(Package.id).where(Package.id.in_(ids), visible_clause(principal))
-        )
-        return set(rows)
+        return await self._ids_in(Package.id, ids, visible_clause(principal))
 
     async def visible_by_organization(
         self, principal: Principal, organization_ids: Sequence[str]
     ) -> list[PackageView]:
-        if not organization_ids:
-            return []
-        rows = await self.session.execute(
-            self._views()
-            .where(Package.organization_id.in_(organization_ids), visible_clause(principal))
-            .order_by(Package.name)
+        return await self._views_in(
+            Package.organization_id,
+            organization_ids,
+            visible_clause(principal),
+            order_by=(Package.name,),
         )
-        return [self._view(row) for row in rows]
 
 
 class PackageVersionRepository(RepositoryBase[PackageVersion]):

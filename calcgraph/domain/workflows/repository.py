@@ -7,11 +7,10 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, select
 
-from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import locked
-from calcgraph.db.keyset import keyset_page
+from calcgraph.db.views import ViewRepository
 from calcgraph.domain.access.models import Organization, User
-from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.read_models import from_attributes
@@ -32,7 +31,7 @@ def version_view(row: WorkflowVersion) -> WorkflowVersionView:
     )
 
 
-class WorkflowRepository(RepositoryBase[Workflow]):
+class WorkflowRepository(ViewRepository[Workflow, WorkflowView]):
     model = Workflow
 
     def _views(self) -> Select[Workflow, str, str]:
@@ -54,27 +53,17 @@ class WorkflowRepository(RepositoryBase[Workflow]):
         return await self.session.scalar(query)
 
     async def view_by_slug(self, slug: str) -> WorkflowView | None:
-        row = (await self.session.execute(self._views().where(Workflow.slug == slug))).first()
-        return self._view(row) if row is not None else None
+        return await self._first_view(Workflow.slug == slug)
 
     async def view_by_id(self, workflow_id: str) -> WorkflowView | None:
-        row = (await self.session.execute(self._views().where(Workflow.id == workflow_id))).first()
-        return self._view(row) if row is not None else None
+        return await self._first_view(Workflow.id == workflow_id)
 
     async def list_visible(self, principal: Principal, page: PageRequest) -> Page[WorkflowView]:
-        query = self._views().where(visible_workflow_clause(principal))
-        rows = await self.session.execute(
-            keyset_page(query, Workflow.created_at, Workflow.id, page)
-        )
-        return make_page([self._view(row) for row in rows], page.limit, creation_key)
+        where = visible_workflow_clause(principal)
+        return await self._views_page(where, Workflow.created_at, Workflow.id, page)
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        rows = await self.session.scalars(
-            select(Workflow.id).where(Workflow.id.in_(ids), visible_workflow_clause(principal))
-        )
-        return set(rows)
+        return await self._ids_in(Workflow.id, ids, visible_workflow_clause(principal))
 
     async def add_version(self, version: WorkflowVersion) -> WorkflowVersion:
         self.session.add(version)
