@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +15,11 @@ from calcgraph.cli_commands.common import (
     FAILED,
     OK,
     Context,
+    Subcommands,
     add_input_options,
     closest,
     command,
+    command_group,
     global_options,
     inputs_of,
     table,
@@ -87,26 +89,6 @@ def _publish(context: Context, args: argparse.Namespace) -> int:
 def _deploy_git(context: Context, args: argparse.Namespace) -> int:
     report = context.client.deploy_git(args.git_url, args.ref, args.visibility, args.organization)
     context.emit(report, lambda: show_report(context.console, report))
-    return OK
-
-
-def _list_packages(context: Context, args: argparse.Namespace) -> int:
-    page = context.client.list_packages(args.limit, args.cursor)
-    context.emit_table(
-        page,
-        ("name", "version", "visibility", "owner", "id"),
-        ((p.name, p.current_version, p.visibility, p.owner, p.id) for p in page.items),
-    )
-    return OK
-
-
-def _list_functions(context: Context, args: argparse.Namespace) -> int:
-    page = context.client.list_functions(args.limit, args.cursor)
-    context.emit_table(
-        page,
-        ("function", "version", "id"),
-        ((f"{f.package}/{f.name}", f.current_version, f.id) for f in page.items),
-    )
     return OK
 
 
@@ -192,19 +174,26 @@ def _show_workflow(context: Context, args: argparse.Namespace) -> int:
     return OK
 
 
-def _list_workflows(context: Context, args: argparse.Namespace) -> int:
-    page = context.client.list_workflows(args.limit, args.cursor)
-    context.emit_table(
-        page,
-        ("slug", "name", "version", "visibility", "owner"),
-        ((w.slug, w.name, w.latest_version, w.visibility, w.owner) for w in page.items),
-    )
-    return OK
+def add_listing(
+    group: Subcommands,
+    help: str,
+    lister: Callable[[Context, argparse.Namespace], Any],
+    columns: Sequence[str],
+    row: Callable[[Any], Sequence[Any]],
+) -> argparse.ArgumentParser:
+    """`GROUP list`: one page of what `lister` lists (`--limit`, `--cursor`), for people a
+    table of `columns`, one `row` an item."""
 
+    def run(context: Context, args: argparse.Namespace) -> int:
+        page = lister(context, args)
+        context.emit_table(page, columns, (row(item) for item in page.items))
+        return OK
 
-def add_listing_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=int, default=None, help="items per page (max 500)")
-    parser.add_argument("--cursor", default=None, help="next_cursor of the previous page")
+    listing = group.add_parser("list", parents=[global_options()], help=help)
+    listing.add_argument("--limit", type=int, default=None, help="items per page (max 500)")
+    listing.add_argument("--cursor", default=None, help="next_cursor of the previous page")
+    listing.set_defaults(func=command(run))
+    return listing
 
 
 def add_ownership_options(parser: argparse.ArgumentParser) -> None:
@@ -214,9 +203,7 @@ def add_ownership_options(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common = [global_options()]
-    packages = sub.add_parser("packages", help="publish and list packages").add_subparsers(
-        dest="packages_command", required=True
-    )
+    packages = command_group(sub, "packages", "publish and list packages")
     publish = packages.add_parser(
         "publish", parents=common, help="publish a package directory (with calcgraph.yaml)"
     )
@@ -232,13 +219,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     git.add_argument("ref", metavar="REF", help="tag, branch or commit SHA")
     add_ownership_options(git)
     git.set_defaults(func=command(_deploy_git))
-    listing = packages.add_parser("list", parents=common, help="packages you can see")
-    add_listing_options(listing)
-    listing.set_defaults(func=command(_list_packages))
-
-    functions = sub.add_parser("functions", help="execute and list functions").add_subparsers(
-        dest="functions_command", required=True
+    add_listing(
+        packages,
+        "packages you can see",
+        lambda context, args: context.client.list_packages(args.limit, args.cursor),
+        ("name", "version", "visibility", "owner", "id"),
+        lambda p: (p.name, p.current_version, p.visibility, p.owner, p.id),
     )
+
+    functions = command_group(sub, "functions", "execute and list functions")
     execute = functions.add_parser("execute", parents=common, help="run a function as a job")
     execute.add_argument(
         "function", metavar="NAME[@VERSION]", help="package/function[@version], or a function id"
@@ -250,20 +239,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--wait", type=float, default=30.0, help="seconds to wait for the result (default 30)"
     )
     execute.set_defaults(func=command(_execute, suggest_function))
-    listing = functions.add_parser("list", parents=common, help="functions you can see")
-    add_listing_options(listing)
-    listing.set_defaults(func=command(_list_functions))
-
-    jobs = sub.add_parser("jobs", help="read jobs").add_subparsers(
-        dest="jobs_command", required=True
+    add_listing(
+        functions,
+        "functions you can see",
+        lambda context, args: context.client.list_functions(args.limit, args.cursor),
+        ("function", "version", "id"),
+        lambda f: (f"{f.package}/{f.name}", f.current_version, f.id),
     )
+
+    jobs = command_group(sub, "jobs", "read jobs")
     show = jobs.add_parser("show", parents=common, help="a job: status, outputs, error")
     show.add_argument("job_id", metavar="ID")
     show.set_defaults(func=command(_show_job))
 
-    workflows = sub.add_parser("workflows", help="create and read workflows").add_subparsers(
-        dest="workflows_command", required=True
-    )
+    workflows = command_group(sub, "workflows", "create and read workflows")
     create = workflows.add_parser(
         "create", parents=common, help="create a workflow from a graph JSON file"
     )
@@ -277,6 +266,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show = workflows.add_parser("show", parents=common, help="a workflow's latest version")
     show.add_argument("slug", metavar="SLUG")
     show.set_defaults(func=command(_show_workflow, suggest_workflow))
-    listing = workflows.add_parser("list", parents=common, help="workflows you can see")
-    add_listing_options(listing)
-    listing.set_defaults(func=command(_list_workflows))
+    add_listing(
+        workflows,
+        "workflows you can see",
+        lambda context, args: context.client.list_workflows(args.limit, args.cursor),
+        ("slug", "name", "version", "visibility", "owner"),
+        lambda w: (w.slug, w.name, w.latest_version, w.visibility, w.owner),
+    )

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -231,6 +231,14 @@ def command(
             context.close()
 
     return handler
+
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def command_group(sub: Subcommands, name: str, help: str) -> Subcommands:
+    """`calcgraph NAME ...`: a group whose subcommand is required (`args.NAME_command`)."""
+    return sub.add_parser(name, help=help).add_subparsers(dest=f"{name}_command", required=True)
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str = "") -> Table:

@@ -7,13 +7,14 @@ from datetime import datetime
 
 from rich.console import Console
 
-from calcgraph.cli_commands.catalog import add_listing_options, suggest_workflow
+from calcgraph.cli_commands.catalog import add_listing, suggest_workflow
 from calcgraph.cli_commands.common import (
     FAILED,
     OK,
     Context,
     add_input_options,
     command,
+    command_group,
     global_options,
     inputs_of,
 )
@@ -90,24 +91,9 @@ def _when(moment: datetime | None) -> str:
     return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _list(context: Context, args: argparse.Namespace) -> int:
-    page = context.client.list_runs(args.limit, args.cursor, args.status or (), args.workflow)
-    context.emit_table(
-        page,
-        ("run", "status", "started", "completed", "failed node"),
-        (
-            (r.id, r.status, _when(r.started_at), _when(r.completed_at), r.first_failed_node_key)
-            for r in page.items
-        ),
-    )
-    return OK
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common = [global_options()]
-    runs = sub.add_parser("runs", help="start and follow workflow runs").add_subparsers(
-        dest="runs_command", required=True
-    )
+    runs = command_group(sub, "runs", "start and follow workflow runs")
     start = runs.add_parser(
         "start", parents=common, help="start a run and show its progress until it ends"
     )
@@ -131,8 +117,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show = runs.add_parser("show", parents=common, help="a run's node states and outputs")
     show.add_argument("run_id", metavar="ID")
     show.set_defaults(func=command(_show))
-    listing = runs.add_parser("list", parents=common, help="your runs")
-    add_listing_options(listing)
+    listing = add_listing(
+        runs,
+        "your runs",
+        lambda context, args: context.client.list_runs(
+            args.limit, args.cursor, args.status or (), args.workflow
+        ),
+        ("run", "status", "started", "completed", "failed node"),
+        lambda r: (
+            r.id,
+            r.status,
+            _when(r.started_at),
+            _when(r.completed_at),
+            r.first_failed_node_key,
+        ),
+    )
     listing.add_argument("--status", action="append", help="filter by status; repeatable")
     listing.add_argument("--workflow", default=None, help="filter by workflow slug")
-    listing.set_defaults(func=command(_list))
