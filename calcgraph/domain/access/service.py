@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from typing import Protocol
+from typing import Literal, Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -36,6 +36,8 @@ class Owned(Protocol):
     @property
     def visibility(self) -> str: ...
 
+
+OwnedT = TypeVar("OwnedT", bound=Owned)
 
 _SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,98}[a-z0-9])?$")
 
@@ -82,6 +84,24 @@ class AccessService:
         for act, refusal in demands:
             if not policy.decide(act, principal, facts):
                 raise PermissionDenied(policy.denial(refusal))
+
+    async def visible(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        thing: OwnedT | None,
+        kind: Literal["package", "workflow"],
+        name: str,
+    ) -> OwnedT:
+        """`thing`, the package or workflow the caller named `name`: NotFound when there is
+        none, PermissionDenied when it is hidden from the caller (the specification asks for
+        403 there, not 404)."""
+        if thing is None:
+            raise NotFound(f"no {kind} {name!r}")
+        act: policy.Act = "see_package" if kind == "package" else "see_workflow"
+        refusal = f"{kind} {name!r}: it is not visible to you"
+        await self.require(session, principal, (act, refusal), on=thing)
+        return thing
 
     async def _facts(
         self,

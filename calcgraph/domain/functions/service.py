@@ -244,8 +244,7 @@ class FunctionVersionService:
         if found is None:
             return None
         row, fn, current = found
-        refusal = f"package {package!r}: it is not visible to you"
-        await access_service.require(session, principal, ("see_package", refusal), on=row)
+        await access_service.visible(session, principal, row, "package", package)
         view = from_attributes(FunctionView, fn, package=row.name)
         return ResolvedFunction(function=view, version=function_version_view(current))
 

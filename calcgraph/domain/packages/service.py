@@ -9,7 +9,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import NotFound
 from calcgraph.domain.packages.repository import PackageRepository
 from calcgraph.domain.packages.views import PackageView
 
@@ -23,14 +22,8 @@ class PackageReadService:
     async def get_package(
         self, session: AsyncSession, principal: Principal, package_id: str
     ) -> PackageView:
-        """The package, or PermissionDenied when it exists but the caller may not see it
-        (the specification asks for 403 there, not 404)."""
         package = await PackageRepository.from_session(session).get_view(package_id)
-        if package is None:
-            raise NotFound(f"no package {package_id!r}")
-        refusal = f"package {package_id!r}: it is not visible to you"
-        await access_service.require(session, principal, ("see_package", refusal), on=package)
-        return package
+        return await access_service.visible(session, principal, package, "package", package_id)
 
     async def ensure_visible(
         self, session: AsyncSession, principal: Principal, package_id: str

@@ -233,11 +233,7 @@ class WorkflowService:
     async def visible(self, session: AsyncSession, principal: Principal, slug: str) -> WorkflowView:
         """The workflow, NotFound, or PermissionDenied when it is hidden from the caller."""
         view = await WorkflowRepository.from_session(session).view_by_slug(slug)
-        if view is None:
-            raise NotFound(f"no workflow {slug!r}")
-        refusal = f"workflow {slug!r}: it is not visible to you"
-        await access_service.require(session, principal, ("see_workflow", refusal), on=view)
-        return view
+        return await access_service.visible(session, principal, view, "workflow", slug)
 
     async def list_workflows(
         self, session: AsyncSession, principal: Principal, page: PageRequest
