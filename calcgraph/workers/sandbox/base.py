@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from calcgraph.domain.read_models import from_attributes
+
 ErrorKind = Literal[
     "user_error", "timeout", "out_of_memory", "sandbox_error", "infrastructure_error"
 ]
@@ -99,15 +101,7 @@ class RunRequest:
 
     @property
     def spec(self) -> SandboxSpec:
-        return SandboxSpec(
-            code_dir=self.code_dir,
-            handler=self.handler,
-            output_ports=tuple(self.output_ports),
-            limits=self.limits,
-            image=self.image,
-            deps_dir=self.deps_dir,
-            tenant=self.tenant,
-        )
+        return from_attributes(SandboxSpec, self, output_ports=tuple(self.output_ports))
 
 
 @dataclass(frozen=True)
