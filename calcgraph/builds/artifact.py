@@ -47,11 +47,24 @@ def artifact_path(build_dir: Path, reference: str) -> Path:
     return artifacts_root(build_dir) / digest
 
 
-def stage_sources(root: Path, files: dict[str, str]) -> None:
-    code = root / CODE_DIR
-    code.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (code / name).write_text(text, encoding="utf-8")
+@dataclass(frozen=True)
+class BuildInputs:
+    """What either builder (artifact or image) builds from: the function's files and its
+    requirements, how pip finds them, the build's deadline and its log."""
+
+    files: dict[str, str]
+    requirements: Sequence[str]
+    pip_options: PipOptions
+    deadline: Deadline
+    log: BuildLog
+
+    def stage(self, root: Path) -> None:
+        """The files under `root/code`, the requirements installed into `root/deps`."""
+        code = root / CODE_DIR
+        code.mkdir(parents=True, exist_ok=True)
+        for name, text in self.files.items():
+            (code / name).write_text(text, encoding="utf-8")
+        pip_install(self.requirements, root / DEPS_DIR, self.pip_options, self.deadline, self.log)
 
 
 def tree_digest(root: Path) -> tuple[str, int]:
@@ -66,20 +79,13 @@ def tree_digest(root: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def build_artifact(
-    build_dir: Path,
-    files: dict[str, str],
-    requirements: Sequence[str],
-    pip_options: PipOptions,
-    deadline: Deadline,
-    log: BuildLog,
-) -> BuiltArtifact:
+def build_artifact(build_dir: Path, inputs: BuildInputs) -> BuiltArtifact:
+    log = inputs.log
     root = artifacts_root(build_dir)
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
     try:
-        stage_sources(work, files)
-        pip_install(requirements, work / DEPS_DIR, pip_options, deadline, log)
+        inputs.stage(work)
         digest, size = tree_digest(work)
         final = root / digest
         reused = final.exists()
@@ -99,7 +105,7 @@ def build_artifact(
             log.write(f"artifact stored: {final}")
         reference = ARTIFACT_PREFIX + digest
         log.write(f"artifact {reference}: {size} bytes")
-        deadline.remaining()
+        inputs.deadline.remaining()
         return BuiltArtifact(reference, size, final / DEPS_DIR, reused)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -16,13 +16,11 @@ import re
 import shutil
 import tempfile
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calcgraph.builds.artifact import DEPS_DIR, BuiltArtifact, stage_sources, tree_digest
-from calcgraph.builds.logs import BuildLog
-from calcgraph.builds.pip import BuildFailed, Deadline, PipOptions, pip_install
+from calcgraph.builds.artifact import DEPS_DIR, BuildInputs, BuiltArtifact, tree_digest
+from calcgraph.builds.pip import BuildFailed
 
 DOCKER_PREFIX = "docker:"
 KIND_LABEL = "calcgraph.kind"
@@ -63,16 +61,12 @@ def build_image(
     base_image: str,
     repository: str,
     function: str,
-    files: dict[str, str],
-    requirements: Sequence[str],
-    pip_options: PipOptions,
-    deadline: Deadline,
-    log: BuildLog,
+    inputs: BuildInputs,
 ) -> BuiltArtifact:
+    deadline, log = inputs.deadline, inputs.log
     context = Path(tempfile.mkdtemp(prefix="calcgraph-image-"))
     try:
-        stage_sources(context, files)
-        pip_install(requirements, context / DEPS_DIR, pip_options, deadline, log)
+        inputs.stage(context)
         (context / "calcgraph-deps.pth").write_text("/opt/calcgraph/deps\n", encoding="utf-8")
         (context / "Dockerfile").write_text(
             _DOCKERFILE.format(

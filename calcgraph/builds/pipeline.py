@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from calcgraph.builds.artifact import BuiltArtifact, build_artifact, delete_artifact
+from calcgraph.builds.artifact import BuildInputs, BuiltArtifact, build_artifact, delete_artifact
 from calcgraph.builds.distributions import installed_distributions
 from calcgraph.builds.docker_builder import DOCKER_PREFIX, build_image, docker_client, remove_image
 from calcgraph.builds.logs import BuildLog
@@ -51,6 +51,7 @@ def run_build(settings: Settings, request: BuildRequest, log: BuildLog) -> Build
     log.write(f"build of {request.function!r} with the {kind} builder")
     client = None
     artifact: BuiltArtifact | None = None
+    inputs = BuildInputs(request.files, request.requirements, pip_options(settings), deadline, log)
     try:
         if kind == "docker":
             client = docker_client(settings.docker_host, timeout=deadline.remaining())
@@ -59,21 +60,10 @@ def run_build(settings: Settings, request: BuildRequest, log: BuildLog) -> Build
                 settings.sandbox_base_image,
                 settings.function_image_repository,
                 request.function,
-                request.files,
-                request.requirements,
-                pip_options(settings),
-                deadline,
-                log,
+                inputs,
             )
         else:
-            artifact = build_artifact(
-                settings.build_dir,
-                request.files,
-                request.requirements,
-                pip_options(settings),
-                deadline,
-                log,
-            )
+            artifact = build_artifact(settings.build_dir, inputs)
         report = _scan(settings, artifact, log)
         if report.refused:
             verdict = report.verdict
