@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any, Self
 
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR
@@ -26,16 +25,22 @@ log = logging.getLogger("calcgraph.workers")
 
 
 class _Timer:
-    def __init__(self, name: str, interval: float, tick: Callable[[], Any]) -> None:
+    """A daemon thread of the worker `runtime` that calls `tick` every `interval` seconds
+    (a setting's value); a failed tick is logged and the next one comes as usual."""
+
+    def __init__(self, runtime: WorkerRuntime, name: str, interval: float) -> None:
+        self.runtime = runtime
         self.interval = interval
-        self._tick = tick
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def tick(self) -> Any:
+        raise NotImplementedError
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                self._tick()
+                self.tick()
             except Exception:
                 log.exception("%s failed; it tries again in %s s", self._thread.name, self.interval)
 
@@ -51,12 +56,9 @@ class _Timer:
 
 class Heartbeat(_Timer):
     def __init__(self, runtime: WorkerRuntime) -> None:
-        super().__init__(
-            "calcgraph-heartbeat", runtime.settings.job_heartbeat_seconds, self.beat_once
-        )
-        self.runtime = runtime
+        super().__init__(runtime, "calcgraph-heartbeat", runtime.settings.job_heartbeat_seconds)
 
-    def beat_once(self) -> int:
+    def tick(self) -> int:
         leases = self.runtime.leases.snapshot()
         if not leases:
             return 0
@@ -69,12 +71,9 @@ class Heartbeat(_Timer):
 
 class Sweeper(_Timer):
     def __init__(self, runtime: WorkerRuntime) -> None:
-        super().__init__(
-            "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds, self.sweep_once
-        )
-        self.runtime = runtime
+        super().__init__(runtime, "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds)
 
-    def sweep_once(self) -> Any:
+    def tick(self) -> Any:
         return self.runtime.call(self._sweep())
 
     async def _sweep(self) -> Any:

@@ -103,7 +103,7 @@ class TestHandOver:
             row.heartbeat_at = utcnow() - timedelta(minutes=5)
         runtime = platform.runtime
         with runtime.leases.holding("live-worker"):
-            assert await asyncio.to_thread(Heartbeat(runtime).beat_once) == 1
+            assert await asyncio.to_thread(Heartbeat(runtime).tick) == 1
         beat = (await _row(platform, live)).heartbeat_at
         assert beat is not None
         assert beat > utcnow() - timedelta(seconds=10)
@@ -228,7 +228,7 @@ class TestWaitingInTheQueue:
             sweeper = platform.execution.sweeper
             assert sweeper is not None
             await asyncio.sleep(0.5)
-            report = await asyncio.to_thread(sweeper.sweep_once)
+            report = await asyncio.to_thread(sweeper.tick)
             assert report.resent == []
             assert report.waiting >= 1
             # Long past any age limit, one delivery allowed: a waiting job is still no loss.

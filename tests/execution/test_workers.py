@@ -218,7 +218,7 @@ class TestSweeper:
             assert (await _job(platform, job_id))["status"] == "queued"
             sweeper = platform.execution.sweeper
             assert sweeper is not None
-            report = await asyncio.to_thread(sweeper.sweep_once)
+            report = await asyncio.to_thread(sweeper.tick)
             assert report.resent == [job_id]
             job = await _until_finished(platform, job_id)
             assert job["status"] == "success"
@@ -228,7 +228,7 @@ class TestSweeper:
                 assert row is not None
                 assert row.deliveries == 2
             # Finished jobs are never re-sent.
-            again = await asyncio.to_thread(sweeper.sweep_once)
+            again = await asyncio.to_thread(sweeper.tick)
             assert job_id not in again.resent
 
     async def test_a_job_no_worker_takes_is_given_up(self, platform: Platform) -> None:
