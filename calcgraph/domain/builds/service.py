@@ -149,33 +149,44 @@ class BuildService:
             submission.organization,
         )  # fmt: skip
         deployed = report.functions[0]
-        vulnerabilities = result.vulnerabilities
-        await BuildRepository.from_session(session).add(
-            Build(
-                id=build_id,
-                function_id=deployed.function_id,
-                function_version_id=deployed.version_id,
-                build_status="success",
-                docker_image=result.reference,
-                image_size=result.size_bytes,
-                build_duration=result.duration_seconds,
-                log_key=key,
-                vulnerabilities=vulnerabilities,
-                finished_at=utcnow(),
-            )
-        )
-        return BuildOutcome(
-            build_id=build_id,
+        build = Build(
+            id=build_id,
             function_id=deployed.function_id,
-            status="ready",
-            docker_image=result.reference,
-            image_size_bytes=result.size_bytes,
-            build_seconds=result.duration_seconds,
-            vulnerabilities=vulnerabilities,
             function_version_id=deployed.version_id,
+            build_status="success",
+            docker_image=result.reference,
+            image_size=result.size_bytes,
+            build_duration=result.duration_seconds,
+            log_key=key,
+            vulnerabilities=result.vulnerabilities,
+        )
+        return await self._keep(
+            session,
+            build,
+            "ready",
             version=deployed.version,
             version_status=deployed.status,
             package_version=report.package_version,
+        )
+
+    @staticmethod
+    async def _keep(
+        session: AsyncSession, build: Build, status: str, **answer: Any
+    ) -> BuildOutcome:
+        """Keep the record of a finished build; what the build answers is that record under
+        the answer's names, with the door's `status` and the `answer` only it has."""
+        build.finished_at = utcnow()
+        await BuildRepository.from_session(session).add(build)
+        return BuildOutcome(
+            build_id=build.id,
+            function_id=build.function_id,
+            status=status,
+            docker_image=build.docker_image,
+            image_size_bytes=build.image_size,
+            build_seconds=build.build_duration or 0.0,
+            vulnerabilities=build.vulnerabilities or {},
+            function_version_id=build.function_version_id,
+            **answer,
         )
 
     async def read_log(
@@ -252,30 +263,20 @@ class BuildService:
         function_id = await self._function_for_record(session, principal, submission, package)
         vulnerabilities = result.vulnerabilities
         reason = result.reason or "the build failed"
-        await BuildRepository.from_session(session).add(
-            Build(
-                id=build_id,
-                function_id=function_id,
-                build_status=result.status,
-                build_duration=result.duration_seconds,
-                log_key=key,
-                reason=reason[:4000],
-                vulnerabilities=vulnerabilities or None,
-                finished_at=utcnow(),
-            )
+        build = Build(
+            id=build_id,
+            function_id=function_id,
+            build_status=result.status,
+            build_duration=result.duration_seconds,
+            log_key=key,
+            reason=reason[:4000],
+            vulnerabilities=vulnerabilities or None,
         )
         extra: dict[str, Any] = {"function_id": function_id, "build_id": build_id}
         if result.status == "refused":
             extra["vulnerabilities"] = vulnerabilities
         refusal = InvalidRequest(f"the build was {result.status}: {reason}", extra)
-        return BuildOutcome(
-            build_id=build_id,
-            function_id=function_id,
-            status=result.status,
-            build_seconds=result.duration_seconds,
-            vulnerabilities=vulnerabilities,
-            refusal=refusal,
-        )
+        return await self._keep(session, build, result.status, refusal=refusal)
 
     async def _function_for_record(
         self,
