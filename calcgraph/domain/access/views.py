@@ -5,16 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from calcgraph.domain.access.principal import Identity
+
 
 @dataclass(frozen=True)
-class UserView:
+class UserView(Identity):
+    """A provisioned user: the identity its token asserted (kept on the user row, refreshed
+    when the claims change), with the row's id and creation time."""
+
     id: str
-    subject: str
-    username: str
-    email: str | None
-    given_name: str | None
-    family_name: str | None
-    roles: tuple[str, ...]
     created_at: datetime
 
 
