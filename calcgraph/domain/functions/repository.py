@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy import Select, and_, or_, select
 
-from calcgraph.db.base import RepositoryBase
 from calcgraph.db.views import ViewRepository
 from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
@@ -62,7 +61,7 @@ def function_version_view(row: FunctionVersion) -> FunctionVersionView:
     return from_attributes(FunctionVersionView, row)
 
 
-class FunctionVersionRepository(RepositoryBase[FunctionVersion]):
+class FunctionVersionRepository(ViewRepository[FunctionVersion, FunctionVersionView]):
     """SQL of function versions: history for a deployment, addressing, listings."""
 
     model = FunctionVersion
@@ -154,32 +153,29 @@ class FunctionVersionRepository(RepositoryBase[FunctionVersion]):
             for link, version, package_version in rows
         ]
 
-    def _visible_versions(self, principal: Principal) -> Select[FunctionVersion]:
+    def _views(self) -> Select[FunctionVersion]:
+        """Versions with their function and package, which the visibility rule reads."""
         return (
             select(FunctionVersion)
             .join(Function, Function.id == FunctionVersion.function_id)
             .join(Package, Package.id == Function.package_id)
-            .where(visible_clause(principal))
         )
+
+    @staticmethod
+    def _view(row: Any) -> FunctionVersionView:
+        return function_version_view(row[0])
 
     async def visible_views_by_function(
         self, principal: Principal, function_ids: Sequence[str]
     ) -> list[FunctionVersionView]:
-        if not function_ids:
-            return []
-        rows = await self.session.scalars(
-            self._visible_versions(principal)
-            .where(FunctionVersion.function_id.in_(function_ids))
-            .order_by(FunctionVersion.created_at, FunctionVersion.id)
+        return await self._views_in(
+            FunctionVersion.function_id,
+            function_ids,
+            visible_clause(principal),
+            order_by=(FunctionVersion.created_at, FunctionVersion.id),
         )
-        return [function_version_view(v) for v in rows]
 
     async def visible_views_by_id(
         self, principal: Principal, ids: Sequence[str]
     ) -> list[FunctionVersionView]:
-        if not ids:
-            return []
-        rows = await self.session.scalars(
-            self._visible_versions(principal).where(FunctionVersion.id.in_(ids))
-        )
-        return [function_version_view(v) for v in rows]
+        return await self._views_in(FunctionVersion.id, ids, visible_clause(principal))
