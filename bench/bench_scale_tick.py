@@ -435,7 +435,7 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
     database within about a minute). Without statistics, a generic plan PostgreSQL caches for
     a prepared statement while the tables are tiny (the 100-job ticks come first) stays until
     an ANALYZE: the submitted nodes' UPDATE kept probing `ix_node_states_run_status` by the
-    run alone (about 500 rows per node, 36-47 ms) instead of the primary key (7-9 ms). After
+    run alone (about 500 rows per node, 36-47 ms) instead of the primary key (7-11 ms). After
     the ANALYZE the job INSERT's foreign-key check of each row reads the bench's small
     `workflow_runs` table whole (a sequential scan per row), which costs about what the
     UPDATE saves; a database with more runs checks by key."""
