@@ -13,7 +13,8 @@
   HTTP through uvicorn (`calcgraph serve`, its own process), a real RS256 token, PostgreSQL,
   the real Redis send (pipelined, in a thread, after the commit); timed until the answer
   (p50/p99) and until every message is in Redis (`sent_*`), with the server's CPU per tick
-  and what a `/health` sent meanwhile waits (the event loop's stall). Target: 1,000 ≤ 150 ms.
+  and what a `/health` sent meanwhile waits (the event loop's stall); on the fresh tables,
+  then after ANALYZE. Target: 1,000 ≤ 150 ms.
 - `scale_tick_plans`: EXPLAIN ANALYZE of every hot statement of the tick and of chain recording
   on a 10,000-node run (`tests/runs/plans.py`), fresh and analyzed, written to
   `bench/results/tick_plans_10000.txt`.
@@ -428,7 +429,16 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
     (uvicorn, RS256 token, PostgreSQL, full answer) until its answer, and until its messages
     are in Redis (the broker's message hash holds them all); the CPU per tick of the server
     (its send thread included) and of PostgreSQL's backends; and, in a second pass, what a
-    `/health` sent every 2 ms meanwhile waits (the event loop is free when it is about 1 ms)."""
+    `/health` sent every 2 ms meanwhile waits (the event loop is free when it is about 1 ms).
+
+    Twice: on the fresh database's tables, then after ANALYZE (what autovacuum does to a
+    database within about a minute). Without statistics, a generic plan PostgreSQL caches for
+    a prepared statement while the tables are tiny (the 100-job ticks come first) stays until
+    an ANALYZE: the submitted nodes' UPDATE kept probing `ix_node_states_run_status` by the
+    run alone (about 500 rows per node, 36-47 ms) instead of the primary key (7-11 ms). After
+    the ANALYZE the job INSERT's foreign-key check of each row reads the bench's small
+    `workflow_runs` table whole (a sequential scan per row), which costs about what the
+    UPDATE saves; a database with more runs checks by key."""
 
     async def run(prefix: str) -> list[Result]:
         from redis import asyncio as aioredis
@@ -443,42 +453,49 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
             # After api(): it creates the database when missing.
             pg = await asyncpg.connect(SERVED_URL.replace("+asyncpg", ""))
             try:
-                for width in (100, 1000):
-                    slug = await bench.workflow(parallel_chains(bench.package, width, 1))
-                    began = time.perf_counter()
-                    timed: list[_Submitted] = []
-                    stalls: list[int] = []
-                    for i in range(2 + 20 + 5):  # 2 to warm up, 20 timed, 5 probed
-                        x += 1.0
-                        one = await _submit_tick(
-                            bench, queue, key, pg, slug, width, x, stalls if i >= 22 else None
+                slugs = {
+                    width: await bench.workflow(parallel_chains(bench.package, width, 1))
+                    for width in (100, 1000)
+                }
+                for analyzed in (False, True):
+                    if analyzed:
+                        await pg.execute("ANALYZE")
+                    for width, slug in slugs.items():
+                        began = time.perf_counter()
+                        timed: list[_Submitted] = []
+                        stalls: list[int] = []
+                        for i in range(2 + 20 + 5):  # 2 to warm up, 20 timed, 5 probed
+                            x += 1.0
+                            probed = stalls if i >= 22 else None
+                            one = await _submit_tick(bench, queue, key, pg, slug, width, x, probed)
+                            if 2 <= i < 22:
+                                timed.append(one)
+                        seconds = time.perf_counter() - began
+                        sent = sorted(t.sent_ns for t in timed)
+                        cpu = sorted(t.server_cpu_s for t in timed)
+                        db_cpu = sorted(t.database_cpu_s for t in timed)
+                        stalls.sort()
+                        extra = {
+                            "sent_p50_ms": round(sent[len(sent) // 2] / 1e6, 1),
+                            "sent_max_ms": round(sent[-1] / 1e6, 1),
+                            "server_cpu_p50_ms": round(cpu[len(cpu) // 2] * 1000, 1),
+                            "postgres_cpu_p50_ms": round(db_cpu[len(db_cpu) // 2] * 1000, 1),
+                            "health_during_tick_p50_ms": round(stalls[len(stalls) // 2] / 1e6, 1),
+                            "health_during_tick_max_ms": round(stalls[-1] / 1e6, 1),
+                            "load": load(),
+                        }
+                        tables = "after ANALYZE" if analyzed else "fresh tables"
+                        results.append(
+                            summarise(
+                                "scale_tick_submit_redis_http",
+                                f"tick submits {width:,} jobs, {tables}, answered"
+                                " (sent_*: in Redis)",
+                                bench.setup + ", full answer",
+                                [t.answered_ns for t in timed],
+                                seconds,
+                                extra=extra,
+                            )
                         )
-                        if 2 <= i < 22:
-                            timed.append(one)
-                    seconds = time.perf_counter() - began
-                    sent = sorted(t.sent_ns for t in timed)
-                    cpu = sorted(t.server_cpu_s for t in timed)
-                    db_cpu = sorted(t.database_cpu_s for t in timed)
-                    stalls.sort()
-                    extra = {
-                        "sent_p50_ms": round(sent[len(sent) // 2] / 1e6, 1),
-                        "sent_max_ms": round(sent[-1] / 1e6, 1),
-                        "server_cpu_p50_ms": round(cpu[len(cpu) // 2] * 1000, 1),
-                        "postgres_cpu_p50_ms": round(db_cpu[len(db_cpu) // 2] * 1000, 1),
-                        "health_during_tick_p50_ms": round(stalls[len(stalls) // 2] / 1e6, 1),
-                        "health_during_tick_max_ms": round(stalls[-1] / 1e6, 1),
-                        "load": load(),
-                    }
-                    results.append(
-                        summarise(
-                            "scale_tick_submit_redis_http",
-                            f"tick submits {width:,} jobs, answered (sent_*: in Redis)",
-                            bench.setup + ", full answer",
-                            [t.answered_ns for t in timed],
-                            seconds,
-                            extra=extra,
-                        )
-                    )
             finally:
                 await queue.aclose()
                 await pg.close()

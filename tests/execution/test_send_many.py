@@ -3,8 +3,10 @@ and each arrives as Dramatiq's own enqueue would have sent it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import socket
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -184,3 +186,37 @@ async def test_a_detached_send_does_not_hold_up_the_unit_of_work() -> None:
     release.set()
     await outbox.drain()
     assert sent == [1]
+
+
+async def test_a_stalled_redis_holds_up_neither_the_unit_of_work_nor_the_event_loop() -> None:
+    """A Redis that takes the connection and never answers (the API's outbox as `serve` runs
+    it with Redis: off the loop, detached): the unit of work is over at once, the event loop
+    serves other work while the send waits on the socket, and the send gives up when the
+    connection goes (its messages wait for the sweeper) without an exception."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    broker = build_broker(
+        Settings(redis_url=f"redis://127.0.0.1:{port}/0", redis_key_prefix="stalled:")
+    )
+    unsent: list[int] = []
+
+    def send_all(messages: Sequence[Message]) -> int:
+        unsent.append(send_many(broker, messages))
+        return unsent[-1]
+
+    outbox = Outbox(lambda message: send(broker, message), send_all, off_loop=True, detach=True)
+    state = outbox.begin()
+    for i in range(1000):
+        enqueue("jobs.run", job_id=f"job-{i}")
+    await outbox.committed(state)  # the unit of work's end: the send has not even connected
+    outbox.end(state)
+    # Meanwhile the loop runs this test: it takes the send's connection and reads its batch.
+    connection, _ = await asyncio.to_thread(listener.accept)
+    first = await asyncio.to_thread(connection.recv, 65536)
+    assert first  # the batch (or the client's first command) is on the wire, unanswered
+    assert outbox._sending, "the send finished without an answer from Redis"
+    listener.close()
+    connection.close()  # Redis goes away: the send fails, off the loop
+    await asyncio.wait_for(outbox.drain(), 30)
+    assert unsent == [1000]
+    broker.close()
