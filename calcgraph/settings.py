@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from calcgraph.domain.builds import limits
+
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
 ScannerKind = Literal["auto", "trivy", "osv"]
@@ -164,11 +166,9 @@ class Settings(BaseSettings):
         default=[], description="comma-separated folders local git deploys may read"
     )
 
-    # Builds from submitted code (POST /functions). "Code of 1 MB or more" and "50 or more
-    # dependencies" are refused; the contract writes MiB where it means binary units, so 1 MB
-    # is 1,000,000 bytes.
-    code_size_limit_bytes: int = Field(default=1_000_000, gt=0)
-    dependency_limit: int = Field(default=50, gt=0)
+    # Builds from submitted code (POST /functions); the specification's limits by default.
+    code_size_limit_bytes: int = Field(default=limits.CODE_SIZE_LIMIT_BYTES, gt=0)
+    dependency_limit: int = Field(default=limits.DEPENDENCY_LIMIT, gt=0)
     scanner: ScannerKind = Field(
         default="auto", description="auto: trivy when the program is on PATH, else osv"
     )
@@ -192,9 +192,13 @@ class Settings(BaseSettings):
     function_image_repository: str = Field(
         default="calcgraph/fn", description="docker builds are tagged <this>/<function>:<digest>"
     )
-    retention_function_days: int = Field(default=90, gt=0, description="after the last pull")
-    retention_function_versions: int = Field(default=10, gt=0, description="kept per function")
-    retention_base_days: int = Field(default=365, gt=0)
+    retention_function_days: int = Field(
+        default=limits.FUNCTION_MAX_AGE_DAYS, gt=0, description="after the last pull"
+    )
+    retention_function_versions: int = Field(
+        default=limits.FUNCTION_MAX_VERSIONS, gt=0, description="kept per function"
+    )
+    retention_base_days: int = Field(default=limits.BASE_MAX_AGE_DAYS, gt=0)
     retention_interval_seconds: float = Field(default=86400.0, gt=0)
 
     @field_validator("database_url")

@@ -13,16 +13,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-FUNCTION_MAX_AGE = timedelta(days=90)
-FUNCTION_MAX_VERSIONS = 10
-BASE_MAX_AGE = timedelta(days=365)
+from calcgraph.domain.builds.limits import (
+    BASE_MAX_AGE_DAYS,
+    FUNCTION_MAX_AGE_DAYS,
+    FUNCTION_MAX_VERSIONS,
+)
 
 
 @dataclass(frozen=True)
 class RetentionPolicy:
-    function_max_age: timedelta = FUNCTION_MAX_AGE
+    function_max_age: timedelta = timedelta(days=FUNCTION_MAX_AGE_DAYS)
     function_max_versions: int = FUNCTION_MAX_VERSIONS
-    base_max_age: timedelta = BASE_MAX_AGE
+    base_max_age: timedelta = timedelta(days=BASE_MAX_AGE_DAYS)
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,10 @@ from dataclasses import dataclass
 from packaging.requirements import Requirement
 
 from calcgraph.domain.builds.code_rules import lint_module
+from calcgraph.domain.builds.limits import CODE_SIZE_LIMIT_BYTES, DEPENDENCY_LIMIT
 from calcgraph.domain.builds.requirements import check_requirements
 from calcgraph.domain.errors import FieldError, ValidationError
 
-# "Code of 1 MB or more" is refused. The contract writes the body limit as "2 MiB" and this one as
-# "1 MB", so the unit is the decimal megabyte: 1,000,000 bytes of UTF-8.
-CODE_SIZE_LIMIT_BYTES = 1_000_000
-# "50 or more dependencies" is refused.
-DEPENDENCY_LIMIT = 50
 HANDLER_MODULE = "main"
 
 
