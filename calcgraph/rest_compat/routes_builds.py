@@ -48,7 +48,6 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     "/functions/{function_id}/builds/{build_id}/log",
     "A build's log",
     {200: "text/plain"},
-    errors=(404,),
 )
 async def build_log(call: Call[None, None]) -> PlainTextResponse:
     text = await call.read(

@@ -44,7 +44,7 @@ async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddres
 rest = Operations(tag="execute")
 _ANSWERS = {200: ExecuteOut, 202: ExecuteOut}
 # 400: a package path that is not package[@version]/functions/name[@version].
-_ERRORS = (400, 403, 404)
+_ERRORS = (400, 403)
 
 
 @rest(
