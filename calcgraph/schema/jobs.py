@@ -13,6 +13,7 @@ from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access import loaders_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import FunctionType, PackageType, package_or_denied
+from calcgraph.schema.pages import Page
 
 
 @strawberry.type(name="Job", description="One execution of a function.")
@@ -48,6 +49,5 @@ class JobType:
 
 
 @strawberry.type(description="A page of jobs.")
-class JobPage:
+class JobPage(Page[JobType]):
     items: list[JobType] = strawberry.field(description="Jobs of this page, newest first.")
-    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
