@@ -21,10 +21,8 @@ R = TypeVar("R")
 M = TypeVar("M", bound=m.Model)
 
 
-class AsyncClient(ClientBase):
-    def __init__(self, url: str | None = None, token: str | None = None, **kw: Any) -> None:
-        super().__init__(url, token, **kw)
-        self._http = httpx.AsyncClient(base_url=self.url)
+class AsyncClient(ClientBase[httpx.AsyncClient]):
+    transport = httpx.AsyncClient
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 DEFAULT_TIMEOUT = 30.0
 # 429 (rate limited) and 503 (busy, e.g. the database) are answered before anything was
 # done: the same request is retried after the server's Retry-After, a few times, within a
@@ -89,7 +90,7 @@ class Method(Generic[P, R]):
     def __get__(
         self, client: AsyncClient, owner: type[Any]
     ) -> Callable[P, Coroutine[Any, Any, R]]: ...
-    def __get__(self, client: ClientBase | None, owner: type[Any]) -> Any:
+    def __get__(self, client: ClientBase[Any] | None, owner: type[Any]) -> Any:
         if client is None:
             return self
         step, perform = self.step, client.perform
@@ -101,7 +102,10 @@ class Method(Generic[P, R]):
         return method
 
 
-class ClientBase:
+class ClientBase(Generic[H]):
+    transport: type[H]
+    """`httpx.Client` or `httpx.AsyncClient`: how this client sends."""
+
     def __init__(
         self,
         url: str | None = None,
@@ -120,6 +124,7 @@ class ClientBase:
         self.timeout = timeout
         self.retries = retries
         self.retry_budget = retry_budget
+        self._http: H = self.transport(base_url=self.url)
 
     def _retry_clock(self) -> RetryClock:
         return RetryClock(self.retries, self.retry_budget)

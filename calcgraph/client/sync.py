@@ -27,10 +27,8 @@ R = TypeVar("R")
 M = TypeVar("M", bound=m.Model)
 
 
-class Client(ClientBase):
-    def __init__(self, url: str | None = None, token: str | None = None, **kw: Any) -> None:
-        super().__init__(url, token, **kw)
-        self._http = httpx.Client(base_url=self.url)
+class Client(ClientBase[httpx.Client]):
+    transport = httpx.Client
 
     def close(self) -> None:
         self._http.close()
