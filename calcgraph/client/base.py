@@ -1,21 +1,31 @@
 """What the sync and async clients share: connection settings, request building, reading
-answers and errors. Only sending (and sleeping) differs between them."""
+answers and errors, and their methods, each declared once (`Method`). Only sending (and
+sleeping) differs between them."""
 
 from __future__ import annotations
 
 import email.utils
+import functools
 import time
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 import httpx
 
 from calcgraph import __version__
+from calcgraph.client import operations as ops
 from calcgraph.client.errors import CalcgraphError, ConnectionError, error_from_response
-from calcgraph.client.operations import Call
+from calcgraph.client.operations import Call, Flow
 from calcgraph.client.settings import ClientSettings, resolve
 
+if TYPE_CHECKING:
+    from calcgraph.client.aio import AsyncClient
+    from calcgraph.client.sync import Client
+
+P = ParamSpec("P")
 R = TypeVar("R")
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 DEFAULT_TIMEOUT = 30.0
 # 429 (rate limited) and 503 (busy, e.g. the database) are answered before anything was
 # done: the same request is retried after the server's Retry-After, a few times, within a
@@ -65,7 +75,37 @@ class RetryClock:
         return wait
 
 
-class ClientBase:
+class Method(Generic[P, R]):
+    """A call or flow of `operations` as a method of both clients, with its parameters:
+    `Client` performs it and answers R, `AsyncClient` answers an awaitable of R."""
+
+    def __init__(self, step: Callable[P, Call[R] | Flow[R]]) -> None:
+        self.step = step
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> Method[P, R]: ...
+    @overload
+    def __get__(self, client: Client, owner: type[Any]) -> Callable[P, R]: ...
+    @overload
+    def __get__(
+        self, client: AsyncClient, owner: type[Any]
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(self, client: ClientBase[Any] | None, owner: type[Any]) -> Any:
+        if client is None:
+            return self
+        step, perform = self.step, client.perform
+
+        @functools.wraps(step)
+        def method(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return perform(step(*args, **kwargs))
+
+        return method
+
+
+class ClientBase(Generic[H]):
+    transport: type[H]
+    """`httpx.Client` or `httpx.AsyncClient`: how this client sends."""
+
     def __init__(
         self,
         url: str | None = None,
@@ -84,6 +124,7 @@ class ClientBase:
         self.timeout = timeout
         self.retries = retries
         self.retry_budget = retry_budget
+        self._http: H = self.transport(base_url=self.url)
 
     def _retry_clock(self) -> RetryClock:
         return RetryClock(self.retries, self.retry_budget)
@@ -127,3 +168,52 @@ class ClientBase:
     def _unreachable(self, exc: httpx.TransportError) -> ConnectionError:
         reason = str(exc) or type(exc).__name__
         return ConnectionError(f"ConnectionError: cannot reach calcgraph at {self.url}: {reason}")
+
+    def perform(self, step: Call[R] | Flow[R]) -> Any:
+        """Send a call or drive a flow: R from `Client`, an awaitable of R from `AsyncClient`."""
+        raise NotImplementedError
+
+    # Service and identity ----------------------------------------------------------------
+
+    health = Method(ops.health)
+    check_connection = Method(ops.check_connection)
+    list_types = Method(ops.list_types)
+    graphql = Method(ops.graphql)
+    me = Method(ops.me)
+    login_start = Method(ops.login_start)
+    login_complete = Method(ops.login_complete)
+
+    # Organizations -----------------------------------------------------------------------
+
+    create_organization = Method(ops.create_organization)
+    get_organization = Method(ops.get_organization)
+    add_member = Method(ops.add_member)
+    remove_member = Method(ops.remove_member)
+
+    # Packages, functions, jobs -----------------------------------------------------------
+
+    publish_package = Method(ops.publish_package)
+    publish_directory = Method(ops.publish_directory)
+    deploy_git = Method(ops.deploy_git)
+    list_packages = Method(ops.list_packages)
+    get_package = Method(ops.get_package)
+    list_functions = Method(ops.list_functions)
+    get_function = Method(ops.get_function)
+    execute = Method(ops.execute)
+    list_jobs = Method(ops.list_jobs)
+    get_job = Method(ops.get_job)
+    wait_for_job = Method(ops.wait_for_job)
+
+    # Workflows and runs ------------------------------------------------------------------
+
+    create_workflow = Method(ops.create_workflow)
+    update_workflow = Method(ops.update_workflow)
+    validate_workflow = Method(ops.validate_workflow)
+    get_workflow = Method(ops.get_workflow)
+    list_workflows = Method(ops.list_workflows)
+    start_run = Method(ops.start_run)
+    list_runs = Method(ops.list_runs)
+    get_run = Method(ops.get_run)
+    get_run_plan = Method(ops.get_run_plan)
+    tick = Method(ops.tick)
+    run_until_done = Method(ops.run_until_done)

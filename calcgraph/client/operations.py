@@ -3,7 +3,8 @@
 A simple method is a `Call`: method, path, query, body and the parser of its JSON answer. A
 method that talks more than once (waiting for a job, driving a run) is a `Flow`: a generator
 that yields `Call`s and `Sleep`s and receives each call's parsed answer. `Client` and
-`AsyncClient` each hold one driver for both, so every method body is written once, here.
+`AsyncClient` each hold one driver for both, so every method body is written once, here (and
+declared once as a method of both, in `calcgraph.client.base`).
 """
 
 from __future__ import annotations
@@ -183,6 +184,14 @@ def read_package_directory(path: str | os.PathLike[str]) -> tuple[str, dict[str,
     return files[MANIFEST], files
 
 
+def publish_directory(
+    path: str | os.PathLike[str], visibility: str | None = None, organization: str | None = None
+) -> Call[m.DeploymentReport]:
+    """`publish_package` of a package directory, read now (`read_package_directory`)."""
+    manifest, files = read_package_directory(path)
+    return publish_package(manifest, files, visibility, organization)
+
+
 def deploy_git(
     git_url: str, ref: str, visibility: str | None = None, organization: str | None = None
 ) -> Call[m.DeploymentReport]:
@@ -229,6 +238,7 @@ def execute(
     version: str | None = None,
     wait: float | None = None,
 ) -> Call[m.ExecuteResult]:
+    """Run a function (`package/function[@version]` or an id); `wait` seconds for it."""
     params = [] if wait is None else [("wait", str(wait))]
     return Call(
         "POST",

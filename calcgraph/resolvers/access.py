@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import strawberry
 
-from calcgraph.domain.access.paging import PageRequest
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.packages.service import package_read_service
-from calcgraph.resolvers.unit import read, write
+from calcgraph.resolvers.unit import read, read_page, write
 from calcgraph.schema.access import (
     MemberRole,
     MemberType,
@@ -37,11 +36,13 @@ class AccessQuery:
     async def packages(
         self, info: Info, limit: int | None = None, cursor: str | None = None
     ) -> PackagePage:
-        page = await read(
-            info, package_read_service.list_packages, PageRequest.parse(limit, cursor)
-        )
-        return PackagePage(
-            items=[PackageType.from_view(p) for p in page.items], next_cursor=page.next_cursor
+        return await read_page(
+            info,
+            package_read_service.list_packages,
+            limit,
+            cursor,
+            PackagePage,
+            PackageType.from_view,
         )
 
     @strawberry.field(description="A package; PermissionDenied when it is not visible.")
@@ -52,20 +53,22 @@ class AccessQuery:
     async def functions(
         self, info: Info, limit: int | None = None, cursor: str | None = None
     ) -> FunctionPage:
-        page = await read(
-            info, function_read_service.list_functions, PageRequest.parse(limit, cursor)
-        )
-        return FunctionPage(
-            items=[FunctionType.from_view(f) for f in page.items], next_cursor=page.next_cursor
+        return await read_page(
+            info,
+            function_read_service.list_functions,
+            limit,
+            cursor,
+            FunctionPage,
+            FunctionType.from_view,
         )
 
     @strawberry.field(description="The caller's jobs whose package the caller can still see.")
     async def jobs(
         self, info: Info, limit: int | None = None, cursor: str | None = None
     ) -> JobPage:
-        page = await read(info, job_read_service.list_jobs, PageRequest.parse(limit, cursor))
-        items = [JobType.from_view(j) for j in page.items]
-        return JobPage(items=items, next_cursor=page.next_cursor)
+        return await read_page(
+            info, job_read_service.list_jobs, limit, cursor, JobPage, JobType.from_view
+        )
 
     @strawberry.field(description="A job; PermissionDenied when its package is not visible.")
     async def job(self, info: Info, id: strawberry.ID) -> JobType:

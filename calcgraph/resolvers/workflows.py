@@ -15,7 +15,7 @@ from calcgraph.domain.execution.waits import FOLLOW_INTERVAL, TICK_WAIT
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.resolvers.unit import read, write
+from calcgraph.resolvers.unit import read, read_page, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import Visibility
@@ -48,9 +48,13 @@ class WorkflowQuery:
     async def workflows(
         self, info: Info, limit: int | None = None, cursor: str | None = None
     ) -> WorkflowPage:
-        page = await read(info, workflow_service.list_workflows, PageRequest.parse(limit, cursor))
-        return WorkflowPage(
-            items=[WorkflowType.from_view(w) for w in page.items], next_cursor=page.next_cursor
+        return await read_page(
+            info,
+            workflow_service.list_workflows,
+            limit,
+            cursor,
+            WorkflowPage,
+            WorkflowType.from_view,
         )
 
     @strawberry.field(description="Validate a graph document: the report, or a ValidationError.")

@@ -8,10 +8,11 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain import errors as e
+from calcgraph.rest_compat.asgi import HttpMiddleware
 
 log = logging.getLogger("calcgraph.errors")
 
@@ -85,16 +86,10 @@ async def handle(request: Request, exc: Exception) -> Response:
     return error_response(exc)
 
 
-class ErrorMiddleware:
+class ErrorMiddleware(HttpMiddleware):
     """Last line: whatever escapes becomes a contract error body, never a stack trace."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def send_wrapper(message: Message) -> None:

@@ -6,6 +6,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calcgraph.domain.errors import NotAcceptable, PayloadTooLarge
+from calcgraph.rest_compat.asgi import HttpMiddleware
 from calcgraph.rest_compat.errors import render
 
 VENDOR_MEDIA_TYPE = "application/vnd.service.v1+json"
@@ -15,17 +16,11 @@ def _media_ranges(accept: str) -> list[str]:
     return [part.split(";", 1)[0].strip().lower() for part in accept.split(",") if part.strip()]
 
 
-class MediaTypeMiddleware:
+class MediaTypeMiddleware(HttpMiddleware):
     """`Accept: application/vnd.service.v1+json` gets JSON under that media type; an Accept
     that names only other vendor media types gets 406."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         ranges = _media_ranges(Headers(scope=scope).get("accept", ""))
         vendor = VENDOR_MEDIA_TYPE in ranges
         if not vendor and ranges and all(r.startswith("application/vnd.") for r in ranges):
@@ -49,20 +44,17 @@ class MediaTypeMiddleware:
         await self.app(scope, receive, send_vendor)
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(HttpMiddleware):
     """Refuse bodies over the limit, by Content-Length up front or while streaming."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
     def _too_large(self, size: str) -> PayloadTooLarge:
         return PayloadTooLarge(f"request body is {size} bytes; the limit is {self.max_bytes} bytes")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await render(self._too_large(declared))(scope, receive, send)

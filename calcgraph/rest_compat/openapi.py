@@ -100,6 +100,8 @@ def _responses(op: Operation, public: bool, refs: dict[Any, Any]) -> dict[str, A
             entry["content"] = {answer: {"schema": schema}}
         out[str(status)] = entry
     errors = set(COMMON_ERRORS) | set(op.errors)
+    if _PATH_PARAM.search(op.path):
+        errors.add(404)  # a path parameter names something that may not exist (or be hidden)
     if not public:
         errors.add(401)
     if op.body is not None:

@@ -6,7 +6,7 @@ handler returns (through its response model) and the OpenAPI entry (rest_compat.
 
     rest = Operations(tag="runs")
 
-    @rest("POST", "/workflows/{slug}/runs", "Start a run", {201: RunOut}, errors=(403, 404))
+    @rest("POST", "/workflows/{slug}/runs", "Start a run", {201: RunOut}, errors=(403,))
     async def create_run(call: Call[CreateRunBody, None]) -> RunView:
         ...
 """
@@ -115,7 +115,8 @@ class Operation:
     """False: an empty body is the body model's defaults (execute: no inputs)."""
     query: type[Query] | None = None
     errors: tuple[int, ...] = ()
-    """Contract statuses beyond those every route can give (see openapi.COMMON_ERRORS)."""
+    """Contract statuses beyond those every route can give (see openapi.COMMON_ERRORS) and those
+    its shape implies (404 with a path parameter, 422 with a body or query, 401 unless public)."""
     tag: str = ""
     _serialisers: dict[int, Callable[[object], bytes]] = field(
         default_factory=dict, init=False, repr=False, compare=False

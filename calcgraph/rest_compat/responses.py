@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 from datetime import datetime
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from types import UnionType
+from typing import Annotated, Any, Generic, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from pydantic import (
     AliasPath,
@@ -22,8 +23,14 @@ from pydantic import (
 
 from calcgraph.domain.builds.service import BuildOutcome
 from calcgraph.domain.builds.submission import format_duration, format_size
-from calcgraph.domain.functions.views import FunctionDetailView
+from calcgraph.domain.functions.views import (
+    FunctionDetailView,
+    FunctionVersionEntry,
+    FunctionVersionView,
+    FunctionView,
+)
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.packages.views import DeploymentReport
 from calcgraph.domain.runs.state import NodeStatus, RunStatus
 from calcgraph.domain.workflows.validation import Report
 from calcgraph.domain.workflows.views import WorkflowDetailView
@@ -42,6 +49,34 @@ TimestampZ = Annotated[datetime, _DATE_TIME]
 
 def _is_none(value: object) -> bool:
     return value is None
+
+
+def _wire(hint: Any) -> Any:
+    """A view's field type as the answer writes it: a datetime as `Timestamp`, a tuple as a
+    list."""
+    if hint is datetime:
+        return Timestamp
+    if isinstance(hint, UnionType):
+        wired = [_wire(arg) for arg in get_args(hint)]
+        union = wired[0]
+        for arg in wired[1:]:
+            union = union | arg
+        return union
+    if get_origin(hint) is tuple:
+        return list[get_args(hint)[0]]  # type: ignore[misc]
+    return hint
+
+
+def as_viewed(view: type, *, exclude: tuple[str, ...] = (), **types: Any) -> dict[str, Any]:
+    """The fields of an answer that writes a dataclass view as it is: the view's fields in its
+    order and with its types (`_wire`), but for those `types` gives and those left out. Assign
+    it to the model's `__annotations__`, so the view stays the one declaration of the fields."""
+    hints = get_type_hints(view)
+    return {
+        f.name: types.get(f.name, _wire(hints[f.name]))
+        for f in fields(view)
+        if f.name not in exclude
+    }
 
 
 def _attributes(view: object) -> dict[str, Any]:
@@ -186,32 +221,11 @@ class PackageOut(Out):
 
 
 class FunctionOut(Out):
-    id: str
-    name: str
-    package_id: str
-    package: str
-    current_version: str | None
-    current_version_id: str | None
-    created_at: Timestamp
+    __annotations__ = as_viewed(FunctionView)
 
 
 class FunctionVersionOut(Out):
-    id: str
-    function_id: str
-    package_version_id: str
-    version: str
-    handler: str
-    code_checksum: str
-    inputs_schema: dict[str, Any] | None
-    outputs_schema: dict[str, Any] | None
-    typed: bool
-    changelog: str | None
-    is_breaking_change: bool
-    deprecated: bool
-    deprecated_message: str | None
-    removal_version: str | None
-    created_at: Timestamp
-    deployed_at: Timestamp
+    __annotations__ = as_viewed(FunctionVersionView)
 
 
 class FunctionDetailOut(FunctionOut):
@@ -236,16 +250,7 @@ class FunctionDetailOut(FunctionOut):
 
 
 class FunctionVersionEntryOut(Out):
-    version: str
-    version_id: str
-    deployed_at: Timestamp
-    package_version: str
-    package_version_id: str
-    status: str
-    changelog: str | None
-    deprecated: bool
-    deprecated_message: str | None
-    is_breaking_change: bool
+    __annotations__ = as_viewed(FunctionVersionEntry)
 
 
 class FunctionVersionsOut(Out):
@@ -306,17 +311,7 @@ class FunctionDeploymentOut(Out):
 class DeploymentReportOut(Out):
     """Specification, Versioning 8, plus `package_id`."""
 
-    package_id: str
-    package: str
-    package_version: str
-    package_version_id: str
-    is_latest: bool
-    is_stable: bool
-    git_ref: str | None
-    git_commit: str | None
-    functions: list[FunctionDeploymentOut]
-    removed_functions: list[str]
-    warnings: list[str]
+    __annotations__ = as_viewed(DeploymentReport, functions=list[FunctionDeploymentOut])
 
 
 class BuildOut(Out):
@@ -359,21 +354,15 @@ class JobErrorOut(Out):
 
 
 class JobOut(Out):
-    id: str
-    function_id: str
-    function_version_id: str
-    package_id: str
-    status: JobStatus
-    inputs: dict[str, Any]
-    outputs: dict[str, Any] | None
-    error: JobErrorOut | None
-    logs: str | None = Field(description="captured stdout and stderr, truncated to 64 KiB")
-    cache_hit: bool
-    workflow_run_id: str | None
-    node_key: str | None
-    created_at: Timestamp
-    started_at: Timestamp | None
-    finished_at: Timestamp | None
+    __annotations__ = as_viewed(
+        JobView,
+        exclude=("user_id",),
+        status=JobStatus,
+        error=JobErrorOut | None,
+        logs=Annotated[
+            str | None, Field(description="captured stdout and stderr, truncated to 64 KiB")
+        ],
+    )
 
 
 class ExecuteOut(Out):

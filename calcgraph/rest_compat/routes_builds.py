@@ -6,6 +6,7 @@ from __future__ import annotations
 from starlette.responses import PlainTextResponse
 
 from calcgraph.domain.builds.service import BuildOutcome, FunctionSubmission, build_service
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import BuildOut
 from calcgraph.rest_compat.schemas import SubmitFunctionBody
@@ -26,16 +27,7 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
         build_service.submit,
         call.services.settings,
         call.services.builds,
-        FunctionSubmission(
-            name=body.name,
-            code=body.code,
-            requirements=tuple(body.requirements),
-            handler=body.handler,
-            inputs=body.inputs,
-            outputs=body.outputs,
-            visibility=body.visibility,
-            organization=body.organization,
-        ),
+        from_attributes(FunctionSubmission, body, requirements=tuple(body.requirements)),
     )
     # Raised after the commit: a refused build keeps its record and its reason.
     if outcome.refusal is not None:
@@ -48,7 +40,6 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     "/functions/{function_id}/builds/{build_id}/log",
     "A build's log",
     {200: "text/plain"},
-    errors=(404,),
 )
 async def build_log(call: Call[None, None]) -> PlainTextResponse:
     text = await call.read(

@@ -7,6 +7,7 @@ transaction: 200 with outputs or error when the job ended, else 202 with its id 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from pydantic import Field
@@ -42,30 +43,27 @@ async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddres
 
 
 rest = Operations(tag="execute")
-_ANSWERS = {200: ExecuteOut, 202: ExecuteOut}
-# 400: a package path that is not package[@version]/functions/name[@version].
-_ERRORS = (400, 403, 404)
+# Every addressing form is the same operation to the contract: the same answers and errors
+# (400: a package path that is not package[@version]/functions/name[@version]), and an empty
+# body is no inputs.
+execute_operation = partial(
+    rest, answers={200: ExecuteOut, 202: ExecuteOut}, errors=(400, 403), body_required=False
+)
 
 
-@rest(
+@execute_operation(
     "POST",
     "/functions/{function_id}/execute",
     "Run a function (or a pinned function version) by identifier",
-    _ANSWERS,
-    errors=_ERRORS,
-    body_required=False,
 )
 async def execute_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
     return await _execute(call, ExecuteAddress.by_function_id(call.path("function_id")))
 
 
-@rest(
+@execute_operation(
     "POST",
     "/packages/{package}/functions/{function}/execute",
     "Run a function by package and function name, each with an optional @version",
-    _ANSWERS,
-    errors=_ERRORS,
-    body_required=False,
 )
 async def execute_package_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
     return await _execute(call, ExecuteAddress.by_path(call.path("package"), call.path("function")))

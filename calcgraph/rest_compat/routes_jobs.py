@@ -18,6 +18,6 @@ async def list_jobs(call: Call[None, PageQuery]) -> Page[JobView]:
     return await call.read(job_read_service.list_jobs, call.query.page())
 
 
-@rest("GET", "/jobs/{job_id}", "A job", {200: JobOut}, errors=(404,))
+@rest("GET", "/jobs/{job_id}", "A job", {200: JobOut})
 async def get_job(call: Call[None, None]) -> JobView:
     return await call.read(job_read_service.get_job, call.path("job_id"))

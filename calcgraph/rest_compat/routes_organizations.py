@@ -27,7 +27,7 @@ async def create_organization(call: Call[CreateOrganizationBody, None]) -> Organ
     "/organizations/{slug}",
     "An organization and its members",
     {200: OrganizationOut},
-    errors=(403, 404),
+    errors=(403,),
 )
 async def get_organization(call: Call[None, None]) -> OrganizationView:
     return await call.read(access_service.get_organization, call.path("slug"))
@@ -38,7 +38,7 @@ async def get_organization(call: Call[None, None]) -> OrganizationView:
     "/organizations/{slug}/members",
     "Add a member (owners and admins)",
     {201: MemberOut},
-    errors=(403, 404, 409),
+    errors=(403, 409),
 )
 async def add_member(call: Call[AddMemberBody, None]) -> MemberView:
     return await call.write(
@@ -51,7 +51,7 @@ async def add_member(call: Call[AddMemberBody, None]) -> MemberView:
     "/organizations/{slug}/members/{username}",
     "Remove a member (owners and admins)",
     {204: None},
-    errors=(400, 403, 404),
+    errors=(400, 403),
 )
 async def remove_member(call: Call[None, None]) -> None:
     await call.write(access_service.remove_member, call.path("slug"), call.path("username"))

@@ -21,7 +21,7 @@ async def list_packages(call: Call[None, PageQuery]) -> Page[PackageView]:
     return await call.read(package_read_service.list_packages, call.query.page())
 
 
-@rest("GET", "/packages/{package_id}", "A package", {200: PackageOut}, errors=(404,))
+@rest("GET", "/packages/{package_id}", "A package", {200: PackageOut})
 async def get_package(call: Call[None, None]) -> PackageView:
     return await call.read(package_read_service.get_package, call.path("package_id"))
 

@@ -73,7 +73,7 @@ async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentRe
     "/packages/{package_id}",
     "Change a package's visibility",
     {200: PackageOut},
-    errors=(403, 404),
+    errors=(403,),
 )
 async def patch_package(call: Call[PatchPackageBody, None]) -> PackageView:
     return await call.write(
@@ -86,7 +86,6 @@ async def patch_package(call: Call[PatchPackageBody, None]) -> PackageView:
     "/packages/{package_name}/versions",
     "Every deployment of a package, oldest first",
     {200: PackageVersionsOut},
-    errors=(404,),
 )
 async def package_versions(call: Call[None, None]) -> PackageVersionsView:
     return await call.read(publishing_service.package_versions, call.path("package_name"))
@@ -97,7 +96,6 @@ async def package_versions(call: Call[None, None]) -> PackageVersionsView:
     "/functions/{function_name}/versions",
     "Every version of a function",
     {200: FunctionVersionsOut},
-    errors=(404,),
     tag="functions",
 )
 async def function_versions(call: Call[None, FunctionVersionsQuery]) -> FunctionVersionsView:
@@ -111,7 +109,6 @@ async def function_versions(call: Call[None, FunctionVersionsQuery]) -> Function
     "/functions/{function_id}",
     "A function with its current version and typed I/O",
     {200: FunctionDetailOut},
-    errors=(404,),
     tag="functions",
 )
 async def get_function(call: Call[None, None]) -> FunctionDetailView:

@@ -115,7 +115,6 @@ async def validate_workflow(call: Call[WorkflowGraphBody, None]) -> Report:
     "/workflows/{slug}",
     "A workflow with its latest version",
     {200: WorkflowDetailOut},
-    errors=(404,),
 )
 async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
     return await call.read(workflow_service.get, call.path("slug"))
@@ -137,7 +136,7 @@ async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetail
     "/workflows/{slug}/runs",
     "Start a run of the latest version",
     {201: RunOut},
-    errors=(403, 404),
+    errors=(403,),
     tag="runs",
 )
 async def create_run(call: Call[CreateRunBody, None]) -> RunView:
@@ -157,7 +156,7 @@ async def list_runs(call: Call[None, RunsQuery]) -> Page[RunView]:
     return await call.read(run_service.list_runs, query.page(), query.status, query.workflow)
 
 
-@rest("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, errors=(404,), tag="runs")
+@rest("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, tag="runs")
 async def get_run(call: Call[None, None]) -> RunView:
     return await call.read(run_service.get, call.path("run_id"))
 
@@ -167,7 +166,6 @@ async def get_run(call: Call[None, None]) -> RunView:
     "/workflow-runs/{run_id}/plan",
     "A run's plan and node states",
     {200: PlanOut},
-    errors=(404,),
     tag="runs",
 )
 async def get_plan(call: Call[None, None]) -> RunView:
@@ -179,7 +177,7 @@ async def get_plan(call: Call[None, None]) -> RunView:
     "/workflow-runs/{run_id}/tick",
     "Advance a run: collect finished jobs, submit ready nodes",
     {200: RunOut},
-    errors=(404, 409),
+    errors=(409,),
     tag="runs",
 )
 async def tick_run(call: Call[None, TickQuery]) -> RunView:

@@ -30,6 +30,7 @@ from calcgraph.schema.document_cache import DocumentCache
 from calcgraph.schema.errors import ContractErrors
 from calcgraph.schema.fast_execution import FastExecutionContext
 from calcgraph.schema.telemetry import OperationLabel
+from calcgraph.settings import Settings
 
 log = logging.getLogger("calcgraph.graphql")
 
@@ -60,32 +61,34 @@ class Schema(strawberry.Schema):
                 log.error("unexpected GraphQL error", exc_info=original)
 
 
-def build_schema(
-    *,
-    introspection: bool = True,
-    max_depth: int = 12,
-    max_aliases: int = 30,
-    max_tokens: int = 5000,
-    max_selections: int = 5000,
-    max_cost: int = 1_000_000,
-) -> strawberry.Schema:
+def build_schema(settings: Settings | None = None) -> strawberry.Schema:
+    """The schema under the settings' `graphql_*` limits and introspection; without settings,
+    under their defaults (the SDL export, tests), read without the environment."""
+    if settings is None:
+        settings = Settings.model_construct()
     # Limits against expensive documents: depth and aliases are counted through fragments,
     # tokens are counted by the parser before anything else runs.
     extensions: list[Callable[[], SchemaExtension]] = [
         ReleaseLoaders,
         ContractErrors,
         OperationLabel,
-        partial(QueryDepthLimiter, max_depth=max_depth),
-        partial(MaxAliasesLimiter, max_alias_count=max_aliases),
-        partial(MaxTokensLimiter, max_token_count=max_tokens),
+        partial(QueryDepthLimiter, max_depth=settings.graphql_max_depth),
+        partial(MaxAliasesLimiter, max_alias_count=settings.graphql_max_aliases),
+        partial(MaxTokensLimiter, max_token_count=settings.graphql_max_tokens),
     ]
-    if not introspection:
+    if not settings.graphql_introspection:
         extensions.append(DisableIntrospection)
     # Last: its rules are all above, fixed for this schema, so a text validated once stays valid.
     extensions.append(DocumentCache().extension())
     # After the cache (a remembered document was checked when it was validated), before the
     # rules strawberry runs: they expand fragments per spread, this check does it once.
-    extensions.append(partial(DocumentBounds, max_selections=max_selections, max_cost=max_cost))
+    extensions.append(
+        partial(
+            DocumentBounds,
+            max_selections=settings.graphql_max_selections,
+            max_cost=settings.graphql_max_cost,
+        )
+    )
     return Schema(
         query=Query,
         mutation=Mutation,

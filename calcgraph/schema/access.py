@@ -75,7 +75,7 @@ class MemberType:
 
     @classmethod
     def from_view(cls, member: MemberView) -> MemberType:
-        return cls(username=member.username, role=member.role)
+        return from_attributes(cls, member)
 
 
 @strawberry.type(name="Organization", description="An organization; readable by its members.")
@@ -96,10 +96,4 @@ class OrganizationType:
 
     @classmethod
     def from_view(cls, org: OrganizationView) -> OrganizationType:
-        return cls(
-            id=org.id,
-            slug=org.slug,
-            name=org.name,
-            created_at=org.created_at,
-            members=[MemberType.from_view(m) for m in org.members],
-        )
+        return from_attributes(cls, org, members=[MemberType.from_view(m) for m in org.members])

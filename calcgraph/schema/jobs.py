@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
 
 from calcgraph.domain.errors import PermissionDenied
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access import loaders_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import FunctionType, PackageType, package_or_denied
+from calcgraph.schema.pages import Page
 
 
 @strawberry.type(name="Job", description="One execution of a function.")
@@ -44,25 +45,9 @@ class JobType:
 
     @classmethod
     def from_view(cls, job: JobView) -> JobType:
-        data: dict[str, Any] = {
-            "id": job.id,
-            "status": job.status,
-            "function_id": job.function_id,
-            "function_version_id": job.function_version_id,
-            "package_id": job.package_id,
-            "inputs": job.inputs,
-            "outputs": job.outputs,
-            "error": job.error,
-            "logs": job.logs,
-            "cache_hit": job.cache_hit,
-            "created_at": job.created_at,
-            "started_at": job.started_at,
-            "finished_at": job.finished_at,
-        }
-        return cls(**data)
+        return from_attributes(cls, job)
 
 
 @strawberry.type(description="A page of jobs.")
-class JobPage:
+class JobPage(Page[JobType]):
     items: list[JobType] = strawberry.field(description="Jobs of this page, newest first.")
-    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")

@@ -29,6 +29,7 @@ from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access import OrganizationType, loaders_of, principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.package_loaders import PackageLoaders
+from calcgraph.schema.pages import Page
 
 
 def package_loaders_of(info: Info) -> PackageLoaders:
@@ -295,12 +296,10 @@ class FunctionType:
 
 
 @strawberry.type(description="A page of packages.")
-class PackagePage:
+class PackagePage(Page[PackageType]):
     items: list[PackageType] = strawberry.field(description="Packages of this page.")
-    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
 
 
 @strawberry.type(description="A page of functions.")
-class FunctionPage:
+class FunctionPage(Page[FunctionType]):
     items: list[FunctionType] = strawberry.field(description="Functions of this page.")
-    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")

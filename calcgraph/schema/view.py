@@ -28,14 +28,7 @@ class GraphQLView(GraphQL[Context, None]):
     def __init__(self, services: Services, **kwargs: Any) -> None:
         settings = services.settings
         super().__init__(
-            build_schema(
-                introspection=settings.graphql_introspection,
-                max_depth=settings.graphql_max_depth,
-                max_aliases=settings.graphql_max_aliases,
-                max_tokens=settings.graphql_max_tokens,
-                max_selections=settings.graphql_max_selections,
-                max_cost=settings.graphql_max_cost,
-            ),
+            build_schema(settings),
             graphql_ide="graphiql" if settings.graphql_ide else None,
             # Cross-origin WebSocket handshakes: the same origins CORS lets call the API.
             allowed_origins=settings.cors_origin_list,

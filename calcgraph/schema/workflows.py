@@ -22,6 +22,7 @@ from calcgraph.schema.context import Info
 from calcgraph.schema.jobs import JobType
 from calcgraph.schema.node_loaders import NodeLoaders
 from calcgraph.schema.packages import FunctionVersionType, package_loaders_of
+from calcgraph.schema.pages import Page
 from calcgraph.schema.selection import job_fields, job_of_fields, selects
 from calcgraph.schema.workflow_loaders import WorkflowLoaders
 
@@ -286,15 +287,13 @@ class WorkflowRunType:
 
 
 @strawberry.type(description="A page of workflows.")
-class WorkflowPage:
+class WorkflowPage(Page[WorkflowType]):
     items: list[WorkflowType] = strawberry.field(description="Workflows of this page.")
-    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
 
 
 @strawberry.type(description="A page of workflow runs.")
-class WorkflowRunPage:
+class WorkflowRunPage(Page[WorkflowRunType]):
     items: list[WorkflowRunType] = strawberry.field(description="Runs of this page, newest first.")
-    next_cursor: str | None = strawberry.field(description="Cursor of the next page, if any.")
 
 
 @strawberry.type(description="The validation report of a graph.")

@@ -8,6 +8,7 @@ import pytest
 import strawberry.schema.schema as strawberry_schema
 
 from calcgraph.schema import build_schema
+from calcgraph.settings import Settings
 
 DEEP = '{ workflowRun(id: "r") { nodeStates { job { function { id } } } } }'
 
@@ -38,7 +39,7 @@ async def test_a_valid_text_is_validated_once(validations: list[int]) -> None:
 
 
 async def test_a_refused_text_is_refused_every_time(validations: list[int]) -> None:
-    schema = build_schema(max_depth=3)
+    schema = build_schema(Settings.model_construct(graphql_max_depth=3))
     for _ in range(2):
         result = await schema.execute(DEEP)
         assert result.errors is not None
@@ -52,7 +53,7 @@ async def test_a_refused_text_is_refused_every_time(validations: list[int]) -> N
 
 
 async def test_the_parser_limits_still_apply() -> None:
-    schema = build_schema(max_tokens=10)
+    schema = build_schema(Settings.model_construct(graphql_max_tokens=10))
     long = "{ " + " ".join(["__typename"] * 20) + " }"
     for _ in range(2):
         result = await schema.execute(long)

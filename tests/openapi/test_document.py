@@ -14,6 +14,9 @@ from starlette.routing import Route
 
 from calcgraph.auth.authenticate import PUBLIC_ROUTES
 from calcgraph.rest_compat.api import document
+from calcgraph.rest_compat.openapi import build_document
+from calcgraph.rest_compat.operations import Call, Operations
+from calcgraph.rest_compat.responses import Health
 
 METHODS = ("get", "post", "put", "patch", "delete")
 # Reached through the example bodies in document order (a package is published before the
@@ -135,3 +138,19 @@ async def test_unknown_and_missing_fields_are_refused_as_the_schema_says(
             assert ["body", field] in [e["loc"] for e in response.json()["errors"]]
             checked += 1
     assert checked >= 20
+
+
+def test_a_path_parameter_documents_404_without_declaring_it() -> None:
+    """A path names something that may not exist (or that the caller may not see): its 404 is
+    derived from the path, as 413/422 are from a body, not listed by each route."""
+    rest = Operations(tag="widgets")
+
+    @rest("GET", "/widgets/{widget_id}", "A widget", {200: Health})
+    async def get_widget(call: Call[None, None]) -> None: ...
+
+    @rest("GET", "/widgets", "Widgets", {200: Health})
+    async def list_widgets(call: Call[None, None]) -> None: ...
+
+    doc = build_document(rest.declared)
+    assert "404" in doc["paths"]["/widgets/{widget_id}"]["get"]["responses"]
+    assert "404" not in doc["paths"]["/widgets"]["get"]["responses"]
