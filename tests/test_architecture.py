@@ -161,7 +161,8 @@ def imports_of(path: Path) -> list[ast.Import | ast.ImportFrom]:
 
 def imported_modules(path: Path, modules: set[str]) -> set[str]:
     """The calcgraph modules `path` imports: `from a.b import c` is module `a.b.c` when that is
-    a module, else `a.b`."""
+    a module, else `a.b`; and the packages above them, whose `__init__` runs first, except the
+    importing module's own packages (already running when it runs)."""
     names: set[str] = set()
     for node in imports_of(path):
         if isinstance(node, ast.Import):
@@ -170,7 +171,10 @@ def imported_modules(path: Path, modules: set[str]) -> set[str]:
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
                 names.add(full if full in modules else node.module)
-    return {name for name in names if name in modules}
+    own = module_name(path)
+    parents = {name.rsplit(".", depth)[0] for name in names for depth in range(1, name.count("."))}
+    parents -= {own.rsplit(".", depth)[0] for depth in range(0, own.count(".") + 1)}
+    return {name for name in names | parents if name in modules}
 
 
 @functools.cache

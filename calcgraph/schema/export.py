@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from calcgraph.schema import build_schema
+from calcgraph.schema.build import build_schema
 
 
 def sdl() -> str:

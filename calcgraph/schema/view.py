@@ -15,8 +15,8 @@ from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
 from calcgraph.domain import json_limits
 from calcgraph.domain.errors import ValidationError
-from calcgraph.schema import build_schema
 from calcgraph.schema.access_loaders import AccessLoaders
+from calcgraph.schema.build import build_schema
 from calcgraph.schema.context import Context
 from calcgraph.schema.websocket import AuthenticatedTransportWS
 from calcgraph.services import Services

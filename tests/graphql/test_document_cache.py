@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import strawberry.schema.schema as strawberry_schema
 
-from calcgraph.schema import build_schema
+from calcgraph.schema.build import build_schema
 from calcgraph.settings import Settings
 
 DEEP = '{ workflowRun(id: "r") { nodeStates { job { function { id } } } } }'

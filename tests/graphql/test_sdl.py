@@ -6,7 +6,7 @@ from pathlib import Path
 
 from graphql import GraphQLEnumType, GraphQLInputObjectType, GraphQLInterfaceType, GraphQLObjectType
 
-from calcgraph.schema import build_schema
+from calcgraph.schema.build import build_schema
 from calcgraph.schema.export import sdl
 
 SDL_FILE = Path(__file__).resolve().parents[2] / "schema.graphql"
