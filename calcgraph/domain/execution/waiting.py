@@ -97,8 +97,19 @@ async def wait_for_run(notifier: Notifications, read: Unfinished, seconds: float
         pending = await read()
 
 
+Tick = Callable[[], Awaitable[RunView]]
+"""Advance the run one tick in its own unit of work and answer it."""
+Wait = Callable[[float], Awaitable[None]]
+"""Sleep up to the given seconds, less when a job of the run finishes first."""
+
+
 class _Loop:
-    def __init__(self) -> None:
+    """The ticking loop of one run, with the queues of its subscribers."""
+
+    def __init__(self, run_id: str, tick: Tick, wait: Wait) -> None:
+        self.run_id = run_id
+        self.tick = tick
+        self.wait = wait
         self.queues: list[asyncio.Queue[RunView | None]] = []
         self.intervals: list[float] = []
         self.last: RunView | None = None
@@ -118,6 +129,28 @@ class _Loop:
         if self.task is not None and not self.ticking:
             self.task.cancel()
 
+    async def run(self) -> None:
+        while not self.stopped:
+            self.ticking = True
+            try:
+                view = await self.tick()
+            except DomainError:
+                return  # the run vanished from the subscriber's sight: end the stream
+            except Exception:
+                # A busy database or a lost connection: the next round retries.
+                log.exception("tick of run %s failed; retrying", self.run_id)
+            else:
+                if self.last is None or view.revision != self.last.revision:
+                    self.last = view
+                    self.push(view)
+                if view.status in RUN_TERMINAL:
+                    return
+            finally:
+                self.ticking = False
+            if self.stopped:
+                return
+            await self.wait(min(self.intervals, default=FOLLOW_INTERVAL.default))
+
 
 class RunTickers:
     """At most one ticking loop per run in this process, shared by every subscriber of the run
@@ -133,17 +166,13 @@ class RunTickers:
 
     @contextlib.asynccontextmanager
     async def subscribe(
-        self,
-        run_id: str,
-        interval: float,
-        tick: Callable[[], Awaitable[RunView]],
-        wait: Callable[[float], Awaitable[None]],
+        self, run_id: str, interval: float, tick: Tick, wait: Wait
     ) -> AsyncIterator[asyncio.Queue[RunView | None]]:
         queue: asyncio.Queue[RunView | None] = asyncio.Queue()
         loop = self._loops.get(run_id)
         if loop is None:
-            loop = self._loops[run_id] = _Loop()
-            loop.task = asyncio.create_task(self._run(run_id, loop, tick, wait))
+            loop = self._loops[run_id] = _Loop(run_id, tick, wait)
+            loop.task = asyncio.create_task(self._run(loop))
             self.started += 1
         elif loop.last is not None:
             queue.put_nowait(loop.last)  # a late subscriber starts from the current state
@@ -159,35 +188,10 @@ class RunTickers:
                 if self._loops.get(run_id) is loop:
                     del self._loops[run_id]
 
-    async def _run(
-        self,
-        run_id: str,
-        loop: _Loop,
-        tick: Callable[[], Awaitable[RunView]],
-        wait: Callable[[float], Awaitable[None]],
-    ) -> None:
+    async def _run(self, loop: _Loop) -> None:
         try:
-            while not loop.stopped:
-                loop.ticking = True
-                try:
-                    view = await tick()
-                except DomainError:
-                    break  # the run vanished from the subscriber's sight: end the stream
-                except Exception:
-                    # A busy database or a lost connection: the next round retries.
-                    log.exception("tick of run %s failed; retrying", run_id)
-                else:
-                    if loop.last is None or view.revision != loop.last.revision:
-                        loop.last = view
-                        loop.push(view)
-                    if view.status in RUN_TERMINAL:
-                        break
-                finally:
-                    loop.ticking = False
-                if loop.stopped:
-                    break
-                await wait(min(loop.intervals, default=FOLLOW_INTERVAL.default))
+            await loop.run()
         finally:
-            if self._loops.get(run_id) is loop:
-                del self._loops[run_id]
+            if self._loops.get(loop.run_id) is loop:
+                del self._loops[loop.run_id]
             loop.push(None)
