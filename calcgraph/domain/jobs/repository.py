@@ -87,7 +87,7 @@ class JobRepository(RepositoryBase[Job]):
             _JOBS.c.id,
             "ids",
             visible_job_clause(principal),
-            joined=_JOBS.join(Package, Package.id == _JOBS.c.package_id),
+            join=(Package, Package.id == _JOBS.c.package_id),
         )
         return await self._projected(query, fields, {"ids": list(ids)})
 
