@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.expression import ColumnClause
+from sqlalchemy.sql.util import ClauseAdapter
 
 BeginMode = Literal["DEFERRED", "IMMEDIATE"]
 
@@ -139,22 +140,38 @@ def by_keys(
     key: Any,
     param: str,
     *where: Any,
-    joined: Any = None,
+    join: tuple[Any, Any] | None = None,
 ) -> Any:
-    """SELECT `columns` (of one table, or of the join `joined` of it with others) of the rows
-    whose `key` column is one of the list bound to `param` (and match `where`), each row read
-    by its key whatever the statistics.
+    """SELECT `columns` (of `key`'s table, or of it joined to the table `join[0]` on the
+    condition `join[1]`) of the rows whose `key` column is one of the list bound to `param`
+    (and match `where`), each row read by its key whatever the statistics.
 
     PostgreSQL: one LATERAL probe per key of the list (`unnest`), a nested loop over the key's
     index by construction. A plain `IN` (or a join with the list) of 100 job ids let it hash
-    the whole table on fresh tables, whose size it underestimates. SQLite: `IN`, which it
-    always reads by key."""
-    rows = select(*columns) if joined is None else select(*columns).select_from(joined)
+    the whole table on fresh tables, whose size it underestimates. The probe holds the key's
+    table and its key alone, and `where` and `join` apply to the row it found: with a
+    caller's visibility inside it, PostgreSQL read each key through another index, on
+    statistics taken when the caller had few jobs (every job of the caller, 10,000, per key).
+    SQLite: `IN`, which it always reads by key."""
+    table = key.table
     if dialect_name != "postgresql":
-        return rows.where(key.in_(bindparam(param, expanding=True)), *where)
+        source = table if join is None else table.join(*join)
+        return (
+            select(*columns)
+            .select_from(source)
+            .where(key.in_(bindparam(param, expanding=True)), *where)
+        )
     keys = func.unnest(bindparam(param, type_=ARRAY(String))).table_valued("key").render_derived()
-    probe = rows.where(key == keys.c.key, *where).limit(1).lateral()
-    return select(*probe.c).select_from(keys).join(probe, true())
+    probe = select(table).where(key == keys.c.key).limit(1).lateral()
+    on_probe = ClauseAdapter(probe).traverse
+    source = keys.join(probe, true())
+    if join is not None:
+        source = source.join(join[0], on_probe(join[1]))
+    return (
+        select(*(on_probe(column) for column in columns))
+        .select_from(source)
+        .where(*(on_probe(condition) for condition in where))
+    )
 
 
 def among(dialect_name: str, key: Any, keys: Any) -> Any:

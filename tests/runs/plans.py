@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -286,6 +286,40 @@ async def explain(session: AsyncSession, statement: str, parameters: Any) -> dic
     document = json.loads(raw) if isinstance(raw, str) else raw
     plan: dict[str, Any] = document[0]["Plan"]
     return plan
+
+
+async def explain_generic(
+    session: AsyncSession, statement: str, parameters: Sequence[Any]
+) -> dict[str, Any]:
+    """The plan PostgreSQL keeps for a prepared statement once it goes generic (after five
+    executions, as for asyncpg's cached statements): planned without the parameters' values,
+    on the statistics of that moment, and run (`ANALYZE`, in a savepoint rolled back after)."""
+    name = f"generic_{uuid.uuid4().hex}"  # PREPARE outlives a rollback: a name per call
+    nested = await session.begin_nested()
+    try:
+        connection = await session.connection()
+        await connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+        await connection.exec_driver_sql(f"PREPARE {name} AS {statement}")
+        arguments = ", ".join(_literal(value) for value in parameters)
+        result = await connection.exec_driver_sql(
+            f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({arguments})"
+        )
+        raw = result.scalar_one()
+        await connection.exec_driver_sql(f"DEALLOCATE {name}")
+    finally:
+        await nested.rollback()
+    document = json.loads(raw) if isinstance(raw, str) else raw
+    plan: dict[str, Any] = document[0]["Plan"]
+    return plan
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "ARRAY[" + ", ".join(_literal(v) for v in value) + "]::varchar[]"
+    if isinstance(value, bool | int):
+        return str(int(value))
+    escaped = str(value).replace("'", "''")
+    return f"'{escaped}'"
 
 
 def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:

@@ -113,3 +113,39 @@ async def test_a_query_leaves_no_rows_for_the_collector(platform: Platform) -> N
         gc.set_debug(0)
         gc.garbage.clear()
     assert kept == []
+
+
+FIRST_PAGE = """query P($id: ID!) { workflowRun(id: $id) { id status
+  nodeStates(first: 100) { nodeKey status startedAt job { id status finishedAt } } } }"""
+
+
+async def test_a_first_page_with_its_jobs_costs_what_it_did_at_any_size(
+    platform: Platform,
+) -> None:
+    """The first page of a finished run with its jobs (the query of `scale_nodes_http`): the
+    run with its access facts, the page (on PostgreSQL after the `SET LOCAL` that steers its
+    plan, `dialect.without_sorts`) and the page's jobs, one statement each and three read
+    sessions (on SQLite each with its BEGIN), whatever the run's size."""
+    engine = platform.database.engine.sync_engine
+    ceiling = 4 if engine.dialect.name == "postgresql" else 6
+    counts = []
+    for length in (2, 6):
+        run_id = await _chain_run(platform, length)
+        await _gql(platform, FIRST_PAGE, id=run_id)  # warm: nothing cached changes the count
+        checkouts = 0
+
+        def checkout(*_: Any) -> None:
+            nonlocal checkouts
+            checkouts += 1
+
+        event.listen(engine.pool, "checkout", checkout)
+        try:
+            statements = await _statements(platform, FIRST_PAGE, id=run_id)
+        finally:
+            event.remove(engine.pool, "checkout", checkout)
+        page = (await _gql(platform, FIRST_PAGE, id=run_id))["workflowRun"]["nodeStates"]
+        assert [n["job"]["status"] for n in page] == ["success"] * length
+        assert len(statements) <= ceiling, statements
+        assert checkouts <= 3
+        counts.append((len(statements), checkouts))
+    assert counts[0] == counts[1]

@@ -12,8 +12,10 @@ import pytest
 from sqlalchemy import event, text
 
 from calcgraph.db.engine import Database
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.runs.nodes.service import node_page_service
-from tests.runs.plans import describe, explain, rows_read, seed
+from tests.runs.plans import describe, explain, explain_generic, nodes, rows_read, seed
 
 pytestmark = pytest.mark.db
 
@@ -48,4 +50,68 @@ async def test_a_page_reads_the_page(database: Database, backend: str, statistic
         for statement, parameters in sent:
             plan = await explain(session, statement, parameters)
             assert rows_read(plan) <= 101, f"{statement}\n{describe(plan)}"
+        await session.rollback()
+
+
+@pytest.mark.parametrize("statistics", ["fresh", "stale", "analyzed"])
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+async def test_the_jobs_of_a_page_are_read_by_key(
+    database: Database, backend: str, statistics: str, generic: bool
+) -> None:
+    """The jobs of a page's nodes (`nodeStates(first: 100) { job { ... } }`) are read one
+    primary key probe each, also by the generic plan PostgreSQL keeps for asyncpg's cached
+    statement on statistics taken when the caller had few jobs: with the caller's visibility
+    inside the probe, that plan read each key through (user_id, created_at), every job of the
+    caller for every key (25-37 ms a page at 10,000 nodes)."""
+    if backend != "postgresql":
+        pytest.skip("plans are PostgreSQL's (SQLite has one way to read a key)")
+    async with database.write_session() as session:
+        small = await seed(session, 10, 10, done=10)
+        if statistics == "stale":
+            await session.execute(text("ANALYZE jobs, packages"))
+        big = await seed(session, 100, 100, done=100)
+        # One caller owning both runs' jobs, as one user's runs do.
+        owner = await session.scalar(
+            text("SELECT user_id FROM workflow_runs WHERE id = :id"), {"id": big.run_id}
+        )
+        await session.execute(
+            text("UPDATE jobs SET user_id = :owner WHERE workflow_run_id = :small"),
+            {"owner": owner, "small": small.run_id},
+        )
+        if statistics == "analyzed":
+            await session.execute(text("ANALYZE jobs, packages"))
+        ids = list(
+            await session.scalars(
+                text(
+                    "SELECT job_id FROM node_states WHERE run_id = :id ORDER BY node_key LIMIT 100"
+                ),
+                {"id": big.run_id},
+            )
+        )
+        principal = Principal(str(owner), "subject", "owner", frozenset())
+        sent: list[tuple[str, Any]] = []
+
+        def record(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
+            sent.append((statement, parameters))
+
+        engine = session.bind.sync_engine if session.bind is not None else None
+        assert engine is not None
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            await JobRepository.from_session(session).visible_fields_by_id(
+                principal, ids, ("id", "status", "finished_at")
+            )
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        ((statement, parameters),) = sent
+        if generic:
+            plan = await explain_generic(session, statement, parameters)
+        else:
+            plan = await explain(session, statement, parameters)
+        jobs_read = sum(
+            int((n.get("Actual Rows", 0) + n.get("Rows Removed by Filter", 0)) * n["Actual Loops"])
+            for n in nodes(plan)
+            if n.get("Relation Name") == "jobs"
+        )
+        assert jobs_read <= len(ids), f"{statement}\n{describe(plan)}"
         await session.rollback()

@@ -80,15 +80,7 @@ class JobRepository(RepositoryBase[Job]):
         read by its key (one array parameter on PostgreSQL, however many ids)."""
         if not ids:
             return []
-        columns = _columns(fields)
-        query = by_keys(
-            self.session.get_bind().dialect.name,
-            columns,
-            _JOBS.c.id,
-            "ids",
-            visible_job_clause(principal),
-            joined=_JOBS.join(Package, Package.id == _JOBS.c.package_id),
-        )
+        query = _visible_by_ids(self.session.get_bind().dialect.name, tuple(fields), principal)
         return await self._projected(query, fields, {"ids": list(ids)})
 
     async def visible_fields_of_runs(
@@ -158,6 +150,20 @@ class JobRepository(RepositoryBase[Job]):
             else:
                 params[name] = [json_text(r[name]) if is_json else r[name] for r in rows]
         await self.session.execute(_insert_from_arrays(varying, shared), params)
+
+
+@functools.lru_cache(maxsize=256)
+def _visible_by_ids(dialect_name: str, fields: tuple[str, ...], principal: Principal) -> Any:
+    """The statement of `visible_fields_by_id`, built once per caller and fields (a page of
+    node states asks it at every query): building it cost more than running it."""
+    return by_keys(
+        dialect_name,
+        _columns(fields),
+        _JOBS.c.id,
+        "ids",
+        visible_job_clause(principal),
+        join=(Package, Package.id == _JOBS.c.package_id),
+    )
 
 
 @functools.cache
