@@ -32,7 +32,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import among, by_keys, locked, update_from_arrays
+from calcgraph.db.dialect import among, by_keys, custom_plans, locked, update_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -358,9 +358,12 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             for key, state in changed.items():
                 if _just_started(state):
                     submitted.setdefault(state.started_at, []).append((key, state))
-            for started_at, group in submitted.items():
-                if len(group) < 2:
-                    continue
+            many = {at: group for at, group in submitted.items() if len(group) > 1}
+            if many:
+                # This UPDATE and what the tick writes after it (the run, the jobs): planned
+                # for the tables as they are, not by a plan cached while they were tiny.
+                await self.session.execute(cast(Any, custom_plans(self._dialect)))
+            for started_at, group in many.items():
                 await self.session.execute(
                     _START_MANY,
                     {
