@@ -359,10 +359,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                 if _just_started(state):
                     submitted.setdefault(state.started_at, []).append((key, state))
             many = {at: group for at, group in submitted.items() if len(group) > 1}
-            if many:
-                # This UPDATE and what the tick writes after it (the run, the jobs): planned
-                # for the tables as they are, not by a plan cached while they were tiny.
-                await self.session.execute(cast(Any, custom_plans(self._dialect)))
+            # Planned for the tables as they are, not by a plan cached while they were tiny.
+            around = custom_plans(self._dialect) if many else None
+            previous = None if around is None else await self.session.scalar(around[0])
             for started_at, group in many.items():
                 await self.session.execute(
                     _START_MANY,
@@ -377,6 +376,8 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                 )
                 for key, _ in group:
                     del rest[key]
+            if around is not None:
+                await self.session.execute(around[1], {"mode": previous})
         if not rest:
             return
         await self.session.execute(
