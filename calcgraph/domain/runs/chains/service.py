@@ -41,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.jobs.enqueue import enqueue_job
-from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
+from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.repository import RunRepository
@@ -227,15 +227,10 @@ class ChainService:
         repository = ChainRepository.from_session(session)
         await repository.lock_run(context.run_id)
         head = links[0]
-        if not await JobExecutionRepository.from_session(session).finish(
-            head.step.job_id,
-            head.status,
-            head.outputs,
-            head.error,
-            head.logs,
-            head.finished_at,
-            context.lease,
-        ):
+        finish = Finish(
+            head.step.job_id, head.status, head.outputs, head.error, head.logs, context.lease
+        )
+        if not await JobExecutionRepository.from_session(session).finish(finish, head.finished_at):
             return Advance()
         later = [*links[1:]]
         if head.status != "success" or (not later and next_step is None):
