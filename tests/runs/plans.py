@@ -217,8 +217,7 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
     calls += [
         ("tick: run and its work, unlocked", lambda: runs.run_with_work(run.run_id)),
         ("tick: lock the run", lambda: runs.locked_run(run.run_id)),
-        ("tick: finished jobs of running nodes", lambda: runs.finished_results(run.run_id)),
-        ("tick: chain starts", lambda: runs.chain_starts(run.run_id)),
+        ("tick: finished jobs and chain starts", lambda: runs.work(run.run_id)),
         ("tick: plan", lambda: runs.plan_snapshot(run.run_id)),
         (
             "tick: write changed states",

@@ -23,16 +23,18 @@ from sqlalchemy import (
     event,
     exists,
     insert,
+    literal_column,
     null,
     or_,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import among, by_keys, custom_plans, locked, update_from_arrays
+from calcgraph.db.dialect import among, custom_plans, locked, update_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -159,12 +161,6 @@ def _locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
 
 
 @functools.cache
-def _jobs_by_id(dialect_name: str) -> Any:
-    """Jobs by the ids bound to `ids`, one probe of the primary key each."""
-    return by_keys(dialect_name, _JOB_COLUMNS, _JOBS.c.id, "ids")
-
-
-@functools.cache
 def _jobs_of_running(dialect_name: str, finished: bool) -> Any:
     """The jobs the running nodes of the run bound to `run_id` wait on, by primary key: their
     results when `finished` (only the finished ones), else their ids and statuses."""
@@ -174,6 +170,20 @@ def _jobs_of_running(dialect_name: str, finished: bool) -> Any:
             of_running, _JOBS.c.status.in_(("success", "failed"))
         )
     return select(_JOBS.c.id, _JOBS.c.status).where(of_running)
+
+
+@functools.cache
+def _work(dialect_name: str) -> Any:
+    """What a locked tick reconciles, in one statement: the finished jobs the running nodes of
+    the run bound to `run_id` wait on (`started` 0), and every job chain workers started for
+    it (`started` 1, listed in `chain_starts`). Each branch reads the jobs by primary key."""
+    finished = select(*_JOB_COLUMNS, literal_column("0").label("started")).where(
+        among(dialect_name, _JOBS.c.id, _RUNNING), _JOBS.c.status.in_(("success", "failed"))
+    )
+    started = select(*_JOB_COLUMNS, literal_column("1").label("started")).where(
+        among(dialect_name, _JOBS.c.id, _STARTED_IDS)
+    )
+    return union_all(finished, started)
 
 
 @dataclass(frozen=True)
@@ -303,32 +313,26 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     def _dialect(self) -> str:
         return self.session.get_bind().dialect.name
 
-    async def finished_results(self, run_id: str) -> dict[str, JobResult]:
-        """Results of the finished jobs the run's running nodes wait on, in one statement: the
-        node rows by the (run, status) index, as many as the run has in flight (not as many
-        as it has nodes), their jobs by primary key."""
-        rows = await self.session.execute(_jobs_of_running(self._dialect, True), {"run_id": run_id})
-        return {
-            row[0]: JobResult(row[1], outputs=row[2], error=row[3], finished_at=row[4])
-            for row in rows
-        }
-
-    async def chain_starts(self, run_id: str) -> tuple[dict[str, JobResult], dict[str, StartedJob]]:
-        """The jobs chain workers started for pending nodes since the last tick (by node key),
-        with the results of those already finished; forgotten in this unit of work, which
-        adopts them (the run is locked: no chain worker adds one meanwhile)."""
-        ids = [row[0] for row in await self.session.execute(_STARTED_IDS, {"run_id": run_id})]
-        if not ids:
-            return {}, {}
+    async def work(self, run_id: str) -> tuple[dict[str, JobResult], dict[str, StartedJob]]:
+        """What a tick reconciles, in one statement: the results of the finished jobs the
+        run's running nodes wait on (the node rows by the (run, status) index, as many as the
+        run has in flight, not as many as it has nodes, their jobs by primary key), and the
+        jobs chain workers started for pending nodes since the last tick (by node key), with
+        the results of those already finished. The starts are forgotten in this unit of work,
+        which adopts them (the run is locked: no chain worker adds one meanwhile); a run
+        without any sends nothing more."""
+        rows = await self.session.execute(_work(self._dialect), {"run_id": run_id})
         results: dict[str, JobResult] = {}
         adopted: dict[str, StartedJob] = {}
-        for row in await self.session.execute(_jobs_by_id(self._dialect), {"ids": ids}):
+        for row in rows:
             if row[1] in ("success", "failed"):
                 results[row[0]] = JobResult(
                     row[1], outputs=row[2], error=row[3], finished_at=row[4]
                 )
-            adopted[row[5]] = StartedJob(row[0], row[6], row[7])
-        await self.session.execute(_ADOPTED, {"run_id": run_id})
+            if row[8]:
+                adopted[row[5]] = StartedJob(row[0], row[6], row[7])
+        if adopted:
+            await self.session.execute(_ADOPTED, {"run_id": run_id})
         return results, adopted
 
     async def running_jobs(self, run_id: str) -> list[tuple[str, str]]:

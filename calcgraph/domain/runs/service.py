@@ -233,10 +233,9 @@ class RunService:
         run, facts = locked
         await self._ensure_visible(session, principal, run, facts)
         _check_since(since, run.revision)
-        results = await repository.finished_results(run_id)
-        # Whatever this tick's mode: a run may have chain jobs from an earlier setting.
-        finished, started = await repository.chain_starts(run_id)
-        results.update(finished)
+        # Chain starts whatever this tick's mode: a run may have chain jobs from an earlier
+        # setting. One statement with the finished results: a round trip less per tick.
+        results, started = await repository.work(run_id)
         if not results and not started and (run.revision > 0 or run.status in RUN_TERMINAL):
             return await self._view(repository, run, since)
         snapshot, frozen = await self._plan(repository, run_id)
