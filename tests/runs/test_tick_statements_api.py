@@ -75,9 +75,10 @@ async def test_statements_do_not_grow_with_the_run(
     assert counts[2][0] == counts[40][0] <= counts[1][0] + around, counts
     assert counts[1][1] == counts[2][1] == counts[40][1], counts
     submitting, idle_count = counts[40]
-    # The unlocked read, the run locked, its finished jobs and chain starts (one statement),
-    # the owner's execution rights, the node rows, the run row, the job rows.
-    assert submitting == 7 + around, counted.statements
+    # A run this process created goes to the locked tick without the unlocked read: the run
+    # locked, its finished jobs and chain starts (one statement), the owner's execution
+    # rights, the node rows, the run row, the job rows.
+    assert submitting == 6 + around, counted.statements
     # Nothing finished: the run row and whether a tick has work, in one statement.
     assert idle_count == 1, counted.statements
 
@@ -110,3 +111,31 @@ async def test_an_idle_tick_out_of_memo_reads_what_changed(
                 assert "NODE_STATES.STATUS =" in statement or "NODE_STATES.REVISION >" in statement
         counts[width] = len(counted.statements)
     assert counts[2] == counts[40], counts
+
+
+async def test_a_new_run_ticked_by_another_process_is_read_unlocked_again(
+    client: httpx.AsyncClient, bearer: Bearer, counted: _Counter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process that created a run takes its first tick straight to the lock. When another
+    process ticked it first, one locked tick here finds that (it changes nothing) and the
+    next idle tick reads it unlocked again, not a locked tick each time."""
+    await publish(client, bearer("alice"), small_body("wide", "1.0.0"))
+    run_id = await _run(client, bearer, 2)
+    here = run_service.memo
+    monkeypatch.setattr(run_service, "memo", RunMemo())  # another process
+    submit = await client.post(f"/workflow-runs/{run_id}/tick", headers=bearer("alice"))
+    revision = submit.json()["revision"]
+    assert revision == 1
+    monkeypatch.setattr(run_service, "memo", here)
+    ticks = []
+    for _ in range(3):
+        counted.statements.clear()
+        idle = await client.post(
+            f"/workflow-runs/{run_id}/tick", params={"since": revision}, headers=bearer("alice")
+        )
+        assert idle.status_code == 200, idle.text
+        assert (idle.json()["revision"], idle.json()["node_states"]) == (revision, {})
+        ticks.append(list(counted.statements))
+    assert any("FROM CHAIN_STARTS" in s for s in ticks[0]), ticks[0]  # the locked tick
+    # Then the unlocked read and the states changed since, each time.
+    assert [len(t) for t in ticks[1:]] == [2, 2], ticks

@@ -130,6 +130,14 @@ class RunMemo:
     def remember_states(self, run_id: str, revision: int, states: Mapping[str, NodeState]) -> None:
         self._states.put(run_id, (revision, states))
 
+    def revision(self, run_id: str) -> int | None:
+        """The revision of the run's remembered node states (None: none remembered)."""
+        found = self._states.get(run_id)
+        return None if found is None else found[0]
+
+    def forget_states(self, run_id: str) -> None:
+        self._states.pop(run_id)
+
     def forget(self, run_id: str) -> None:
         """A run that ended: no tick will advance it again, so its plan and states (tens of
         megabytes at 10,000 nodes) leave the memo; a read of it reads the database."""

@@ -233,6 +233,8 @@ class RunService:
         run, facts = locked
         await self._ensure_visible(session, principal, run, facts)
         _check_since(since, run.revision)
+        if run.revision > 0 and self.memo.revision(run_id) == 0:
+            self.memo.forget_states(run_id)  # ticked elsewhere: `unchanged` reads it again
         # Chain starts whatever this tick's mode: a run may have chain jobs from an earlier
         # setting. One statement with the finished results: a round trip less per tick.
         results, started = await repository.work(run_id)
@@ -316,6 +318,12 @@ class RunService:
         read without the run's lock or a write transaction: one statement, plus the changed
         states with `since`. None when the tick has work, or when it would read node states
         this process does not remember (the locked tick remembers them for the next one)."""
+        if self.memo.revision(run_id) == 0:
+            # Created in this process and not ticked here since: its first tick has work (it
+            # submits every ready node), so the locked tick reads the run itself, one read
+            # less (the 500 first ticks of 500 new runs come at once). Only a hint: a run
+            # another process ticked is found so under the lock, which spends the hint.
+            return None
         repository = RunRepository.from_session(session)
         found = await repository.run_with_work(run_id)
         if found is None:
