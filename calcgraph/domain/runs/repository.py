@@ -120,7 +120,11 @@ _WRITE_RUN = (
 )
 
 
-# The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays.
+# The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays when
+# there are more than `_FEW`. Up to that many, the executemany by primary key (one round trip,
+# each row by key whatever the plan) costs less than the two statements that must surround
+# the UPDATE from arrays (`custom_plans`): a diamond's second tick submits two nodes.
+_FEW = 8
 _START_MANY = update_from_arrays(
     _NODES, {"run_id": "k_run_id"}, "node_key", {"job_id": String(), "attempt": Integer()}
 ).values(
@@ -350,10 +354,11 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     async def write_states(
         self, run_id: str, changed: Mapping[str, NodeState], revision: int
     ) -> None:
-        """Only the changed rows: on PostgreSQL the nodes a tick submitted in one UPDATE from
-        arrays (1,000 rows took 185 ms as an executemany, one statement per row on the
-        server), every other row in one executemany UPDATE by primary key (Core: the ORM's
-        bulk path costs more than the statement for a tick that submits 100 nodes)."""
+        """Only the changed rows: on PostgreSQL the nodes a tick submitted, beyond `_FEW`, in
+        one UPDATE from arrays (1,000 rows took 185 ms as an executemany, one statement per
+        row on the server), every other row in one executemany UPDATE by primary key (Core:
+        the ORM's bulk path costs more than the statement for a tick that submits 100
+        nodes)."""
         if not changed:
             return
         rest = dict(changed)
@@ -362,7 +367,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             for key, state in changed.items():
                 if _just_started(state):
                     submitted.setdefault(state.started_at, []).append((key, state))
-            many = {at: group for at, group in submitted.items() if len(group) > 1}
+            many = {at: group for at, group in submitted.items() if len(group) > _FEW}
             # Planned for the tables as they are, not by a plan cached while they were tiny.
             around = custom_plans(self._dialect) if many else None
             previous = None if around is None else await self.session.scalar(around[0])
