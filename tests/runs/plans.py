@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -182,9 +182,22 @@ Statement = tuple[str, str, dict[str, Any]]
 """(label, SQL as sent, its plan)."""
 
 
-async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statement]:
+Explain = Callable[[AsyncSession, str, Any], Awaitable[dict[str, Any]]]
+"""Plans one statement as sent: `explain` (PostgreSQL's custom plan for its parameters) or
+`explain_generic` (the plan it caches for a prepared statement)."""
+
+
+async def hot_statements(
+    session: AsyncSession,
+    run: SeededRun,
+    *,
+    planner: Explain | None = None,
+    labels: Container[str] | None = None,
+) -> list[Statement]:
     """Every statement the hot paths send for `run`, in order, labelled by what sends it, each
-    with its plan as PostgreSQL runs it right after the call that sent it."""
+    with its plan as PostgreSQL runs it right after the call that sent it (by `planner`,
+    `explain` by default; only the statements of `labels` when given: all are sent)."""
+    plan_of = explain if planner is None else planner
     sent: list[tuple[str, str, Any]] = []
     planned: list[Statement] = []
     current = [""]
@@ -261,7 +274,9 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
             await call()
             event.remove(sync_engine, "before_cursor_execute", record)
             for _, statement, parameters in sent:
-                planned.append((label, statement, await explain(session, statement, parameters)))
+                if labels is None or label in labels:
+                    plan = await plan_of(session, statement, parameters)
+                    planned.append((label, statement, plan))
             sent.clear()
             event.listen(sync_engine, "before_cursor_execute", record)
     finally:
@@ -338,12 +353,16 @@ def seq_scans(plan: dict[str, Any]) -> list[str]:
     ]
 
 
-def rows_read(plan: dict[str, Any]) -> int:
-    """Rows the plan's scans really read (returned or filtered out), over all their loops:
-    the work a statement does, which must follow what changed, not the run's size."""
+def rows_read(plan: dict[str, Any], tables: Container[str] | None = None) -> int:
+    """Rows the plan's scans (of `tables` when given) really read (returned or filtered out),
+    over all their loops: the work a statement does, which must follow what changed, not the
+    run's size."""
     total = 0
     for n in nodes(plan):
-        if "Relation Name" in n and n["Node Type"] != "ModifyTable":
+        relation = n.get("Relation Name")
+        if relation is not None and n["Node Type"] != "ModifyTable":
+            if tables is not None and relation not in tables:
+                continue
             seen = n.get("Actual Rows", 0) + n.get("Rows Removed by Filter", 0)
             seen += n.get("Rows Removed by Index Recheck", 0)
             total += int(seen * n.get("Actual Loops", 1))
