@@ -32,7 +32,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import among, by_keys, locked, update_from_arrays
+from calcgraph.db.dialect import among, by_keys, locked, rows_after, update_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -87,9 +87,6 @@ _JOB_COLUMNS = (
 )
 _STARTED_IDS = select(_CHAIN_STARTS.c.job_id).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
 _ADOPTED = delete(_CHAIN_STARTS).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
-_STATES_SINCE = select(*_STATE_COLUMNS).where(
-    NodeRowModel.run_id == bindparam("run_id"), NodeRowModel.revision > bindparam("since")
-)
 _WRITE_STATE = (
     update(_NODES)
     .where(_NODES.c.run_id == bindparam("k_run_id"), _NODES.c.node_key == bindparam("k_node_key"))
@@ -162,6 +159,22 @@ def _locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
 def _jobs_by_id(dialect_name: str) -> Any:
     """Jobs by the ids bound to `ids`, one probe of the primary key each."""
     return by_keys(dialect_name, _JOB_COLUMNS, _JOBS.c.id, "ids")
+
+
+@functools.cache
+def _states_since(dialect_name: str) -> Any:
+    """The node states of the run bound to `run_id` written after the revision bound to
+    `since`: by the (run, revision) index, each revision up to the run's (no tick writes a
+    node state at a revision its run has not reached)."""
+    until = select(_RUNS.c.revision).where(_RUNS.c.id == bindparam("run_id")).scalar_subquery()
+    return rows_after(
+        dialect_name,
+        _STATE_COLUMNS,
+        _NODES.c.revision,
+        bindparam("since", type_=Integer),
+        until,
+        _NODES.c.run_id == bindparam("run_id"),
+    )
 
 
 @functools.cache
@@ -340,7 +353,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
         """The node states a tick wrote after revision `since` (by the (run, revision) index)."""
-        rows = await self.session.execute(_STATES_SINCE, {"run_id": run_id, "since": since})
+        rows = await self.session.execute(
+            _states_since(self._dialect), {"run_id": run_id, "since": since}
+        )
         return {row[0]: _state(row) for row in rows}
 
     async def write_states(
