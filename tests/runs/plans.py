@@ -328,6 +328,40 @@ async def explain_generic(
     return plan
 
 
+class CachedGeneric:
+    """Plans each statement by the generic plan PostgreSQL made for it the first time this
+    planner saw it, kept since, as it keeps one for a prepared statement of a pooled
+    connection: made while the tables were small, it is used while they grow (until an ANALYZE
+    or other change of a table's definition). Each plan is run (`ANALYZE`, in a savepoint
+    rolled back after). `seed`'s `session_replication_role` keeps the plans (it flushes them
+    only when it changes)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    async def __call__(
+        self, session: AsyncSession, statement: str, parameters: Sequence[Any]
+    ) -> dict[str, Any]:
+        connection = await session.connection()
+        name = self.names.get(statement)
+        if name is None:  # PREPARE outlives a rollback: the plan is made at its first EXECUTE
+            name = self.names[statement] = f"cached_{uuid.uuid4().hex}"
+            await connection.exec_driver_sql(f"PREPARE {name} AS {statement}")
+        nested = await session.begin_nested()
+        try:
+            await connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+            arguments = ", ".join(_literal(value) for value in parameters)
+            result = await connection.exec_driver_sql(
+                f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({arguments})"
+            )
+            raw = result.scalar_one()
+        finally:
+            await nested.rollback()
+        document = json.loads(raw) if isinstance(raw, str) else raw
+        plan: dict[str, Any] = document[0]["Plan"]
+        return plan
+
+
 def _literal(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "ARRAY[" + ", ".join(_literal(v) for v in value) + "]::varchar[]"

@@ -32,7 +32,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import among, by_keys, locked, rows_after, update_from_arrays
+from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -75,6 +75,7 @@ _CHAIN_STARTS = cast(Table, ChainStart.__table__)
 _RUNNING = select(_NODES.c.job_id).where(
     _NODES.c.run_id == bindparam("run_id"), _NODES.c.status == "running"
 )
+_FINISHED = ("success", "failed")
 _JOB_COLUMNS = (
     _JOBS.c.id,
     _JOBS.c.status,
@@ -133,9 +134,9 @@ def _run_with_work(dialect_name: str) -> Any:
     """The run row with its access facts, unlocked, and whether a tick has work: a job of a
     running node finished (the node rows by the (run, status) index, their jobs by key), or a
     chain worker started one (`chain_starts` by its key). One statement."""
-    finished = exists().where(
-        among(dialect_name, _JOBS.c.id, _RUNNING), _JOBS.c.status.in_(("success", "failed"))
-    )
+    finished = by_keys(
+        dialect_name, (_JOBS.c.id,), _JOBS.c.id, _RUNNING, _JOBS.c.status.in_(_FINISHED)
+    ).exists()
     started = exists().where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
     return _RUN_WITH_FACTS.add_columns(or_(finished, started))
 
@@ -181,12 +182,11 @@ def _states_since(dialect_name: str) -> Any:
 def _jobs_of_running(dialect_name: str, finished: bool) -> Any:
     """The jobs the running nodes of the run bound to `run_id` wait on, by primary key: their
     results when `finished` (only the finished ones), else their ids and statuses."""
-    of_running = among(dialect_name, _JOBS.c.id, _RUNNING)
     if finished:
-        return select(*_JOB_COLUMNS[:5]).where(
-            of_running, _JOBS.c.status.in_(("success", "failed"))
+        return by_keys(
+            dialect_name, _JOB_COLUMNS[:5], _JOBS.c.id, _RUNNING, _JOBS.c.status.in_(_FINISHED)
         )
-    return select(_JOBS.c.id, _JOBS.c.status).where(of_running)
+    return by_keys(dialect_name, (_JOBS.c.id, _JOBS.c.status), _JOBS.c.id, _RUNNING)
 
 
 @dataclass(frozen=True)
