@@ -141,11 +141,13 @@ def by_keys(
     keys: str | Select[Any],
     *where: Any,
     join: tuple[Any, Any] | None = None,
+    prefix: Sequence[Any] = (),
 ) -> Any:
     """SELECT `columns` (of `key`'s table, or of it joined to the table `join[0]` on the
     condition `join[1]`) of the rows whose `key` column is one of `keys` (the list bound to
     the parameter of that name, or what the one-column SELECT returns) and match `where`, each
-    row read by its key whatever the statistics.
+    row read by its key whatever the statistics. `prefix`: the equality conditions on the
+    columns before `key` in its index (a composite primary key), inside the probe.
 
     PostgreSQL: one LATERAL probe per key (`unnest` of the list, or of `ARRAY(<the SELECT>)`),
     a nested loop over the key's index by construction. A plain `IN` (or a join with the list)
@@ -162,14 +164,14 @@ def by_keys(
     if dialect_name != "postgresql":
         wanted = key.in_(bindparam(keys, expanding=True) if isinstance(keys, str) else keys)
         source = table if join is None else table.join(*join)
-        return select(*columns).select_from(source).where(wanted, *where)
+        return select(*columns).select_from(source).where(*prefix, wanted, *where)
     listed = (
         bindparam(keys, type_=ARRAY(String))
         if isinstance(keys, str)
         else func.array(keys.scalar_subquery(), type_=ARRAY(key.type))
     )
     values = func.unnest(listed).table_valued("key").render_derived()
-    probe = select(table).where(key == values.c.key).limit(1).lateral()
+    probe = select(table).where(*prefix, key == values.c.key).limit(1).lateral()
     on_probe = ClauseAdapter(probe).traverse
     source = values.join(probe, true())
     if join is not None:
