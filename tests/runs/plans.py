@@ -298,9 +298,7 @@ async def explain(session: AsyncSession, statement: str, parameters: Any) -> dic
         raw = result.scalar_one()
     finally:
         await nested.rollback()
-    document = json.loads(raw) if isinstance(raw, str) else raw
-    plan: dict[str, Any] = document[0]["Plan"]
-    return plan
+    return _plan(raw)
 
 
 async def explain_generic(
@@ -310,22 +308,7 @@ async def explain_generic(
     executions, as for asyncpg's cached statements): planned without the parameters' values,
     on the statistics of that moment, and run (`ANALYZE`, in a savepoint rolled back after)."""
     name = f"generic_{uuid.uuid4().hex}"  # PREPARE outlives a rollback: a name per call
-    nested = await session.begin_nested()
-    try:
-        connection = await session.connection()
-        await connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
-        await connection.exec_driver_sql(f"PREPARE {name} AS {statement}")
-        arguments = ", ".join(_literal(value) for value in parameters)
-        result = await connection.exec_driver_sql(
-            f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({arguments})"
-        )
-        raw = result.scalar_one()
-        await connection.exec_driver_sql(f"DEALLOCATE {name}")
-    finally:
-        await nested.rollback()
-    document = json.loads(raw) if isinstance(raw, str) else raw
-    plan: dict[str, Any] = document[0]["Plan"]
-    return plan
+    return await _execute_generic(session, name, parameters, prepare=statement, keep=False)
 
 
 class CachedGeneric:
@@ -342,24 +325,47 @@ class CachedGeneric:
     async def __call__(
         self, session: AsyncSession, statement: str, parameters: Sequence[Any]
     ) -> dict[str, Any]:
-        connection = await session.connection()
         name = self.names.get(statement)
-        if name is None:  # PREPARE outlives a rollback: the plan is made at its first EXECUTE
-            name = self.names[statement] = f"cached_{uuid.uuid4().hex}"
-            await connection.exec_driver_sql(f"PREPARE {name} AS {statement}")
-        nested = await session.begin_nested()
-        try:
-            await connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
-            arguments = ", ".join(_literal(value) for value in parameters)
-            result = await connection.exec_driver_sql(
-                f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({arguments})"
-            )
-            raw = result.scalar_one()
-        finally:
-            await nested.rollback()
-        document = json.loads(raw) if isinstance(raw, str) else raw
-        plan: dict[str, Any] = document[0]["Plan"]
-        return plan
+        if name is not None:
+            return await _execute_generic(session, name, parameters)
+        name = self.names[statement] = f"cached_{uuid.uuid4().hex}"
+        return await _execute_generic(session, name, parameters, prepare=statement)
+
+
+async def _execute_generic(
+    session: AsyncSession,
+    name: str,
+    parameters: Sequence[Any],
+    *,
+    prepare: str | None = None,
+    keep: bool = True,
+) -> dict[str, Any]:
+    """The generic plan of the prepared statement `name` (PREPAREd first as `prepare` when
+    given; DEALLOCATEd after unless `keep`: PREPARE outlives a rollback), run on `parameters`
+    (`ANALYZE`, in a savepoint rolled back after). Its first EXECUTE makes the plan."""
+    nested = await session.begin_nested()
+    try:
+        connection = await session.connection()
+        await connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+        if prepare is not None:
+            await connection.exec_driver_sql(f"PREPARE {name} AS {prepare}")
+        arguments = ", ".join(_literal(value) for value in parameters)
+        result = await connection.exec_driver_sql(
+            f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({arguments})"
+        )
+        raw = result.scalar_one()
+        if not keep:
+            await connection.exec_driver_sql(f"DEALLOCATE {name}")
+    finally:
+        await nested.rollback()
+    return _plan(raw)
+
+
+def _plan(raw: Any) -> dict[str, Any]:
+    """The top plan node of an `EXPLAIN (FORMAT JSON)` answer."""
+    document = json.loads(raw) if isinstance(raw, str) else raw
+    plan: dict[str, Any] = document[0]["Plan"]
+    return plan
 
 
 def _literal(value: Any) -> str:
