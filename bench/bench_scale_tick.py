@@ -432,13 +432,12 @@ def tick_submit_redis_http(options: Options) -> list[Result]:
     `/health` sent every 2 ms meanwhile waits (the event loop is free when it is about 1 ms).
 
     Twice: on the fresh database's tables, then after ANALYZE (what autovacuum does to a
-    database within about a minute). Without statistics, a generic plan PostgreSQL caches for
-    a prepared statement while the tables are tiny (the 100-job ticks come first) stays until
-    an ANALYZE: the submitted nodes' UPDATE kept probing `ix_node_states_run_status` by the
-    run alone (about 500 rows per node, 36-47 ms) instead of the primary key (7-11 ms). After
-    the ANALYZE the job INSERT's foreign-key check of each row reads the bench's small
-    `workflow_runs` table whole (a sequential scan per row), which costs about what the
-    UPDATE saves; a database with more runs checks by key."""
+    database within about a minute). The submitted nodes' UPDATE is planned for its
+    parameters every time: a generic plan PostgreSQL cached while the tables were tiny (the
+    100-job ticks come first) probed an index by the run alone until an ANALYZE (about 500
+    rows per node, 37-89 ms instead of 7-15 ms). After the ANALYZE the job INSERT's
+    foreign-key check of each row reads the bench's small `workflow_runs` table whole (a
+    sequential scan per row, with the dead rows of earlier runs): about 6 ms more per tick."""
 
     async def run(prefix: str) -> list[Result]:
         from redis import asyncio as aioredis

@@ -115,7 +115,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     identity = None
     if settings.uses_dev_identity_provider:
         # Launched first: the provider's process starts while this one imports the platform.
-        identity = DevIdentityProvider(settings.oidc_audience)
+        # Warnings only: its record of each sign-in is not the demo user's to read.
+        identity = DevIdentityProvider(settings.oidc_audience, log_level="warning")
         identity.launch()
     try:
         from calcgraph.demo.run import DemoOptions, run_demo

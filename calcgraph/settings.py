@@ -128,13 +128,16 @@ class Settings(BaseSettings):
     graphql_introspection: bool = True
     sqlite_busy_timeout_ms: int = 5000
     database_pool_size: int = Field(
-        default=10,
+        default=30,
         gt=0,
-        description="PostgreSQL connections each process keeps open (API and worker processes "
-        "each have their own pool)",
+        description="PostgreSQL connections each process opens as it needs them and keeps open "
+        "(API and worker processes each have their own pool)",
     )
     database_max_overflow: int = Field(
-        default=20, ge=0, description="connections a process may open beyond the pool's size"
+        default=0,
+        ge=0,
+        description="connections a process may open beyond the pool's size, each closed when "
+        "returned (a new backend, its login and its prepared statements every time)",
     )
     database_pool_timeout_seconds: float = Field(
         default=30.0,

@@ -14,7 +14,7 @@ from calcgraph.auth.devidp import DevIdentityProvider, dev_token
 from calcgraph.settings import Settings
 
 if TYPE_CHECKING:
-    import uvicorn
+    from calcgraph.demo.server import StoppableServer
 
 START_TIMEOUT_SECONDS = 60.0
 
@@ -44,7 +44,7 @@ class InProcessPlatform:
         self.users = users
         self._tokens: dict[str, str] = {}
         self.base_url = ""
-        self._server: uvicorn.Server | None = None
+        self._server: StoppableServer | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._socket: socket.socket | None = None
@@ -53,7 +53,11 @@ class InProcessPlatform:
 
     def start(self) -> str:
         try:
-            self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            # IPPROTO_TCP, not the default 0: asyncio turns Nagle off (TCP_NODELAY) only on
+            # connections of a socket that says it is TCP, and uvicorn writes a response's
+            # head and body apart, so with Nagle on every answer after a connection's first
+            # waited for the client's delayed ACK: 40 ms a request, most of the demo's run.
+            self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self._socket.bind(("127.0.0.1", 0))
             port = self._socket.getsockname()[1]
@@ -114,6 +118,7 @@ class InProcessPlatform:
         from calcgraph.app import create_app
         from calcgraph.db.engine import Database
         from calcgraph.db.migrate import upgrade
+        from calcgraph.demo.server import StoppableServer
         from calcgraph.ops.serving import http_options
 
         database = Database.from_settings(self.settings)
@@ -131,7 +136,7 @@ class InProcessPlatform:
                 loop="asyncio",
                 **http_options(self.settings),
             )
-            self._server = uvicorn.Server(config)
+            self._server = StoppableServer(config)
             if self._stopping:
                 return
             assert self._socket is not None
@@ -143,7 +148,7 @@ class InProcessPlatform:
         self._stopping = True
         self._issuer_known.set()
         if self._server is not None:
-            self._server.should_exit = True
+            self._server.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None

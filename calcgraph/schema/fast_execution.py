@@ -177,17 +177,13 @@ def _checked(raw: Any) -> Any:
 
 
 def _leaf(coerce: Complete, non_null: bool) -> Complete:
-    def finish(raw: Any) -> Any:
-        if raw is None or raw is Undefined:
-            if non_null:
-                raise _GiveUp
-            return None
-        coerced = coerce(_checked(raw))
-        if coerced is None or coerced is Undefined:
+    def coerced(raw: Any) -> Any:
+        value = coerce(raw)
+        if value is None or value is Undefined:
             raise _GiveUp
-        return coerced
+        return value
 
-    return finish
+    return _nullable(coerced, non_null)
 
 
 def _never(raw: Any) -> Any:

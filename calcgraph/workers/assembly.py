@@ -107,6 +107,15 @@ class Workers:
             if timer is not None:
                 timer.stop()
         if self.worker is not None:
+            if not self.own_process:
+                # Every thread told at once: Dramatiq's stop tells the worker threads, waits
+                # for them, then tells the consumers and waits again, each wait up to a poll
+                # (0.1 s). In-process there is no Redis heartbeat for the consumers to keep up
+                # while jobs finish, and a message a consumer still hands over is requeued.
+                for worker_thread in self.worker.workers:
+                    worker_thread.stop()
+                for consumer in self.worker.consumers.values():
+                    consumer.stop()
             self.worker.stop(timeout=30_000 if self.own_process else 10_000)
         self.runtime.close()
         if self.own_process:

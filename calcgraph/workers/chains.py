@@ -42,6 +42,7 @@ from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.runs.chains.service import (
     CHAIN_ACTOR,
     Advance,
+    Batch,
     ChainContext,
     ChainStep,
     Link,
@@ -171,7 +172,7 @@ def _batch(
     record the batch in one commit; the next batch's head, if the chain goes on."""
 
     def early(links: list[Link], step: ChainStep, started_at: datetime) -> ChainStep | None:
-        return _flush(runtime, context, links, step, started_at=started_at)
+        return _flush(runtime, context, Batch(links, step, started_at=started_at))
 
     links: list[Link] = []
     due = _Due(early)
@@ -197,13 +198,13 @@ def _batch(
                 # The retry resumes at this node: released if its job is the running one,
                 # else written `queued` after the nodes before it.
                 if links:
-                    _flush(runtime, context, links, step, queued=True)
+                    _flush(runtime, context, Batch(links, step, queued=True))
                 else:
                     runtime.call(_release(runtime, step.job_id, context.lease))
                 raise InfrastructureFailure(str(error.get("message")))
             links.append(link)
             if link.status != "success":
-                return _flush(runtime, context, links)
+                return _flush(runtime, context, Batch(links))
             following = service.following(context, step, link.outputs or {})
             while following is not None:
                 denied = service.refused(following)
@@ -211,7 +212,7 @@ def _batch(
                     # The owner may not execute it (checked as the batch began): not run, not
                     # answered from the cache; recorded failed, the tick fails the run.
                     links.append(denied)
-                    return _flush(runtime, context, links)
+                    return _flush(runtime, context, Batch(links))
                 # Looked up just before the node would run, as a tick submitting it would.
                 version, inputs = following.function_version_id, following.inputs
                 hit = runtime.cache.lookup(result_key(context.user_id, version, inputs))
@@ -223,13 +224,13 @@ def _batch(
                 )
                 following = service.following(context, following, hit.outputs)
             if following is None:
-                return _flush(runtime, context, links)
+                return _flush(runtime, context, Batch(links))
             if time.monotonic() - began > HAND_OFF_SECONDS:
-                return _flush(runtime, context, links, following, queued=True, send=True)
+                return _flush(runtime, context, Batch(links, following, queued=True, send=True))
             if time.monotonic() - due.since >= FLUSH_EVERY_SECONDS or not held.holds(
                 following.function_version_id
             ):
-                return _flush(runtime, context, links, following)
+                return _flush(runtime, context, Batch(links, following))
             step = following
     finally:
         due.close()
@@ -251,21 +252,12 @@ def _link(
         logs.job_id.reset(token)
 
 
-def _flush(
-    runtime: CodeRuntime,
-    context: ChainContext,
-    links: list[Link],
-    next_step: ChainStep | None = None,
-    *,
-    queued: bool = False,
-    send: bool = False,
-    started_at: datetime | None = None,
-) -> ChainStep | None:
+def _flush(runtime: CodeRuntime, context: ChainContext, batch: Batch) -> ChainStep | None:
     """Record the batch, publish its finished jobs and cache its results; the next head."""
-    advance = _record(runtime, context, links, next_step, queued, send, started_at)
+    advance = _record(runtime, context, batch)
     for job_id in advance.recorded:
         runtime.notifier.publish(job_id)
-    for link in links[: len(advance.recorded)]:
+    for link in batch.links[: len(advance.recorded)]:
         if link.status != "success" or link.cache_hit:
             continue
         key = result_key(context.user_id, link.step.function_version_id, link.step.inputs)
@@ -288,20 +280,10 @@ def _run(runtime: CodeRuntime, held: _Held, context: ChainContext, step: ChainSt
     )
 
 
-def _record(
-    runtime: CodeRuntime,
-    context: ChainContext,
-    links: list[Link],
-    next_step: ChainStep | None,
-    queued: bool,
-    send: bool,
-    started_at: datetime | None,
-) -> Advance:
+def _record(runtime: CodeRuntime, context: ChainContext, batch: Batch) -> Advance:
     async def advance() -> Advance:
         async with runtime.database.write_session() as session:
-            return await service.record(
-                session, context, links, next_step, queued=queued, send=send, started_at=started_at
-            )
+            return await service.record(session, context, batch)
 
     # The sandbox already ran: retry a busy database here rather than re-running the nodes.
     for attempt in range(_RECORD_ATTEMPTS):

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -168,3 +169,50 @@ def provider_stops(issuer: str, within: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+# The provider's process ignores authlib's deprecation warnings (devidp_server.main); here too.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_provider_signs_access_tokens_with_the_key_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Minting an access token loads no key: loading an RSA key checks it (0.18 s of CPU), and
+    a PEM of the key the provider holds was loaded again for every sign-in."""
+    import jwt.algorithms
+
+    from calcgraph.auth.devidp import DEV_REDIRECT_URI
+    from calcgraph.auth.devidp_server import build_app
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a private key was loaded to sign an access token")
+
+    monkeypatch.setattr(jwt.algorithms, "load_pem_private_key", refuse)
+    client = build_app("calcgraph-api").test_client()
+    authorize = client.post(
+        "/oauth2/authorize",
+        query_string={
+            "response_type": "code",
+            "client_id": "calcgraph-dev",
+            "redirect_uri": DEV_REDIRECT_URI,
+            "scope": "openid",
+            "state": "s",
+        },
+        data={"sub": "alice"},
+    )
+    code = parse_qs(urlsplit(authorize.headers["Location"]).query)["code"][0]
+    token = client.post(
+        "/oauth2/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": DEV_REDIRECT_URI,
+            "client_id": "calcgraph-dev",
+            "client_secret": "development",
+        },
+    )
+    assert token.status_code == 200, token.text
+    access = token.json["access_token"]
+    jwks = client.get("/jwks").json
+    key = jwt.PyJWK(jwks["keys"][0])
+    claims = jwt.decode(access, key, algorithms=["RS256"], audience="calcgraph-api")
+    assert claims["preferred_username"] == "alice"

@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from calcgraph.db import engine as engine_module
 from calcgraph.db.engine import Database
+from calcgraph.settings import Settings
 
 pytestmark = pytest.mark.db
 
@@ -78,5 +79,42 @@ async def test_a_connection_idle_longer_than_the_limit_is_pinged(
         first = await _backend_pid(database)
         assert await _backend_pid(database) == first
         assert len(pings) == 1
+    finally:
+        await database.dispose()
+
+
+async def _burst(database: Database, size: int) -> set[int]:
+    """The backends of `size` read sessions that each hold their connection until all have one."""
+    barrier = asyncio.Barrier(size)
+
+    async def one() -> int:
+        async with database.read_session() as session:
+            pid = int(await session.scalar(text("SELECT pg_backend_pid()")) or 0)
+            await barrier.wait()
+            return pid
+
+    return set(await asyncio.gather(*(one() for _ in range(size))))
+
+
+async def test_a_burst_leaves_its_connections_in_the_pool(postgres_url: str) -> None:
+    """The pool keeps what a burst of requests opened: the next burst of the same size connects
+    nothing new (a connection closed on its return costs the next burst a backend, a login and
+    its statements prepared again, when the server is busiest)."""
+    database = Database.from_settings(Settings(database_url=postgres_url))
+    try:
+        first = await _burst(database, 25)
+        assert len(first) == 25
+        assert await _burst(database, 25) == first
+    finally:
+        await database.dispose()
+
+
+async def test_a_quiet_server_keeps_using_its_last_connection(postgres_url: str) -> None:
+    """Last in, first out: after a burst, one request at a time reuses the connection returned
+    last rather than cycling through every idle one (each then idle long enough to be pinged)."""
+    database = Database.from_settings(Settings(database_url=postgres_url))
+    try:
+        await _burst(database, 5)
+        assert len({await _backend_pid(database) for _ in range(5)}) == 1
     finally:
         await database.dispose()

@@ -82,11 +82,13 @@ def _changes(out: str) -> list[tuple[str, str]]:
 
 class TestDemo:
     def test_runs_to_completion_twice_on_the_same_database(
-        self, configured: str, capsys: pytest.CaptureFixture[str]
+        self, configured: str, capfd: pytest.CaptureFixture[str]
     ) -> None:
         want = expected_outputs()
-        code, out, err = _demo(capsys)
+        code, out, err = _demo(capfd)  # capfd: the provider's process writes to the terminal too
         assert code == 0, out + err
+        # The provider's record of the sign-in stays out of the demo user's terminal.
+        assert "issued authorization code" not in err
         assert "package demo-beam 1.2.0: published" in out
         assert "workflow beam-check v1: created" in out
         printed = dict(re.findall(r"^  verdict\.(\w+) = (.+)$", out, re.MULTILINE))
@@ -121,7 +123,7 @@ class TestDemo:
         assert [s for k, s in changes if k == "beam"] in (["running", "success"], ["success"])
 
         # Again on the same database: the published version and the workflow are reused.
-        code, out, err = _demo(capsys, "--json")
+        code, out, err = _demo(capfd, "--json")
         assert code == 0, out + err
         assert "package demo-beam 1.2.0: already published, reusing it" in err
         assert "workflow beam-check v1: unchanged, reusing it" in err

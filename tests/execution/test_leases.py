@@ -16,6 +16,7 @@ import redis
 
 from calcgraph.db.base import utcnow
 from calcgraph.domain.jobs.enqueue import Message, job_message_id
+from calcgraph.domain.jobs.execution.repository import Finish
 from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
@@ -84,9 +85,8 @@ class TestHandOver:
         # The old worker was only slow: its result and its release find nothing to change.
         error = {"kind": "user_error", "message": "late"}
         async with platform.database.write_session() as session:
-            assert not await job_execution_service.finish(
-                session, job_id, "failed", None, error, "", "dead-worker"
-            )
+            late = Finish(job_id, "failed", None, error, "", "dead-worker")
+            assert not await job_execution_service.finish(session, late)
             assert not await job_execution_service.release(session, job_id, "dead-worker")
         assert (await _job(platform, job_id))["outputs"] == {"sum": 5.0}
 

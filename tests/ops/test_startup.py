@@ -117,3 +117,17 @@ def test_upgrading_a_fresh_database_migrates_it(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert sorted(json.loads(done.stdout.strip().replace("'", '"'))) == sorted(script_heads() or ())
+
+
+def test_a_batch_sent_in_process_imports_no_redis() -> None:
+    """An in-process platform's first tick submitting two jobs imported redis only to learn
+    that its broker was not Redis's (50 ms of CPU in the demo's run)."""
+    code = (
+        "from calcgraph.domain.jobs.enqueue import Message\n"
+        "from calcgraph.settings import Settings\n"
+        "from calcgraph.workers.broker import QUEUE, build_broker, send_many\n"
+        "broker = build_broker(Settings(redis_url=None))\n"
+        "assert send_many(broker, [Message('a.b'), Message('a.b')]) == 0\n"
+        "assert broker.queues[QUEUE].qsize() == 2\n"
+    )
+    assert _loaded(code, {}, ("redis", "dramatiq.brokers.redis")) == []

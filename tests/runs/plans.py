@@ -20,7 +20,7 @@ from typing import Any, cast
 from sqlalchemy import Table, event, insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
+from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
@@ -261,7 +261,9 @@ async def hot_statements(
         ("job: claim", lambda: jobs.claim(job_ids[0], NOW, "plan-lease")),
         (
             "job: finish",
-            lambda: jobs.finish(job_ids[1], "success", {"y": 1}, None, "", NOW, "plan-lease"),
+            lambda: jobs.finish(
+                Finish(job_ids[1], "success", {"y": 1}, None, "", "plan-lease"), NOW
+            ),
         ),
         ("job: heartbeat", lambda: jobs.heartbeat(["plan-lease"], NOW)),
     ]

@@ -82,7 +82,7 @@ def _count_commits(
     record = chain_service.record
 
     async def counted(*args: Any, **kwargs: Any) -> Advance:
-        batches.append(len(args[2]))
+        batches.append(len(args[2].links))
         if fail_on(len(batches)):
             raise RuntimeError("the worker died before the commit")
         return await record(*args, **kwargs)

@@ -52,7 +52,7 @@ async def counted(database: Database) -> AsyncIterator[_Counter]:
 
 
 async def test_statements_do_not_grow_with_the_run(
-    client: httpx.AsyncClient, bearer: Bearer, counted: _Counter
+    client: httpx.AsyncClient, bearer: Bearer, counted: _Counter, backend: str
 ) -> None:
     await publish(client, bearer("alice"), small_body("wide", "1.0.0"))
     counts: dict[int, tuple[int, int]] = {}
@@ -68,7 +68,11 @@ async def test_statements_do_not_grow_with_the_run(
         idle = await client.post(f"/workflow-runs/{run_id}/tick", headers=bearer("alice"))
         assert idle.json() == submit.json()
         counts[width] = (submitting, len(counted.statements))
-    assert counts[2][0] == counts[40][0] <= counts[1][0], counts
+    # On PostgreSQL the UPDATE of several submitted nodes is planned for its parameters
+    # (`dialect.custom_plans`): a statement before it and one after, which a tick submitting
+    # one node does not send.
+    around = 2 if backend == "postgresql" else 0
+    assert counts[2][0] == counts[40][0] <= counts[1][0] + around, counts
     assert counts[1][1] == counts[2][1] == counts[40][1], counts
     submitting, idle_count = counts[40]
     assert submitting <= 12, counted.statements

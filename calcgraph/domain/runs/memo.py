@@ -91,6 +91,19 @@ def _graph_nodes(version: WorkflowVersionView) -> int:
     return max(1, len(nodes) if isinstance(nodes, list) else 1)
 
 
+def _remembered(keys: Sequence[K], lookup: Callable[[K], V | None]) -> tuple[dict[K, V], list[K]]:
+    """What `lookup` remembers of `keys`, and the keys it does not."""
+    found: dict[K, V] = {}
+    missing: list[K] = []
+    for key in keys:
+        value = lookup(key)
+        if value is None:
+            missing.append(key)
+        else:
+            found[key] = value
+    return found, missing
+
+
 class RunMemo:
     def __init__(self, runs: int = 8192, versions: int = 4096, nodes: int = 100_000) -> None:
         self._plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs, nodes, _plan_nodes)
@@ -138,15 +151,16 @@ class RunMemo:
         self, ids: Sequence[str]
     ) -> tuple[dict[str, WorkflowVersionView], list[str]]:
         """The remembered versions among `ids`, and the ids not remembered."""
-        found: dict[str, WorkflowVersionView] = {}
-        missing: list[str] = []
-        for version_id in ids:
-            version = self._workflow_versions.get(version_id)
-            if version is None:
-                missing.append(version_id)
-            else:
-                found[version_id] = version
-        return found, missing
+        return _remembered(ids, self._workflow_versions.get)
+
+    def plan_snapshots(self, run_ids: Sequence[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """The remembered plan snapshots among `run_ids`, and the ids not remembered."""
+
+        def snapshot(run_id: str) -> dict[str, Any] | None:
+            entry = self.plan(run_id)
+            return None if entry is None else entry[0]
+
+        return _remembered(run_ids, snapshot)
 
     def remember_workflow_versions(self, versions: Iterable[WorkflowVersionView]) -> None:
         for version in versions:

@@ -32,7 +32,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
+from calcgraph.db.dialect import by_keys, custom_plans, locked, rows_after, update_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -373,9 +373,11 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             for key, state in changed.items():
                 if _just_started(state):
                     submitted.setdefault(state.started_at, []).append((key, state))
-            for started_at, group in submitted.items():
-                if len(group) < 2:
-                    continue
+            many = {at: group for at, group in submitted.items() if len(group) > 1}
+            # Planned for the tables as they are, not by a plan cached while they were tiny.
+            around = custom_plans(self._dialect) if many else None
+            previous = None if around is None else await self.session.scalar(around[0])
+            for started_at, group in many.items():
                 await self.session.execute(
                     _START_MANY,
                     {
@@ -389,6 +391,8 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                 )
                 for key, _ in group:
                     del rest[key]
+            if around is not None:
+                await self.session.execute(around[1], {"mode": previous})
         if not rest:
             return
         await self.session.execute(

@@ -437,14 +437,7 @@ class RunService:
     ) -> dict[str, dict[str, Any]]:
         """The frozen plans of runs the caller already read (GraphQL loaders): from the memo
         when remembered, else read (a 10,000-node plan is megabytes: only when asked for)."""
-        found: dict[str, dict[str, Any]] = {}
-        missing: list[str] = []
-        for run_id in run_ids:
-            remembered = self.memo.plan(run_id)
-            if remembered is None:
-                missing.append(run_id)
-            else:
-                found[run_id] = remembered[0]
+        found, missing = self.memo.plan_snapshots(run_ids)
         if missing:
             found.update(await RunRepository.from_session(session).plan_snapshots(missing))
         return found

@@ -201,23 +201,14 @@ class JobExecutionRepository(RepositoryBase[Job]):
         )
         return _rows(result) == 1
 
-    async def finish(
-        self,
-        job_id: str,
-        status: str,
-        outputs: dict[str, Any] | None,
-        error: dict[str, Any] | None,
-        logs: str,
-        now: datetime,
-        lease: str,
-    ) -> bool:
+    async def finish(self, item: Finish, now: datetime) -> bool:
         """running -> success/failed, once, by the delivery holding the lease."""
         return await self._transition(
-            (Job.id == job_id, Job.status == "running", Job.lease == lease),
-            status=status,
-            outputs=outputs,
-            error=error,
-            logs=logs,
+            (Job.id == item.job_id, Job.status == "running", Job.lease == item.lease),
+            status=item.status,
+            outputs=item.outputs,
+            error=item.error,
+            logs=item.logs,
             finished_at=now,
         )
 

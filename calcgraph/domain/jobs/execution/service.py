@@ -203,19 +203,8 @@ class JobExecutionService:
     async def blobs(self, session: AsyncSession, digests: list[str]) -> dict[str, bytes]:
         return await JobExecutionRepository.from_session(session).blobs(digests)
 
-    async def finish(
-        self,
-        session: AsyncSession,
-        job_id: str,
-        status: str,
-        outputs: dict[str, Any] | None,
-        error: dict[str, Any] | None,
-        logs: str,
-        lease: str,
-    ) -> bool:
-        return await JobExecutionRepository.from_session(session).finish(
-            job_id, status, outputs, error, logs, utcnow(), lease
-        )
+    async def finish(self, session: AsyncSession, item: Finish) -> bool:
+        return await JobExecutionRepository.from_session(session).finish(item, utcnow())
 
     async def claim_and_finish(
         self,

@@ -41,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.jobs.enqueue import enqueue_job
-from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
+from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.repository import RunRepository
@@ -96,6 +96,19 @@ class Link:
     started_at: datetime
     finished_at: datetime
     cache_hit: bool = False
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one commit of a chain records: the links run since the last commit, then the job
+    of `next_step` to start (`queued` instead of running; with `send`, in a new chain
+    message), `started_at` when it already runs."""
+
+    links: Sequence[Link]
+    next_step: ChainStep | None = None
+    queued: bool = False
+    send: bool = False
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -207,32 +220,17 @@ class ChainService:
         }
         return Link(step, "failed", None, error, "", started_at or now, now)
 
-    async def record(
-        self,
-        session: AsyncSession,
-        context: ChainContext,
-        links: Sequence[Link],
-        next_step: ChainStep | None = None,
-        *,
-        queued: bool = False,
-        send: bool = False,
-        started_at: datetime | None = None,
-    ) -> Advance:
+    async def record(self, session: AsyncSession, context: ChainContext, batch: Batch) -> Advance:
         """Record a batch in one commit: finish the first link's job (the running one), add
-        the later links' jobs born finished, and start `next_step`'s job (`queued` instead of
-        running; with `send`, in a new chain message), `started_at` when it already runs."""
+        the later links' jobs born finished, and start the next step's job."""
+        links, next_step, started_at = batch.links, batch.next_step, batch.started_at
         repository = ChainRepository.from_session(session)
         await repository.lock_run(context.run_id)
         head = links[0]
-        if not await JobExecutionRepository.from_session(session).finish(
-            head.step.job_id,
-            head.status,
-            head.outputs,
-            head.error,
-            head.logs,
-            head.finished_at,
-            context.lease,
-        ):
+        finish = Finish(
+            head.step.job_id, head.status, head.outputs, head.error, head.logs, context.lease
+        )
+        if not await JobExecutionRepository.from_session(session).finish(finish, head.finished_at):
             return Advance()
         later = [*links[1:]]
         if head.status != "success" or (not later and next_step is None):
@@ -262,7 +260,9 @@ class ChainService:
                     rows.append(self._row(context, next_step, attempt, denied))
                     next_step = None
                 else:
-                    rows.append(self._row(context, next_step, attempt, None, queued, started_at))
+                    rows.append(
+                        self._row(context, next_step, attempt, None, batch.queued, started_at)
+                    )
         inserted = await repository.add_jobs(context.run_id, rows)
         # The run's lock makes the tick and the worker start a node at most once between them:
         # a row already there (the unique (run, node, attempt)) ends the chain at that node.
@@ -273,8 +273,8 @@ class ChainService:
             done.append(link.step.job_id)
         if next_step is None or next_step.job_id not in inserted:
             return Advance(tuple(done))
-        if queued:
-            if send:
+        if batch.queued:
+            if batch.send:
                 enqueue_job(CHAIN_ACTOR, next_step.job_id, 1)
             return Advance(tuple(done))
         return Advance(tuple(done), next_step)
