@@ -90,6 +90,10 @@ ensure_docker() {
     # reachable from here); Debian packages one.
     command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry \
       || say "WARNING: docker-registry unavailable; the registry push test will skip"
+    # The deploy test validates deploy/compose.yaml with the engine's compose command.
+    docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 \
+      || apt_install docker-compose \
+      || say "WARNING: docker-compose unavailable; the compose validation test will skip"
   else
     say "WARNING: Docker unavailable; the docker sandbox tests will skip"
   fi

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -182,9 +182,22 @@ Statement = tuple[str, str, dict[str, Any]]
 """(label, SQL as sent, its plan)."""
 
 
-async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statement]:
+Explain = Callable[[AsyncSession, str, Any], Awaitable[dict[str, Any]]]
+"""Plans one statement as sent: `explain` (PostgreSQL's custom plan for its parameters) or
+`explain_generic` (the plan it caches for a prepared statement)."""
+
+
+async def hot_statements(
+    session: AsyncSession,
+    run: SeededRun,
+    *,
+    planner: Explain | None = None,
+    labels: Container[str] | None = None,
+) -> list[Statement]:
     """Every statement the hot paths send for `run`, in order, labelled by what sends it, each
-    with its plan as PostgreSQL runs it right after the call that sent it."""
+    with its plan as PostgreSQL runs it right after the call that sent it (by `planner`,
+    `explain` by default; only the statements of `labels` when given: all are sent)."""
+    plan_of = explain if planner is None else planner
     sent: list[tuple[str, str, Any]] = []
     planned: list[Statement] = []
     current = [""]
@@ -262,7 +275,9 @@ async def hot_statements(session: AsyncSession, run: SeededRun) -> list[Statemen
             await call()
             event.remove(sync_engine, "before_cursor_execute", record)
             for _, statement, parameters in sent:
-                planned.append((label, statement, await explain(session, statement, parameters)))
+                if labels is None or label in labels:
+                    plan = await plan_of(session, statement, parameters)
+                    planned.append((label, statement, plan))
             sent.clear()
             event.listen(sync_engine, "before_cursor_execute", record)
     finally:
@@ -284,9 +299,7 @@ async def explain(session: AsyncSession, statement: str, parameters: Any) -> dic
         raw = result.scalar_one()
     finally:
         await nested.rollback()
-    document = json.loads(raw) if isinstance(raw, str) else raw
-    plan: dict[str, Any] = document[0]["Plan"]
-    return plan
+    return _plan(raw)
 
 
 async def explain_generic(
@@ -296,19 +309,61 @@ async def explain_generic(
     executions, as for asyncpg's cached statements): planned without the parameters' values,
     on the statistics of that moment, and run (`ANALYZE`, in a savepoint rolled back after)."""
     name = f"generic_{uuid.uuid4().hex}"  # PREPARE outlives a rollback: a name per call
+    return await _execute_generic(session, name, parameters, prepare=statement, keep=False)
+
+
+class CachedGeneric:
+    """Plans each statement by the generic plan PostgreSQL made for it the first time this
+    planner saw it, kept since, as it keeps one for a prepared statement of a pooled
+    connection: made while the tables were small, it is used while they grow (until an ANALYZE
+    or other change of a table's definition). Each plan is run (`ANALYZE`, in a savepoint
+    rolled back after). `seed`'s `session_replication_role` keeps the plans (it flushes them
+    only when it changes)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    async def __call__(
+        self, session: AsyncSession, statement: str, parameters: Sequence[Any]
+    ) -> dict[str, Any]:
+        name = self.names.get(statement)
+        if name is not None:
+            return await _execute_generic(session, name, parameters)
+        name = self.names[statement] = f"cached_{uuid.uuid4().hex}"
+        return await _execute_generic(session, name, parameters, prepare=statement)
+
+
+async def _execute_generic(
+    session: AsyncSession,
+    name: str,
+    parameters: Sequence[Any],
+    *,
+    prepare: str | None = None,
+    keep: bool = True,
+) -> dict[str, Any]:
+    """The generic plan of the prepared statement `name` (PREPAREd first as `prepare` when
+    given; DEALLOCATEd after unless `keep`: PREPARE outlives a rollback), run on `parameters`
+    (`ANALYZE`, in a savepoint rolled back after). Its first EXECUTE makes the plan."""
     nested = await session.begin_nested()
     try:
         connection = await session.connection()
         await connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
-        await connection.exec_driver_sql(f"PREPARE {name} AS {statement}")
+        if prepare is not None:
+            await connection.exec_driver_sql(f"PREPARE {name} AS {prepare}")
         arguments = ", ".join(_literal(value) for value in parameters)
         result = await connection.exec_driver_sql(
             f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({arguments})"
         )
         raw = result.scalar_one()
-        await connection.exec_driver_sql(f"DEALLOCATE {name}")
+        if not keep:
+            await connection.exec_driver_sql(f"DEALLOCATE {name}")
     finally:
         await nested.rollback()
+    return _plan(raw)
+
+
+def _plan(raw: Any) -> dict[str, Any]:
+    """The top plan node of an `EXPLAIN (FORMAT JSON)` answer."""
     document = json.loads(raw) if isinstance(raw, str) else raw
     plan: dict[str, Any] = document[0]["Plan"]
     return plan
@@ -339,12 +394,16 @@ def seq_scans(plan: dict[str, Any]) -> list[str]:
     ]
 
 
-def rows_read(plan: dict[str, Any]) -> int:
-    """Rows the plan's scans really read (returned or filtered out), over all their loops:
-    the work a statement does, which must follow what changed, not the run's size."""
+def rows_read(plan: dict[str, Any], tables: Container[str] | None = None) -> int:
+    """Rows the plan's scans (of `tables` when given) really read (returned or filtered out),
+    over all their loops: the work a statement does, which must follow what changed, not the
+    run's size."""
     total = 0
     for n in nodes(plan):
-        if "Relation Name" in n and n["Node Type"] != "ModifyTable":
+        relation = n.get("Relation Name")
+        if relation is not None and n["Node Type"] != "ModifyTable":
+            if tables is not None and relation not in tables:
+                continue
             seen = n.get("Actual Rows", 0) + n.get("Rows Removed by Filter", 0)
             seen += n.get("Rows Removed by Index Recheck", 0)
             total += int(seen * n.get("Actual Loops", 1))

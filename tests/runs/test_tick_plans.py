@@ -15,9 +15,14 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.state import NodeState
 from tests.runs.plans import (
+    BIG_TABLES,
     NOW,
+    CachedGeneric,
+    Explain,
     SeededRun,
     describe,
+    explain,
+    explain_generic,
     hot_statements,
     rows_read,
     seed,
@@ -68,6 +73,73 @@ async def test_hot_statements_read_what_changed(
     # One statement reads both (and the chain starts' DELETE follows it).
     assert read["big"]["tick: finished jobs and chain starts"] <= 2 * 100 + 2 * 50 + 50
     assert read["big"]["wait: running jobs"] <= 2 * 100 + 100
+
+
+# The tick's reads, and how many rows each may read at most on either run of the test (each
+# has 100 nodes in flight, 50 chain starts, and 100 more nodes in flight after the writes).
+_READS = {
+    "tick: run and its work, unlocked": 2 * 100 + 20,
+    "tick: lock the run": 20,
+    "tick: finished jobs and chain starts": 2 * 100 + 2 * 50 + 50,  # one statement
+    "tick?since: changed states": 2 * (100 + 100 + 1),
+    "wait: running jobs": 2 * 100 + 100,
+    "chain: node states": 2 * 10,  # ten of a chain's nodes, asked for by key
+}
+
+
+# Not fixed yet: on statistics taken when the table held one small run, PostgreSQL estimates
+# one row for any other run's node states, so every index on (run_id, ...) costs the same
+# whatever else it serves, and it may take the (run, status) one: the run's every node.
+_NOT_YET = {
+    ("stale", False, "tick?since: changed states"),
+    ("stale", False, "chain: node states"),
+}
+
+
+@pytest.mark.parametrize("statistics", ["fresh", "stale", "analyzed", "cached"])
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+async def test_the_tick_reads_by_key_whatever_the_statistics(
+    database: Database, backend: str, statistics: str, generic: bool
+) -> None:
+    """The tick's reads reach what is in flight by key or a fitting index also on statistics
+    taken while the tables were small (`stale`: a production table between two ANALYZEs), by
+    the generic plan PostgreSQL keeps for asyncpg's prepared statement after five runs, and
+    by the one it made while the tables were small and keeps as they grow (`cached`: a
+    pooled connection's, on fresh tables). There, `jobs.id = ANY(ARRAY(<the running nodes'
+    job ids>))` read every job (180 of 181 such reads of a 10,000-node run on fresh tables,
+    2-19 ms each as the table grew), and the running nodes were read through the (run,
+    revision) index, every node of the run."""
+    if backend != "postgresql":
+        pytest.skip("plans are PostgreSQL's (SQLite has one way to read a key)")
+    if statistics == "cached" and not generic:
+        pytest.skip("a custom plan is made for each run of the statement")
+    analyze = text("ANALYZE node_states, jobs, chain_starts, workflow_runs, workflows")
+    planner: Explain = explain_generic if generic else explain
+    async with database.write_session() as session:
+        await seed(session, 10, 10, done=10)  # what the tables held when last analyzed
+        if statistics == "stale":
+            await session.execute(analyze)
+        if statistics == "cached":
+            planner = CachedGeneric()
+            small = await seed(session, 2, 4)  # a first run in flight, its plans kept
+            await hot_statements(session, small, planner=planner, labels=_READS)
+        for _ in range(3):
+            await seed(session, 10, 100, done=100)
+        runs = [await seed(session, 100, 100), await seed(session, 100, 24)]
+        if statistics == "analyzed":
+            await session.execute(analyze)
+        failures = []
+        for run in runs:
+            planned = await hot_statements(session, run, planner=planner, labels=_READS)
+            assert {label for label, _, _ in planned} == _READS.keys()
+            for label, statement, plan in planned:
+                if (statistics, generic, label) in _NOT_YET:
+                    continue
+                read = rows_read(plan, BIG_TABLES)
+                if seq_scans(plan) or read > _READS[label]:
+                    failures.append(f"{label} ({read} rows): {statement}\n{describe(plan)}")
+        await session.rollback()
+    assert not failures, "\n\n".join(failures)
 
 
 async def _node_index_reads(session: AsyncSession) -> int:

@@ -34,7 +34,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import among, custom_plans, locked, update_from_arrays
+from calcgraph.db.dialect import by_keys, custom_plans, locked, rows_after, update_from_arrays
 from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
@@ -77,6 +77,7 @@ _CHAIN_STARTS = cast(Table, ChainStart.__table__)
 _RUNNING = select(_NODES.c.job_id).where(
     _NODES.c.run_id == bindparam("run_id"), _NODES.c.status == "running"
 )
+_FINISHED = ("success", "failed")
 _JOB_COLUMNS = (
     _JOBS.c.id,
     _JOBS.c.status,
@@ -89,9 +90,6 @@ _JOB_COLUMNS = (
 )
 _STARTED_IDS = select(_CHAIN_STARTS.c.job_id).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
 _ADOPTED = delete(_CHAIN_STARTS).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
-_STATES_SINCE = select(*_STATE_COLUMNS).where(
-    NodeRowModel.run_id == bindparam("run_id"), NodeRowModel.revision > bindparam("since")
-)
 _WRITE_STATE = (
     update(_NODES)
     .where(_NODES.c.run_id == bindparam("k_run_id"), _NODES.c.node_key == bindparam("k_node_key"))
@@ -142,9 +140,9 @@ def _run_with_work(dialect_name: str) -> Any:
     """The run row with its access facts, unlocked, and whether a tick has work: a job of a
     running node finished (the node rows by the (run, status) index, their jobs by key), or a
     chain worker started one (`chain_starts` by its key). One statement."""
-    finished = exists().where(
-        among(dialect_name, _JOBS.c.id, _RUNNING), _JOBS.c.status.in_(("success", "failed"))
-    )
+    finished = by_keys(
+        dialect_name, (_JOBS.c.id,), _JOBS.c.id, _RUNNING, _JOBS.c.status.in_(_FINISHED)
+    ).exists()
     started = exists().where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
     return _RUN_WITH_FACTS.add_columns(or_(finished, started))
 
@@ -165,15 +163,30 @@ def _locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
 
 
 @functools.cache
+def _states_since(dialect_name: str) -> Any:
+    """The node states of the run bound to `run_id` written after the revision bound to
+    `since`: by the (run, revision) index, each revision up to the run's (no tick writes a
+    node state at a revision its run has not reached)."""
+    until = select(_RUNS.c.revision).where(_RUNS.c.id == bindparam("run_id")).scalar_subquery()
+    return rows_after(
+        dialect_name,
+        _STATE_COLUMNS,
+        _NODES.c.revision,
+        bindparam("since", type_=Integer),
+        until,
+        _NODES.c.run_id == bindparam("run_id"),
+    )
+
+
+@functools.cache
 def _jobs_of_running(dialect_name: str, finished: bool) -> Any:
     """The jobs the running nodes of the run bound to `run_id` wait on, by primary key: their
     results when `finished` (only the finished ones), else their ids and statuses."""
-    of_running = among(dialect_name, _JOBS.c.id, _RUNNING)
     if finished:
-        return select(*_JOB_COLUMNS[:5]).where(
-            of_running, _JOBS.c.status.in_(("success", "failed"))
+        return by_keys(
+            dialect_name, _JOB_COLUMNS[:5], _JOBS.c.id, _RUNNING, _JOBS.c.status.in_(_FINISHED)
         )
-    return select(_JOBS.c.id, _JOBS.c.status).where(of_running)
+    return by_keys(dialect_name, (_JOBS.c.id, _JOBS.c.status), _JOBS.c.id, _RUNNING)
 
 
 @functools.cache
@@ -181,11 +194,18 @@ def _work(dialect_name: str) -> Any:
     """What a locked tick reconciles, in one statement: the finished jobs the running nodes of
     the run bound to `run_id` wait on (`started` 0), and every job chain workers started for
     it (`started` 1, listed in `chain_starts`). Each branch reads the jobs by primary key."""
-    finished = select(*_JOB_COLUMNS, literal_column("0").label("started")).where(
-        among(dialect_name, _JOBS.c.id, _RUNNING), _JOBS.c.status.in_(("success", "failed"))
+    finished = by_keys(
+        dialect_name,
+        (*_JOB_COLUMNS, literal_column("0").label("started")),
+        _JOBS.c.id,
+        _RUNNING,
+        _JOBS.c.status.in_(_FINISHED),
     )
-    started = select(*_JOB_COLUMNS, literal_column("1").label("started")).where(
-        among(dialect_name, _JOBS.c.id, _STARTED_IDS)
+    started = by_keys(
+        dialect_name,
+        (*_JOB_COLUMNS, literal_column("1").label("started")),
+        _JOBS.c.id,
+        _STARTED_IDS,
     )
     return union_all(finished, started)
 
@@ -329,7 +349,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         results: dict[str, JobResult] = {}
         adopted: dict[str, StartedJob] = {}
         for row in rows:
-            if row[1] in ("success", "failed"):
+            if row[1] in _FINISHED:
                 results[row[0]] = JobResult(
                     row[1], outputs=row[2], error=row[3], finished_at=row[4]
                 )
@@ -348,7 +368,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
         """The node states a tick wrote after revision `since` (by the (run, revision) index)."""
-        rows = await self.session.execute(_STATES_SINCE, {"run_id": run_id, "since": since})
+        rows = await self.session.execute(
+            _states_since(self._dialect), {"run_id": run_id, "since": since}
+        )
         return {row[0]: _state(row) for row in rows}
 
     async def write_states(

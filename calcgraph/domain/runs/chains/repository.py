@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import Table, bindparam, insert, select
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import insert_ignoring_duplicates, locked
+from calcgraph.db.dialect import by_keys, insert_ignoring_duplicates, locked
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
+
+_NODES = cast(Table, NodeRowModel.__table__)
+
+
+@functools.cache
+def _node_states(dialect_name: str) -> Any:
+    """(node key, status, attempt) of the nodes bound to `keys` of the run bound to `run_id`,
+    one probe of the primary key each: as `run_id = ... AND node_key IN (...)`, PostgreSQL read
+    the run's every node through the (run, status) index and kept the ~100 asked for (20 ms
+    each, 78 times in a 10,000-node run on fresh tables, under the run's lock)."""
+    return by_keys(
+        dialect_name,
+        (_NODES.c.node_key, _NODES.c.status, _NODES.c.attempt),
+        _NODES.c.node_key,
+        "keys",
+        prefix=(_NODES.c.run_id == bindparam("run_id"),),
+    )
 
 
 class ChainRepository(RepositoryBase[Job]):
@@ -69,9 +87,8 @@ class ChainRepository(RepositoryBase[Job]):
         if not node_keys:
             return {}
         rows = await self.session.execute(
-            select(NodeRowModel.node_key, NodeRowModel.status, NodeRowModel.attempt).where(
-                NodeRowModel.run_id == run_id, NodeRowModel.node_key.in_(list(node_keys))
-            )
+            _node_states(self.session.get_bind().dialect.name),
+            {"run_id": run_id, "keys": list(node_keys)},
         )
         return {row[0]: (row[1], row[2]) for row in rows}
 
