@@ -53,7 +53,7 @@ class Database:
         busy_timeout_ms: int = 5000,
         bind: AsyncConnection | None = None,
         pre_ping: bool = True,
-        pool_size: int = 30,
+        pool_size: int = 4,
         max_overflow: int = 0,
         pool_timeout: float = 30.0,
     ) -> None:

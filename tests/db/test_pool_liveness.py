@@ -83,14 +83,18 @@ async def test_a_connection_idle_longer_than_the_limit_is_pinged(
         await database.dispose()
 
 
-async def _burst(database: Database, size: int) -> set[int]:
-    """The backends of `size` read sessions that each hold their connection until all have one."""
+async def _burst(database: Database, size: int, hold: float = 0.0) -> set[int]:
+    """The backends of `size` concurrent read sessions, each holding its connection `hold` s;
+    with no `hold`, until all have one (`size` no more than the pool's)."""
     barrier = asyncio.Barrier(size)
 
     async def one() -> int:
         async with database.read_session() as session:
             pid = int(await session.scalar(text("SELECT pg_backend_pid()")) or 0)
-            await barrier.wait()
+            if hold:
+                await asyncio.sleep(hold)
+            else:
+                await barrier.wait()
             return pid
 
     return set(await asyncio.gather(*(one() for _ in range(size))))
@@ -100,11 +104,14 @@ async def test_a_burst_leaves_its_connections_in_the_pool(postgres_url: str) -> 
     """The pool keeps what a burst of requests opened: the next burst of the same size connects
     nothing new (a connection closed on its return costs the next burst a backend, a login and
     its statements prepared again, when the server is busiest)."""
-    database = Database.from_settings(Settings(database_url=postgres_url))
+    settings = Settings(database_url=postgres_url)
+    database = Database.from_settings(settings)
+    size = settings.database_pool_size
     try:
-        first = await _burst(database, 25)
-        assert len(first) == 25
-        assert await _burst(database, 25) == first
+        # Five times the pool's requests at once: they take turns on the pool's connections.
+        first = await _burst(database, 5 * size, hold=0.05)
+        assert len(first) == size
+        assert await _burst(database, 5 * size, hold=0.05) == first
     finally:
         await database.dispose()
 
@@ -112,9 +119,10 @@ async def test_a_burst_leaves_its_connections_in_the_pool(postgres_url: str) -> 
 async def test_a_quiet_server_keeps_using_its_last_connection(postgres_url: str) -> None:
     """Last in, first out: after a burst, one request at a time reuses the connection returned
     last rather than cycling through every idle one (each then idle long enough to be pinged)."""
-    database = Database.from_settings(Settings(database_url=postgres_url))
+    settings = Settings(database_url=postgres_url)
+    database = Database.from_settings(settings)
     try:
-        await _burst(database, 5)
+        await _burst(database, settings.database_pool_size)
         assert len({await _backend_pid(database) for _ in range(5)}) == 1
     finally:
         await database.dispose()
