@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import event, text
 from sqlalchemy.exc import InvalidatePoolError
@@ -24,9 +24,10 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite, private_sqlite_file
+from calcgraph.settings import Settings
 
-if TYPE_CHECKING:
-    from calcgraph.settings import Settings
+# The pool's defaults are the settings' (a Database built without settings, as tests do).
+_SETTING = Settings.model_fields
 
 # A pooled connection back in the pool for less than this is taken again without a round trip
 # (unless its socket is already closed); one idle longer is pinged first.
@@ -53,9 +54,9 @@ class Database:
         busy_timeout_ms: int = 5000,
         bind: AsyncConnection | None = None,
         pre_ping: bool = True,
-        pool_size: int = 4,
-        max_overflow: int = 0,
-        pool_timeout: float = 30.0,
+        pool_size: int = _SETTING["database_pool_size"].default,
+        max_overflow: int = _SETTING["database_max_overflow"].default,
+        pool_timeout: float = _SETTING["database_pool_timeout_seconds"].default,
     ) -> None:
         self.url = url
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"

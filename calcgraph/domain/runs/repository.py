@@ -179,13 +179,9 @@ def _states_since(dialect_name: str) -> Any:
 
 
 @functools.cache
-def _jobs_of_running(dialect_name: str, finished: bool) -> Any:
-    """The jobs the running nodes of the run bound to `run_id` wait on, by primary key: their
-    results when `finished` (only the finished ones), else their ids and statuses."""
-    if finished:
-        return by_keys(
-            dialect_name, _JOB_COLUMNS[:5], _JOBS.c.id, _RUNNING, _JOBS.c.status.in_(_FINISHED)
-        )
+def _jobs_of_running(dialect_name: str) -> Any:
+    """(id, status) of the jobs the running nodes of the run bound to `run_id` wait on, by
+    primary key."""
     return by_keys(dialect_name, (_JOBS.c.id, _JOBS.c.status), _JOBS.c.id, _RUNNING)
 
 
@@ -361,9 +357,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def running_jobs(self, run_id: str) -> list[tuple[str, str]]:
         """(job id, job status) of every job a running node of the run waits on."""
-        rows = await self.session.execute(
-            _jobs_of_running(self._dialect, False), {"run_id": run_id}
-        )
+        rows = await self.session.execute(_jobs_of_running(self._dialect), {"run_id": run_id})
         return [(row[0], row[1]) for row in rows]
 
     async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
