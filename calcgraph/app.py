@@ -19,6 +19,7 @@ from calcgraph.auth.setup import build_identity
 from calcgraph.builds.local import LocalBuilds
 from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
+from calcgraph.domain.events.feed.service import EventFeed
 from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.lazy import LazyEndpoint
 from calcgraph.ops.metrics import Metrics
@@ -79,6 +80,7 @@ def create_app(
         limiter=limiter,
         builds=LocalBuilds(settings),
         sources=GitSources(settings),
+        events=EventFeed(db, execution.notifier),
     )
 
     routes: list[BaseRoute] = [

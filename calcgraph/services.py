@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # names for the annotations only: importing this module costs
     from calcgraph.db.engine import Database
     from calcgraph.domain.access.principal import Principal
     from calcgraph.domain.builds.ports import Builds
+    from calcgraph.domain.events.feed.service import EventFeed
     from calcgraph.domain.execution.service import ExecutionService
     from calcgraph.domain.packages.publishing.sources import SourceFetcher
     from calcgraph.ops.metrics import Metrics
@@ -56,6 +57,8 @@ class Services:
     # The adapters behind the domain's ports, built once from the settings.
     builds: Builds
     sources: SourceFetcher
+    events: EventFeed
+    """The event log's pull and push (GET /events, GraphQL `events`)."""
 
 
 def services_of(app: Starlette) -> Services:

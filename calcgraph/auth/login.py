@@ -104,8 +104,8 @@ class LoginFlow:
             raise Unavailable("the identity provider answered without an access token")
         claims = await self.authenticator.verifier.verify(access_token)
         principal = await self.authenticator.principal_for(Identity.from_claims(claims))
-        async with self.database.read_session() as session:
-            user = await access_service.me(session, principal)
+        async with self.database.write_session() as session:
+            user = await access_service.signed_in(session, principal)
         expires_in = tokens.get("expires_in")
         refresh_token = tokens.get("refresh_token")
         id_token = tokens.get("id_token")

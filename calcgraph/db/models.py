@@ -3,6 +3,7 @@
 from calcgraph.db.base import Base
 from calcgraph.domain.access.models import Membership, Organization, User
 from calcgraph.domain.builds.models import Build
+from calcgraph.domain.events.models import Event, EventCursor, Webhook, WebhookDelivery
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import (
@@ -19,6 +20,8 @@ __all__ = [
     "Build",
     "ChainStart",
     "CodeBlob",
+    "Event",
+    "EventCursor",
     "Function",
     "FunctionVersion",
     "Job",
@@ -29,6 +32,8 @@ __all__ = [
     "PackageVersion",
     "PackageVersionFunction",
     "User",
+    "Webhook",
+    "WebhookDelivery",
     "Workflow",
     "WorkflowRun",
     "WorkflowVersion",

@@ -12,6 +12,7 @@ from starlette.routing import Route
 from calcgraph.rest_compat import (
     routes_auth,
     routes_builds,
+    routes_events,
     routes_execute,
     routes_health,
     routes_jobs,
@@ -39,6 +40,7 @@ MODULES = (
     routes_execute,
     routes_builds,
     routes_workflows,
+    routes_events,
 )
 
 meta = Operations(tag="meta")

@@ -20,6 +20,7 @@ from calcgraph.settings import Settings
 from calcgraph.workers.assembly import Workers
 from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import QUEUE, send, send_many
+from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.flush import attach
 from calcgraph.workers.result_cache import RedisResultCache
 from calcgraph.workers.runtime import WorkerRuntime
@@ -51,6 +52,7 @@ class Execution:
             off_loop=not self.in_process,
             detach=not self.in_process,
         )
+        attach_signal(database, self.notifier)
         self.service = ExecutionService(
             database,
             self.cache,

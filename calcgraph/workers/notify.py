@@ -64,14 +64,51 @@ class _Waiters:
                         del self._waiting[job_id]
 
 
+class _Signal:
+    """A broadcast wake-up (an event was recorded): every listener's event is set; `wake`
+    may be called from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listening: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def wake(self) -> None:
+        with self._lock:
+            listening = list(self._listening)
+        for loop, event in listening:
+            with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits
+                loop.call_soon_threadsafe(event.set)
+
+    @contextlib.contextmanager
+    def register(self) -> Any:
+        entry = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            self._listening.append(entry)
+        try:
+            yield entry[1]
+        finally:
+            with self._lock:
+                self._listening.remove(entry)
+
+
 class LocalNotifier:
     """The API and the workers share one process (no Redis)."""
 
     def __init__(self) -> None:
         self._waiters = _Waiters()
+        self._events = _Signal()
 
     def publish(self, job_id: str) -> None:
         self._waiters.wake(job_id)
+
+    def publish_events(self) -> None:
+        """Events were committed: wake every reader waiting for one."""
+        self._events.wake()
+
+    @contextlib.asynccontextmanager
+    async def listen_events(self) -> AsyncIterator[asyncio.Event]:
+        with self._events.register() as event:
+            yield event
 
     @contextlib.asynccontextmanager
     async def listen(self, job_id: str) -> AsyncIterator[asyncio.Event]:
@@ -95,8 +132,10 @@ class RedisNotifier:
 
         self.url = url
         self.channel = f"{prefix}calcgraph:jobs:finished"
+        self.events_channel = f"{prefix}calcgraph:events:recorded"
         self._publisher = sync_client(url)
         self._waiters = _Waiters()
+        self._events = _Signal()
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._subscribed_at: float | None = None
@@ -114,6 +153,20 @@ class RedisNotifier:
             self._publisher.publish(self.channel, job_id)
         except Exception as exc:  # redis.RedisError, OSError
             self._down("no completion notifications", exc)
+
+    def publish_events(self) -> None:
+        # Best effort too: a reader that misses it re-reads the log within a second.
+        self._events.wake()
+        try:
+            self._publisher.publish(self.events_channel, "1")
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down("no event notifications", exc)
+
+    @contextlib.asynccontextmanager
+    async def listen_events(self) -> AsyncIterator[asyncio.Event]:
+        await self._ensure_subscribed()
+        with self._events.register() as event:
+            yield event
 
     async def _subscribe(self, ready: asyncio.Event) -> None:
         # Subscribed for good: after a Redis restart (or while it is down) the subscription
@@ -136,12 +189,18 @@ class RedisNotifier:
         client = async_client(self.url)
         pubsub = client.pubsub()
         try:
-            await pubsub.subscribe(self.channel)
+            await pubsub.subscribe(self.channel, self.events_channel)
             self._subscribed_at = asyncio.get_running_loop().time()
             ready.set()
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                 if message is not None and message.get("type") == "message":
+                    channel = message.get("channel")
+                    if isinstance(channel, bytes):
+                        channel = channel.decode()
+                    if channel == self.events_channel:
+                        self._events.wake()
+                        continue
                     data = message["data"]
                     self._waiters.wake(data.decode() if isinstance(data, bytes) else str(data))
         finally:

@@ -29,6 +29,7 @@ from calcgraph.settings import Settings
 from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import send, send_many
 from calcgraph.workers.code_cache import CodeCache, CodeError
+from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.flush import attach
 from calcgraph.workers.job_store import JobStore
 from calcgraph.workers.leases import Leases
@@ -78,6 +79,7 @@ class WorkerRuntime:
             lambda messages: send_many(broker, messages),
             off_loop=settings.redis_url is not None,
         )
+        attach_signal(self.database, self.notifier)
         self.store = JobStore(self.database)
         self.leases = Leases()
         """The leases of the jobs this process runs, whose heartbeat `Heartbeat` renews."""

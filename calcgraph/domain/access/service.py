@@ -20,6 +20,7 @@ from calcgraph.domain.errors import (
     PermissionDenied,
     ValidationError,
 )
+from calcgraph.domain.events.service import record
 from calcgraph.domain.read_models import from_attributes
 
 Demand = tuple[policy.Act, str]
@@ -158,6 +159,13 @@ class AccessService:
         if user is None:
             raise NotFound("your user record no longer exists")
         return user_view(user)
+
+    async def signed_in(self, session: AsyncSession, principal: Principal) -> UserView:
+        """The user an exchanged sign-in code belongs to, and the specification's UserLogin
+        event (`calcgraph.user.login`) in the same unit of work."""
+        user = await self.me(session, principal)
+        await record(session, "calcgraph.user.login", user.id, {"username": user.username})
+        return user
 
     async def _organization(self, session: AsyncSession, slug: str) -> Organization:
         org = await OrganizationRepository.from_session(session).get_by_slug(slug)

@@ -53,6 +53,8 @@ from calcgraph.domain.errors import (
     NotFound,
     ValidationError,
 )
+from calcgraph.domain.events.catalog import BUILD_READY, BUILD_REFUSED, FILE_UPLOADED
+from calcgraph.domain.events.service import record, upload_data
 from calcgraph.domain.functions.models import Function
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.functions.service import function_read_service
@@ -147,8 +149,22 @@ class BuildService:
             files,
             submission.visibility,
             submission.organization,
+            upload_event=False,
         )  # fmt: skip
         deployed = report.functions[0]
+        await record(
+            session,
+            FILE_UPLOADED,
+            deployed.function_id,
+            upload_data(
+                "function",
+                deployed.function_id,
+                deployed.version,
+                {path: content.encode() for path, content in files.items()},
+                principal,
+            ),
+            subject_kind="function",
+        )
         build = Build(
             id=build_id,
             function_id=deployed.function_id,
@@ -177,6 +193,18 @@ class BuildService:
         the answer's names, with the door's `status` and the `answer` only it has."""
         build.finished_at = utcnow()
         await BuildRepository.from_session(session).add(build)
+        await record(
+            session,
+            BUILD_READY if status == "ready" else BUILD_REFUSED,
+            build.function_id,
+            {
+                "function": build.function_id,
+                "build_id": build.id,
+                "status": status,
+                "reason": build.reason,
+                "vulnerabilities": build.vulnerabilities or {},
+            },
+        )
         return BuildOutcome(
             build_id=build.id,
             function_id=build.function_id,

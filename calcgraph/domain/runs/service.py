@@ -35,6 +35,7 @@ from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, ValidationError
+from calcgraph.domain.events.service import record_run
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
@@ -145,6 +146,7 @@ class RunService:
         await repository.add_node_states(
             run.id, {key: node.kind for key, node in frozen.nodes.items()}
         )
+        await record_run(session, run.id, workflow.slug, "pending")
         states = initial_states(frozen)
         # Remembered before the commit, which is harmless here: if it rolls back, no tick can
         # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
@@ -301,6 +303,16 @@ class RunService:
         if result.jobs:
             await job_execution_service.submit_node_jobs(
                 session, await self._node_jobs(repository, run, result), cache
+            )
+        if after.status in RUN_TERMINAL and before.status not in RUN_TERMINAL:
+            workflow = await WorkflowRepository.from_session(session).get(run.workflow_id)
+            await record_run(
+                session,
+                run_id,
+                workflow.slug if workflow is not None else run.workflow_id,
+                after.status,
+                after.first_failed_node_key,
+                after.terminal_outputs,
             )
         new_states = {**states, **result.nodes}
         if after.status in RUN_TERMINAL:

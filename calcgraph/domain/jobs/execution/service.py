@@ -19,6 +19,7 @@ from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.errors import NotFound
+from calcgraph.domain.events.service import record_job_rows, record_job_transitions
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.jobs.address import ExecuteAddress
@@ -126,6 +127,8 @@ class JobExecutionService:
         await JobRepository.from_session(session).insert_many([row])
         if hit is None:
             enqueue_job(RUN_ACTOR, row["id"], 1)
+        else:
+            await record_job_rows(session, [row])
         return _view_of_new(row)
 
     async def submit_node_jobs(
@@ -172,6 +175,8 @@ class JobExecutionService:
         await JobRepository.from_session(session).insert_many(rows)
         for job_id, actor in to_send:
             enqueue_job(actor, job_id, 1)
+        if len(to_send) < len(rows):
+            await record_job_rows(session, [r for r in rows if r["status"] != "queued"])
 
     async def view(self, session: AsyncSession, job_id: str) -> JobView:
         """The job as it is now, for the door that submitted it (access was checked then)."""
@@ -183,7 +188,10 @@ class JobExecutionService:
     # --- the actors' side (each call is one unit of work of an actor message) ---
 
     async def claim(self, session: AsyncSession, job_id: str, lease: str) -> ClaimedRow | None:
-        return await JobExecutionRepository.from_session(session).claim(job_id, utcnow(), lease)
+        claimed = await JobExecutionRepository.from_session(session).claim(job_id, utcnow(), lease)
+        if claimed is not None:
+            await record_job_transitions(session, started=[job_id])
+        return claimed
 
     async def code(self, session: AsyncSession, function_version_id: str) -> CodeRow | None:
         code = await JobExecutionRepository.from_session(session).code_of(function_version_id)
@@ -204,7 +212,10 @@ class JobExecutionService:
         return await JobExecutionRepository.from_session(session).blobs(digests)
 
     async def finish(self, session: AsyncSession, item: Finish) -> bool:
-        return await JobExecutionRepository.from_session(session).finish(item, utcnow())
+        done = await JobExecutionRepository.from_session(session).finish(item, utcnow())
+        if done:
+            await record_job_transitions(session, ended=[item.job_id])
+        return done
 
     async def claim_and_finish(
         self,
@@ -220,6 +231,8 @@ class JobExecutionService:
         now = utcnow()
         finished = await repository.finish_many(finishes, now) if finishes else set()
         claimed = await repository.claim_many(claims, now, lease) if claims else {}
+        # Their events in the same commit: one read of the rows, one insert.
+        await record_job_transitions(session, started=claimed, ended=finished)
         return claimed, finished
 
     async def heartbeat(self, session: AsyncSession, leases: Collection[str]) -> int:
@@ -297,6 +310,7 @@ class JobExecutionService:
                 now - timedelta(seconds=stuck_after), stuck_error, now
             )
         )
+        await record_job_transitions(session, ended=[*report.given_up, *report.stuck])
         return report
 
 

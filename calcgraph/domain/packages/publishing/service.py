@@ -22,6 +22,8 @@ from calcgraph.domain.errors import (
     NotFound,
     ValidationError,
 )
+from calcgraph.domain.events.catalog import FILE_UPLOADED
+from calcgraph.domain.events.service import record, upload_data
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.checksums import function_checksums
@@ -95,9 +97,12 @@ class PublishingService:
         *,
         git_ref: str | None = None,
         git_commit: str | None = None,
+        upload_event: bool = True,
     ) -> DeploymentReport:
         """Deploy a package version (spec: Versioning 4, 5, 8): the report of the plan,
-        with the immutable ids of what it wrote."""
+        with the immutable ids of what it wrote. `upload_event`: record
+        `calcgraph.file.uploaded` about the package (POST /functions records its own, about
+        the function)."""
         parsed = manifest if isinstance(manifest, Manifest) else parse_manifest(manifest)
         code = clean_files(files)
         checksums = function_checksums(parsed, code)
@@ -145,9 +150,18 @@ class PublishingService:
                 await functions.versions_of_functions([f.id for f in rows]),
             )
             plan = plan_deployment(parsed, checksums, history)
-            return await self._write(
+            report = await self._write(
                 session, package, parsed, code, plan, history, rows, git_ref, git_commit
             )
+            if upload_event:
+                await record(
+                    session,
+                    FILE_UPLOADED,
+                    package.id,
+                    upload_data("package", package.id, report.package_version, code, principal),
+                    subject_kind="package",
+                )
+            return report
         except IntegrityError:
             raise Conflict(
                 f"package {parsed.package.name!r} version {parsed.package.version} was deployed "

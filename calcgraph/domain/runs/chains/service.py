@@ -40,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.service import access_service
+from calcgraph.domain.events.service import record_job_rows, record_job_transitions
 from calcgraph.domain.jobs.enqueue import enqueue_job
 from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
@@ -156,6 +157,7 @@ class ChainService:
             claimed = await jobs.claim(job_id, utcnow(), lease)
             if claimed is None:
                 return None
+        await record_job_transitions(session, started=[job_id])
         refused = await access_service.refused_executions(
             session, context.user_id, _versions(context.plan, rest)
         )
@@ -232,6 +234,7 @@ class ChainService:
         )
         if not await JobExecutionRepository.from_session(session).finish(finish, head.finished_at):
             return Advance()
+        await record_job_transitions(session, ended=[head.step.job_id])
         later = [*links[1:]]
         if head.status != "success" or (not later and next_step is None):
             return Advance((head.step.job_id,))
@@ -264,6 +267,7 @@ class ChainService:
                         self._row(context, next_step, attempt, None, batch.queued, started_at)
                     )
         inserted = await repository.add_jobs(context.run_id, rows)
+        await record_job_rows(session, [row for row in rows if row["id"] in inserted])
         # The run's lock makes the tick and the worker start a node at most once between them:
         # a row already there (the unique (run, node, attempt)) ends the chain at that node.
         done = [head.step.job_id]

@@ -1,0 +1,89 @@
+"""The pull of the event log (`GET /events`, GraphQL `events`) and its push (the `events`
+subscription): number what was committed, read a page the caller may see, and with `wait`
+hold no transaction until an event is recorded (the signal of `ports.EventSignals`) or the
+wait ends. A lost signal (a Redis reconnect, a unit without the hook) costs at most
+`recheck` seconds: the log is read again that often anyway."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.events.ports import EventSignals
+from calcgraph.domain.events.service import EventPage, EventQuery, event_service
+from calcgraph.domain.events.views import EventView
+
+if TYPE_CHECKING:
+    from calcgraph.db.engine import Database
+
+MAX_WAIT = 30.0
+RECHECK_SECONDS = 1.0
+
+
+class EventFeed:
+    def __init__(
+        self, database: Database, signals: EventSignals, recheck: float = RECHECK_SECONDS
+    ) -> None:
+        self.database = database
+        self.signals = signals
+        self.recheck = recheck
+
+    async def _sequenced(self) -> None:
+        """Number the events committed so far (a write only when some await it)."""
+        async with self.database.read_session() as session:
+            pending = await event_service.unsequenced(session)
+        if pending:
+            async with self.database.write_session() as session:
+                await event_service.sequence(session)
+
+    async def start(self, query: EventQuery) -> int:
+        """The position a pull starts after: its cursor, or the current end for `now`."""
+        if query.after is not None:
+            return query.after
+        await self._sequenced()
+        async with self.database.read_session() as session:
+            return await event_service.end(session)
+
+    async def _page(self, principal: Principal, query: EventQuery, after: int) -> EventPage:
+        await self._sequenced()
+        async with self.database.read_session() as session:
+            return await event_service.page(session, principal, query, after)
+
+    async def pull(self, principal: Principal, query: EventQuery, wait: float = 0.0) -> EventPage:
+        """A page of events after the query's position; with `wait`, an empty page only when
+        nothing the caller may see and the filter matches was recorded within `wait`."""
+        after = await self.start(query)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, min(wait, MAX_WAIT))
+        async with self.signals.listen_events() as signal:
+            while True:
+                page = await self._page(principal, query, after)
+                remaining = deadline - loop.time()
+                if page.items or remaining <= 0:
+                    return page
+                after = int(page.next_cursor)
+                try:
+                    await asyncio.wait_for(signal.wait(), min(remaining, self.recheck))
+                except TimeoutError:
+                    pass
+                signal.clear()
+
+    async def follow(self, principal: Principal, query: EventQuery) -> AsyncIterator[EventView]:
+        """Every matching event the caller may see, as it is recorded, from now on (or after
+        the query's cursor), until the consumer stops."""
+        after = await self.start(query)
+        async with self.signals.listen_events() as signal:
+            while True:
+                page = await self._page(principal, query, after)
+                after = int(page.next_cursor)
+                for item in page.items:
+                    yield item
+                if len(page.items) >= query.limit:
+                    continue  # more are waiting: read on at once
+                try:
+                    await asyncio.wait_for(signal.wait(), self.recheck)
+                except TimeoutError:
+                    pass
+                signal.clear()

@@ -1,0 +1,15 @@
+"""What the event feed needs from the workers' side, as a protocol: the notifier of
+`calcgraph/workers/notify.py` satisfies it. Pure."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+
+class EventSignals(Protocol):
+    def listen_events(self) -> AbstractAsyncContextManager[asyncio.Event]:
+        """An event set whenever a unit of work that recorded events has committed (in any
+        process sharing the backbone); the listener clears it."""
+        ...

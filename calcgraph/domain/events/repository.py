@@ -1,0 +1,224 @@
+"""All SQL of the event log: recording, giving positions in commit order, reading a page
+after a position under the subject's visibility rules (in SQL, so hidden events never load),
+and pruning what is older than the retention."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    false,
+    insert,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.events.catalog import TypeFilter
+from calcgraph.domain.events.models import Event, EventCursor, Webhook
+from calcgraph.domain.functions.models import Function
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.packages.models import Package
+from calcgraph.domain.packages.repository import visible_clause
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.workflows.models import Workflow
+from calcgraph.domain.workflows.repository import visible_workflow_clause
+
+_EVENTS = cast(Table, Event.__table__)
+_JOBS = cast(Table, Job.__table__)
+_INSERT = insert(_EVENTS)
+# One advisory lock key for the sequencer on PostgreSQL (SQLite's writers are serial anyway).
+_SEQUENCER_LOCK = 0x63616C63_65767473  # "calcevts"
+_SEQUENCE_BATCH = 2000
+SEQUENCE = "sequence"
+"""The `event_cursors` row holding the last position given."""
+
+
+def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
+    """Who sees an event, by the rules of its subject as they stand now (contract section 9):
+    job events by who may GET the job, run events by who may GET the run, package and file
+    events by who may GET the package, build events by the function's owner, login and
+    webhook events by that user; admins all."""
+    if principal.is_admin:
+        return true()
+    me = principal.user_id
+    jobs = (
+        select(Job.id)
+        .join(Package, Package.id == Job.package_id)
+        .where(Job.user_id == me, visible_clause(principal))
+    )
+    runs = (
+        select(WorkflowRun.id)
+        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
+        .where(WorkflowRun.user_id == me, visible_workflow_clause(principal))
+    )
+    packages = select(Package.id).where(visible_clause(principal))
+    functions = (
+        select(Function.id)
+        .join(Package, Package.id == Function.package_id)
+        .where(visible_clause(principal))
+    )
+    owned_functions = (
+        select(Function.id)
+        .join(Package, Package.id == Function.package_id)
+        .where(Package.owner_id == me)
+    )
+    webhooks = select(Webhook.id).where(Webhook.user_id == me)
+    kind, subject = Event.subject_kind, Event.subject
+    return or_(
+        and_(kind == "job", subject.in_(jobs)),
+        and_(kind == "run", subject.in_(runs)),
+        and_(kind == "package", subject.in_(packages)),
+        and_(kind == "function", subject.in_(functions)),
+        and_(kind == "build", subject.in_(owned_functions)),
+        and_(kind == "user", subject == me),
+        and_(kind == "webhook", subject.in_(webhooks)),
+    )
+
+
+def type_clause(types: TypeFilter) -> ColumnElement[bool]:
+    if types.everything:
+        return true()
+    parts: list[ColumnElement[bool]] = []
+    if types.exact:
+        parts.append(Event.type.in_(sorted(types.exact)))
+    parts.extend(Event.type.startswith(p, autoescape=True) for p in types.prefixes)
+    return or_(*parts) if parts else false()
+
+
+class EventRepository(RepositoryBase[Event]):
+    model = Event
+
+    async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Rows of `id, type, subject, subject_kind, recorded_at, data`: one executemany."""
+        if rows:
+            await self.session.execute(_INSERT, list(rows))
+
+    async def job_rows(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """What the job events say of these jobs, as they are in this unit of work."""
+        if not ids:
+            return []
+        columns = (
+            "id",
+            "function_id",
+            "function_version_id",
+            "workflow_run_id",
+            "node_key",
+            "status",
+            "error",
+        )
+        rows = await self.session.execute(
+            select(*(_JOBS.c[name] for name in columns)).where(_JOBS.c.id.in_(sorted(set(ids))))
+        )
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    async def unsequenced(self) -> bool:
+        found = await self.session.scalar(select(Event.id).where(Event.position.is_(None)).limit(1))
+        return found is not None
+
+    async def sequence(self) -> int:
+        """Give the events committed without a position the next ones, oldest first; the
+        caller's unit of work commits them. One sequencer at a time (PostgreSQL: an advisory
+        lock held to the commit; SQLite: its one writer), so positions grow in the order the
+        sequencer saw the events committed: a reader past position N never misses an event
+        numbered later. Returns how many were numbered."""
+        if self.session.get_bind().dialect.name == "postgresql":
+            await self.session.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SEQUENCER_LOCK}
+            )
+        ids = list(
+            await self.session.scalars(
+                select(Event.id)
+                .where(Event.position.is_(None))
+                .order_by(Event.recorded_at, Event.id)
+                .limit(_SEQUENCE_BATCH)
+            )
+        )
+        if not ids:
+            return 0
+        # The high-water mark lives in `event_cursors`, not max(position): pruning every
+        # event must not hand out positions a reader has already passed.
+        base = await self.cursor(SEQUENCE)
+        await self.session.execute(
+            update(_EVENTS)
+            .where(_EVENTS.c.id == bindparam("b_id"))
+            .values(position=bindparam("b_position")),
+            [{"b_id": event_id, "b_position": base + i} for i, event_id in enumerate(ids, 1)],
+            execution_options={"synchronize_session": False},
+        )
+        await self.session.execute(
+            update(EventCursor)
+            .where(EventCursor.name == SEQUENCE)
+            .values(position=base + len(ids))
+            .execution_options(synchronize_session=False)
+        )
+        return len(ids)
+
+    async def last_position(self) -> int:
+        found = await self.session.scalar(
+            select(EventCursor.position).where(EventCursor.name == SEQUENCE)
+        )
+        return int(found or 0)
+
+    async def page(
+        self,
+        principal: Principal | None,
+        after: int,
+        limit: int,
+        types: TypeFilter,
+        subject: str | None,
+    ) -> list[Event]:
+        """Sequenced events after `after`, in position order, that `principal` may see (None:
+        every event, for the fan-out, which checks each webhook owner's sight itself)."""
+        query = select(Event).where(Event.position > after, type_clause(types))
+        if principal is not None:
+            query = query.where(visible_event_clause(principal))
+        if subject is not None:
+            query = query.where(Event.subject == subject)
+        return list(await self.session.scalars(query.order_by(Event.position).limit(limit)))
+
+    async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        rows = await self.session.scalars(
+            select(Event.id).where(Event.id.in_(ids), visible_event_clause(principal))
+        )
+        return set(rows)
+
+    async def prune(self, before: datetime) -> int:
+        result = await self.session.execute(
+            delete(Event)
+            .where(Event.recorded_at < before)
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
+
+    async def cursor(self, name: str) -> int:
+        found = await self.session.scalar(
+            select(EventCursor.position).where(EventCursor.name == name)
+        )
+        if found is None:
+            await self.session.execute(insert(EventCursor).values(name=name, position=0))
+            return 0
+        return int(found)
+
+    async def move_cursor(self, name: str, old: int, new: int) -> bool:
+        """Guarded: False when another consumer moved it first."""
+        result = await self.session.execute(
+            update(EventCursor)
+            .where(EventCursor.name == name, EventCursor.position == old)
+            .values(position=new)
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(result, "rowcount", 0) or 0) == 1

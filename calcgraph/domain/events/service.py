@@ -1,0 +1,272 @@
+"""Recording events, and reading them back as their subjects' rules allow.
+
+`record(session, type, subject, data)` is the one way to record an event: it writes the row
+in the caller's unit of work (so the event exists exactly when the change it reports was
+committed) and marks the unit, whose hook wakes the waiting readers after the commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import new_id, utcnow
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.events import signal
+from calcgraph.domain.events.catalog import (
+    CALCULATION_STARTED,
+    JOB_FAILED,
+    JOB_SUCCEEDED,
+    RUN_CANCELLED,
+    RUN_COMPLETED,
+    RUN_CREATED,
+    RUN_FAILED,
+    SUBJECT_KINDS,
+    TypeFilter,
+    TypeFilterError,
+    parse_types,
+)
+from calcgraph.domain.events.repository import EventRepository
+from calcgraph.domain.events.views import EventView, event_view
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 500
+
+
+def event_row(
+    type_: str, subject: str, data: Mapping[str, Any], subject_kind: str | None = None
+) -> dict[str, Any]:
+    kind = subject_kind or SUBJECT_KINDS.get(type_)
+    if kind is None:
+        raise ValueError(f"event type {type_!r} needs its subject's kind")
+    return {
+        "id": new_id(),
+        "type": type_,
+        "subject": subject,
+        "subject_kind": kind,
+        "recorded_at": utcnow(),
+        "data": dict(data),
+    }
+
+
+async def record(
+    session: AsyncSession,
+    type_: str,
+    subject: str,
+    data: Mapping[str, Any],
+    *,
+    subject_kind: str | None = None,
+) -> str:
+    """Record one event in the caller's unit of work; returns its id.
+
+    `type_` is one of `catalog.TYPES`; `subject` the id of what it is about; `data` a JSON
+    object. `subject_kind` (`package` or `function`) only for `calcgraph.file.uploaded`, whose
+    subject may be either; every other type implies it."""
+    row = event_row(type_, subject, data, subject_kind)
+    await EventRepository.from_session(session).insert_many([row])
+    signal.mark()
+    return str(row["id"])
+
+
+async def record_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Several `event_row`s in one statement (a batch of job transitions)."""
+    if rows:
+        await EventRepository.from_session(session).insert_many(rows)
+        signal.mark()
+
+
+def job_started_row(job: Mapping[str, Any]) -> dict[str, Any]:
+    """`calcgraph.calculation.started` of a job row (`id`, `function_id`,
+    `function_version_id`, `workflow_run_id`, `node_key`)."""
+    return event_row(
+        CALCULATION_STARTED,
+        job["id"],
+        {
+            "job_id": job["id"],
+            "function": job["function_id"],
+            "function_version_id": job["function_version_id"],
+            "run_id": job.get("workflow_run_id"),
+            "node_key": job.get("node_key"),
+        },
+    )
+
+
+def job_ended_row(job: Mapping[str, Any]) -> dict[str, Any]:
+    """`calcgraph.job.succeeded` or `.failed` of a finished job row (`id`, `status`, `error`,
+    `workflow_run_id`, `node_key`)."""
+    error = job.get("error")
+    return event_row(
+        JOB_SUCCEEDED if job["status"] == "success" else JOB_FAILED,
+        job["id"],
+        {
+            "job_id": job["id"],
+            "status": job["status"],
+            "error": (
+                None if not error else {"kind": error.get("kind"), "message": error.get("message")}
+            ),
+            "run_id": job.get("workflow_run_id"),
+            "node_key": job.get("node_key"),
+        },
+    )
+
+
+async def record_job_rows(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> None:
+    """The events of job rows written as they are (a node born running, or born finished:
+    a cache hit, a chain link): started when it ran in a sandbox, ended when finished."""
+    events: list[dict[str, Any]] = []
+    for row in rows:
+        status = row.get("status")
+        ran = not row.get("cache_hit") and row.get("started_at") is not None
+        # A node refused before it ran (born failed, `permission_denied`) never started.
+        refused = (row.get("error") or {}).get("kind") == "permission_denied"
+        if status == "running" or (status in ("success", "failed") and ran and not refused):
+            events.append(job_started_row(row))
+        if status in ("success", "failed"):
+            events.append(job_ended_row(row))
+    await record_rows(session, events)
+
+
+def upload_data(
+    kind: str, subject: str, version: str, files: Mapping[str, bytes], principal: Principal
+) -> dict[str, Any]:
+    """`data` of `calcgraph.file.uploaded`: `package` or `function` (its id), the version,
+    each file's path, size and SHA-256, and who uploaded them."""
+    return {
+        kind: subject,
+        "version": version,
+        "files": [
+            {"path": path, "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}
+            for path, content in sorted(files.items())
+        ],
+        "uploaded_by": principal.username,
+    }
+
+
+RUN_EVENTS = {
+    "completed": RUN_COMPLETED,
+    "failed": RUN_FAILED,
+    "cancelled": RUN_CANCELLED,
+}
+
+
+async def record_run(
+    session: AsyncSession,
+    run_id: str,
+    workflow: str,
+    status: str,
+    first_failed_node_key: str | None = None,
+    terminal_outputs: Mapping[str, Any] | None = None,
+) -> None:
+    """`calcgraph.run.created` for a pending run, else the event of its terminal status."""
+    type_ = RUN_CREATED if status == "pending" else RUN_EVENTS[status]
+    await record(
+        session,
+        type_,
+        run_id,
+        {
+            "run_id": run_id,
+            "workflow": workflow,
+            "status": status,
+            "first_failed_node_key": first_failed_node_key,
+            "terminal_outputs": (
+                dict(terminal_outputs)
+                if status == "completed" and terminal_outputs is not None
+                else None
+            ),
+        },
+    )
+
+
+async def record_job_transitions(
+    session: AsyncSession, started: Iterable[str] = (), ended: Iterable[str] = ()
+) -> None:
+    """The events of jobs this unit of work claimed (`started`) or finished (`ended`), read
+    back in one statement."""
+    started, ended = list(started), list(ended)
+    if not started and not ended:
+        return
+    rows = await EventRepository.from_session(session).job_rows([*started, *ended])
+    by_id = {row["id"]: row for row in rows}
+    events = [job_started_row(by_id[i]) for i in started if i in by_id]
+    events += [job_ended_row(by_id[i]) for i in ended if i in by_id]
+    await record_rows(session, events)
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """A pull's filter and position, parsed."""
+
+    types: TypeFilter
+    subject: str | None
+    after: int | None
+    """None with `now`: from the current end."""
+    limit: int
+    from_now: bool = False
+
+
+def parse_query(
+    types: Sequence[str], subject: str | None, after: str | None, limit: int | None
+) -> EventQuery:
+    errors: list[FieldError] = []
+    try:
+        parsed = parse_types(types)
+    except TypeFilterError as exc:
+        errors.append(FieldError(("query", "type"), str(exc)))
+        parsed = TypeFilter(frozenset(), ())
+    if subject is not None and (len(subject) > 36 or "\x00" in subject or not subject):
+        errors.append(FieldError(("query", "subject"), "an identifier of at most 36 characters"))
+    position: int | None = 0
+    from_now = False
+    if after is not None and after != "":
+        if after == "now":
+            position, from_now = None, True
+        elif after.isascii() and after.isdigit() and len(after) <= 18:
+            position = int(after)
+        else:
+            errors.append(FieldError(("query", "after"), "a cursor from next_cursor, or now"))
+    size = DEFAULT_LIMIT if limit is None else limit
+    if not 1 <= size <= MAX_LIMIT:
+        errors.append(FieldError(("query", "limit"), f"between 1 and {MAX_LIMIT}"))
+    if errors:
+        raise ValidationError("invalid event query", errors)
+    return EventQuery(parsed, subject, position, size, from_now)
+
+
+@dataclass(frozen=True)
+class EventPage:
+    items: list[EventView]
+    next_cursor: str
+
+
+class EventService:
+    async def sequence(self, session: AsyncSession) -> int:
+        """Number the events committed since the last call (see `EventRepository.sequence`)."""
+        return await EventRepository.from_session(session).sequence()
+
+    async def unsequenced(self, session: AsyncSession) -> bool:
+        return await EventRepository.from_session(session).unsequenced()
+
+    async def end(self, session: AsyncSession) -> int:
+        return await EventRepository.from_session(session).last_position()
+
+    async def page(
+        self, session: AsyncSession, principal: Principal, query: EventQuery, after: int
+    ) -> EventPage:
+        rows = await EventRepository.from_session(session).page(
+            principal, after, query.limit, query.types, query.subject
+        )
+        last = rows[-1].position if rows else after
+        return EventPage([event_view(row) for row in rows], str(last))
+
+    async def prune(self, session: AsyncSession, days: float, now: datetime | None = None) -> int:
+        before = (now or utcnow()) - timedelta(days=days)
+        return await EventRepository.from_session(session).prune(before)
+
+
+event_service = EventService()
