@@ -8,12 +8,7 @@ from typing import Any
 from tests.execution.conftest import Platform
 from tests.packages.publishing import publish, small_body
 
-CODE = (
-    "def run(x):\n"
-    "    if x < 0:\n"
-    "        raise ValueError('negative')\n"
-    "    return {'y': x}\n"
-)
+CODE = "def run(x):\n    if x < 0:\n        raise ValueError('negative')\n    return {'y': x}\n"
 
 
 async def published(platform: Platform, user: str = "alice", **kw: Any) -> dict[str, Any]:

@@ -53,7 +53,8 @@ async def test_publish_and_jobs_are_recorded_as_cloudevents(platform: Platform) 
     assert failed["data"]["job_id"] == bad
     assert failed["data"]["status"] == "failed"
     assert failed["data"]["error"]["kind"] == "user_error"
-    assert failed["data"]["run_id"] is None and failed["data"]["node_key"] is None
+    assert failed["data"]["run_id"] is None
+    assert failed["data"]["node_key"] is None
     started = next(e for e in body["items"] if e["subject"] == ok)
     assert started["data"]["function_version_id"]
     assert started["data"]["function"]
@@ -86,16 +87,15 @@ async def test_type_prefix_subject_and_paging(platform: Platform) -> None:
     rest = await events(platform, after=first["next_cursor"], subject=job)
     assert [e["type"] for e in rest["items"]] == ["calcgraph.job.succeeded"]
     end = await events(platform, after=rest["next_cursor"], subject=job)
-    assert end["items"] == [] and end["next_cursor"] == rest["next_cursor"]
+    assert end["items"] == []
+    assert end["next_cursor"] == rest["next_cursor"]
 
 
 async def test_long_poll_answers_when_an_event_is_recorded(platform: Platform) -> None:
     await platform.user("alice")
     report = await published(platform)
     start = (await events(platform, after="now"))["next_cursor"]
-    poll = asyncio.create_task(
-        events(platform, after=start, wait=25, type="calcgraph.job.*")
-    )
+    poll = asyncio.create_task(events(platform, after=start, wait=25, type="calcgraph.job.*"))
     await asyncio.sleep(0.2)
     assert not poll.done()
     job = await _execute(platform, report["package_id"], 3.0)
