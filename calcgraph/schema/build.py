@@ -21,6 +21,7 @@ from strawberry.types import ExecutionContext
 from calcgraph.domain.errors import DomainError
 from calcgraph.resolvers.access import AccessMutation, AccessQuery
 from calcgraph.resolvers.catalog import CatalogQuery
+from calcgraph.resolvers.events import EventQuery, EventSubscription
 from calcgraph.resolvers.execute import ExecuteMutation
 from calcgraph.resolvers.packages import PackageMutation, PackageQuery
 from calcgraph.resolvers.workflows import WorkflowMutation, WorkflowQuery, WorkflowSubscription
@@ -36,7 +37,7 @@ log = logging.getLogger("calcgraph.graphql")
 
 
 @strawberry.type(description="Read access to calcgraph.")
-class Query(CatalogQuery, AccessQuery, PackageQuery, WorkflowQuery):
+class Query(CatalogQuery, AccessQuery, PackageQuery, WorkflowQuery, EventQuery):
     pass
 
 
@@ -46,7 +47,7 @@ class Mutation(AccessMutation, PackageMutation, ExecuteMutation, WorkflowMutatio
 
 
 @strawberry.type(description="Streams; over HTTP as multipart/mixed subscriptions.")
-class Subscription(WorkflowSubscription):
+class Subscription(WorkflowSubscription, EventSubscription):
     pass
 
 
