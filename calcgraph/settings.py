@@ -10,6 +10,8 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from calcgraph.domain.builds import limits
+from calcgraph.domain.events.destinations import AllowList
+from calcgraph.domain.events.schedule import DEFAULT_RETRY_SCHEDULE
 
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
@@ -206,6 +208,28 @@ class Settings(BaseSettings):
     )
     retention_base_days: int = Field(default=limits.BASE_MAX_AGE_DAYS, gt=0)
     retention_interval_seconds: float = Field(default=86400.0, gt=0)
+    # Events (contract section 9).
+    event_retention_days: float = Field(
+        default=7.0, gt=0, description="events older than this are deleted (every hour)"
+    )
+    event_prune_interval_seconds: float = Field(
+        default=3600.0, gt=0, description="how often a worker process deletes old events"
+    )
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
+        default=list(DEFAULT_RETRY_SCHEDULE),
+        description="seconds to wait before each retry of a failed delivery (comma-separated); "
+        "spent: the delivery is failed",
+    )
+    webhook_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default=[],
+        description="webhook destinations allowed although private or loopback: host names, "
+        "addresses or CIDR blocks (comma-separated)",
+    )
+    webhook_dispatch_interval_seconds: float = Field(
+        default=0.5,
+        gt=0,
+        description="how often a worker process fans out events and sends due deliveries",
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -217,6 +241,45 @@ class Settings(BaseSettings):
                 f"postgresql+asyncpg://, not {driver}://"
             )
         return url
+
+    @field_validator("webhook_retry_schedule", mode="before")
+    @classmethod
+    def _schedule(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+            try:
+                return [float(part) for part in parts]
+            except ValueError:
+                raise ValueError(
+                    "CALCGRAPH_WEBHOOK_RETRY_SCHEDULE: a comma-separated list of seconds"
+                ) from None
+        return value
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _schedule_bounds(cls, schedule: list[float]) -> list[float]:
+        if len(schedule) > 100 or any(not 0 < s <= 7 * 86400 for s in schedule):
+            raise ValueError(
+                "CALCGRAPH_WEBHOOK_RETRY_SCHEDULE: at most 100 delays, each above 0 and at "
+                "most 604800 seconds"
+            )
+        return schedule
+
+    @field_validator("webhook_allowed_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("webhook_allowed_hosts")
+    @classmethod
+    def _valid_hosts(cls, hosts: list[str]) -> list[str]:
+        try:
+            AllowList.parse(hosts)
+        except ValueError as exc:
+            raise ValueError(f"CALCGRAPH_WEBHOOK_ALLOWED_HOSTS: {exc}") from None
+        return hosts
 
     @field_validator("git_local_roots", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from calcgraph.rest_compat import (
     routes_packages,
     routes_publish,
     routes_types,
+    routes_webhooks,
     routes_workflows,
 )
 from calcgraph.rest_compat.openapi import build_document
@@ -41,6 +42,7 @@ MODULES = (
     routes_builds,
     routes_workflows,
     routes_events,
+    routes_webhooks,
 )
 
 meta = Operations(tag="meta")

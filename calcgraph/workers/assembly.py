@@ -26,6 +26,7 @@ from calcgraph.workers.retention import RetentionTimer
 from calcgraph.workers.runtime import CodeRuntime, WorkerRuntime
 from calcgraph.workers.sandbox import SandboxBackend
 from calcgraph.workers.sweeper import Heartbeat, Sweeper
+from calcgraph.workers.webhooks import WebhookTimer
 
 log = logging.getLogger("calcgraph.workers")
 # The in-process broker hands messages over a queue.Queue: its worker threads wake at once, so
@@ -68,6 +69,7 @@ class Workers:
         self.sweeper: Sweeper | None = None
         self.heartbeat: Heartbeat | None = None
         self.retention: RetentionTimer | None = None
+        self.webhooks: WebhookTimer | None = None
 
     def start(self) -> Workers:
         settings, broker = self.settings, self.broker
@@ -93,6 +95,8 @@ class Workers:
         self.heartbeat = Heartbeat(self.runtime).start()
         # Retention cleanup is idempotent, so a timer in every worker process costs only queries.
         self.retention = RetentionTimer(broker, settings).start()
+        # Event fan-out, webhook attempts and event retention (guarded: one timer per process).
+        self.webhooks = WebhookTimer(self.runtime).start()
         sandbox = self.runtime.backend.name if isinstance(self.runtime, CodeRuntime) else "no"
         log.info(
             "%s: %d threads, %s sandbox",
@@ -103,7 +107,7 @@ class Workers:
         return self
 
     def stop(self) -> None:
-        for timer in (self.retention, self.sweeper, self.heartbeat):
+        for timer in (self.webhooks, self.retention, self.sweeper, self.heartbeat):
             if timer is not None:
                 timer.stop()
         if self.worker is not None:
@@ -121,3 +125,4 @@ class Workers:
         if self.own_process:
             self.broker.emit_before("process_stop")
         self.worker = self.sweeper = self.heartbeat = self.retention = None
+        self.webhooks = None

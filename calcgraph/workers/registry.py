@@ -5,7 +5,12 @@ runtime, never this list.
 Adding an actor: a module with the function and its `ACTORS = [ActorSpec(...)]`, and its
 line here."""
 
-from calcgraph.workers import chains, jobs, retention
+from calcgraph.workers import chains, jobs, retention, webhooks
 from calcgraph.workers.actor import ActorSpec
 
-ACTORS: list[ActorSpec] = [*jobs.ACTORS, *chains.ACTORS, *retention.ACTORS]
+ACTORS: list[ActorSpec] = [
+    *jobs.ACTORS,
+    *chains.ACTORS,
+    *retention.ACTORS,
+    *webhooks.ACTORS,
+]

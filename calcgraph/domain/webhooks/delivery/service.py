@@ -1,0 +1,218 @@
+"""Getting events to webhooks, the workers' side (contract section 9, Delivery).
+
+- `fan_out`: the events numbered since the fan-out's cursor, each matched against every
+  enabled webhook whose owner may see it now (the subject's rules, in SQL), become attempt 1
+  of a delivery (`pending`, due now), in the unit of work that moves the cursor: an event is
+  fanned out once, and never lost (at least once).
+- `due`: attempts due now are leased to this worker (a killed worker's lease runs out and the
+  attempt is sent again) and sent to the `webhooks.deliver` actor after the commit.
+- `prepare`/`finish`: one attempt: what to send (or why not: the webhook is gone, disabled,
+  or its owner may no longer see the event), then its outcome: `delivered`, `retrying` with
+  the next attempt written, or `failed` when the schedule is spent; 50 events failed in a row
+  disable the webhook and record `calcgraph.webhook.disabled`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import new_id
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import UserRepository
+from calcgraph.domain.events.catalog import WEBHOOK_DISABLED, WEBHOOK_TEST, parse_types
+from calcgraph.domain.events.repository import EventRepository
+from calcgraph.domain.events.schedule import MAX_FAILED_IN_A_ROW, retry_delay
+from calcgraph.domain.events.service import record
+from calcgraph.domain.events.views import EventView, event_view
+from calcgraph.domain.jobs.enqueue import enqueue
+from calcgraph.domain.webhooks.repository import WebhookRepository
+
+DELIVER_ACTOR = "webhooks.deliver"
+FAN_OUT = "webhooks"
+FAN_OUT_BATCH = 500
+LEASE = timedelta(seconds=60)
+"""Longer than an attempt can take (10 s) plus the actor's queueing."""
+
+
+def _owner(user_id: str, roles: Sequence[Any]) -> Principal:
+    return Principal(
+        user_id=user_id, subject="", username="", roles=frozenset(str(r) for r in roles)
+    )
+
+
+async def fan_out(session: AsyncSession, now: datetime) -> int:
+    """Fan the next batch of events out; how many events it held (0: nothing new). Raises
+    `Raced` when another worker moved the cursor first (the unit then writes nothing)."""
+    events = EventRepository.from_session(session)
+    await events.sequence()
+    position = await events.cursor(FAN_OUT)
+    batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
+    if not batch:
+        return 0
+    last = int(batch[-1].position or position)
+    webhooks = await WebhookRepository.from_session(session).enabled_with_owners()
+    rows: list[dict[str, Any]] = []
+    ids = [e.id for e in batch]
+    seen: dict[str, set[str]] = {}
+    for webhook, roles in webhooks:
+        types = parse_types(webhook.types)
+        # A test event goes to its webhook only, whatever types it asked for.
+        wanted = [
+            e
+            for e in batch
+            if (e.type == WEBHOOK_TEST and e.subject == webhook.id)
+            or (e.type != WEBHOOK_TEST and types.matches(e.type))
+        ]
+        if not wanted:
+            continue
+        if webhook.user_id not in seen:
+            seen[webhook.user_id] = await events.visible_ids(_owner(webhook.user_id, roles), ids)
+        visible = seen[webhook.user_id]
+        for event in wanted:
+            if event.id in visible or event.type == WEBHOOK_TEST:
+                rows.append(
+                    {
+                        "id": new_id(),
+                        "webhook_id": webhook.id,
+                        "event_id": event.id,
+                        "type": event.type,
+                        "attempt": 1,
+                        "state": "pending",
+                        "next_attempt_at": now,
+                        "first_created_at": now,
+                        "created_at": now,
+                    }
+                )
+    if not await events.move_cursor(FAN_OUT, position, last):
+        raise Raced()
+    await WebhookRepository.from_session(session).add_deliveries(rows)
+    return len(batch)
+
+
+class Raced(Exception):
+    """Another worker fanned this batch out first: roll this unit back."""
+
+
+async def due(session: AsyncSession, now: datetime, limit: int = 100) -> list[str]:
+    """Lease the attempts due now and send each to the deliver actor after the commit."""
+    repository = WebhookRepository.from_session(session)
+    leased: list[str] = []
+    for delivery_id in await repository.due(now, limit):
+        if await repository.lease(delivery_id, now, now + LEASE):
+            enqueue(DELIVER_ACTOR, delivery_id=delivery_id)
+            leased.append(delivery_id)
+    return leased
+
+
+@dataclass(frozen=True)
+class Attempt:
+    delivery_id: str
+    url: str
+    secret: str
+    event: EventView
+    attempt: int
+
+
+async def prepare(session: AsyncSession, delivery_id: str) -> Attempt | str | None:
+    """What to send; a reason (str) when it must not be sent; None when it is not pending."""
+    repository = WebhookRepository.from_session(session)
+    found = await repository.attempt(delivery_id)
+    if found is None:
+        return None
+    delivery, webhook, event = found
+    if delivery.state != "pending":
+        return None
+    if not webhook.enabled:
+        return "the webhook is disabled"
+    if event.type != WEBHOOK_TEST:
+        roles = await _roles(session, webhook.user_id)
+        visible = await EventRepository.from_session(session).visible_ids(
+            _owner(webhook.user_id, roles), [event.id]
+        )
+        if event.id not in visible:
+            return "the webhook's owner may no longer see this event"
+    return Attempt(delivery.id, webhook.url, webhook.secret, event_view(event), delivery.attempt)
+
+
+async def _roles(session: AsyncSession, user_id: str) -> list[Any]:
+    user = await UserRepository.from_session(session).get(user_id)
+    return list(user.roles or []) if user is not None else []
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status_code: int | None
+    error: str | None
+    duration_ms: int | None
+    attempted_at: datetime
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+async def finish(
+    session: AsyncSession,
+    delivery_id: str,
+    outcome: Outcome,
+    schedule: Sequence[float],
+    *,
+    final: bool = False,
+) -> str | None:
+    """Record an attempt's outcome; the delivery's state, or None when another worker
+    recorded this attempt already. `final`: no retry (the attempt must not be sent)."""
+    repository = WebhookRepository.from_session(session)
+    found = await repository.attempt(delivery_id)
+    if found is None:
+        return None
+    delivery, webhook, _ = found
+    state = "delivered"
+    next_at: datetime | None = None
+    if not outcome.delivered:
+        delay = None if final else retry_delay(schedule, delivery.attempt)
+        if delay is not None:
+            state, next_at = "retrying", outcome.attempted_at + timedelta(seconds=delay)
+        else:
+            state = "failed"
+    values = {
+        "state": state,
+        "status_code": outcome.status_code,
+        "error": outcome.error,
+        "duration_ms": outcome.duration_ms,
+        "attempted_at": outcome.attempted_at,
+        "next_attempt_at": next_at,
+    }
+    if not await repository.record(delivery_id, values):
+        return None
+    if state == "retrying":
+        assert next_at is not None
+        await repository.add_deliveries(
+            [
+                {
+                    "id": new_id(),
+                    "webhook_id": delivery.webhook_id,
+                    "event_id": delivery.event_id,
+                    "type": delivery.type,
+                    "attempt": delivery.attempt + 1,
+                    "state": "pending",
+                    "next_attempt_at": next_at,
+                    "first_created_at": delivery.first_created_at,
+                    "created_at": outcome.attempted_at,
+                }
+            ]
+        )
+    elif delivery.type != WEBHOOK_TEST:
+        in_a_row = await repository.count_failure(webhook.id, state == "failed")
+        if in_a_row >= MAX_FAILED_IN_A_ROW and await repository.disable(webhook.id):
+            await record(
+                session,
+                WEBHOOK_DISABLED,
+                webhook.id,
+                {"webhook_id": webhook.id, "url": webhook.url},
+            )
+    return state

@@ -1,0 +1,149 @@
+"""All SQL of webhooks and of their deliveries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Table, delete, func, insert, or_, select, update
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.db.keyset import keyset_clause
+from calcgraph.domain.access.models import User
+from calcgraph.domain.access.paging import PageRequest
+from calcgraph.domain.events.models import Event, Webhook, WebhookDelivery
+
+_DELIVERIES = cast(Table, WebhookDelivery.__table__)
+
+
+def _count(result: Any) -> int:
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
+
+
+class WebhookRepository(RepositoryBase[Webhook]):
+    model = Webhook
+
+    async def count_of(self, user_id: str) -> int:
+        found = await self.session.scalar(
+            select(func.count()).select_from(Webhook).where(Webhook.user_id == user_id)
+        )
+        return int(found or 0)
+
+    async def page(self, user_id: str | None, page: PageRequest) -> list[Webhook]:
+        """Oldest first; `user_id` None: every user's (admins)."""
+        query = select(Webhook)
+        if user_id is not None:
+            query = query.where(Webhook.user_id == user_id)
+        query = query.where(keyset_clause(Webhook.created_at, Webhook.id, page.after))
+        rows = await self.session.scalars(
+            query.order_by(Webhook.created_at, Webhook.id).limit(page.limit + 1)
+        )
+        return list(rows)
+
+    async def remove(self, webhook: Webhook) -> None:
+        await self.session.execute(delete(Webhook).where(Webhook.id == webhook.id))
+
+    async def deliveries(self, webhook_id: str, page: PageRequest) -> list[WebhookDelivery]:
+        """The attempts made (and the ones waiting), newest first."""
+        query = select(WebhookDelivery).where(
+            WebhookDelivery.webhook_id == webhook_id,
+            keyset_clause(
+                WebhookDelivery.created_at, WebhookDelivery.id, page.after, newest_first=True
+            ),
+        )
+        rows = await self.session.scalars(
+            query.order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc()).limit(
+                page.limit + 1
+            )
+        )
+        return list(rows)
+
+    # --- the dispatcher's side ---
+
+    async def enabled_with_owners(self) -> list[tuple[Webhook, list[Any]]]:
+        """Every enabled webhook, with its owner's roles (admins see every event)."""
+        rows = await self.session.execute(
+            select(Webhook, User.roles)
+            .join(User, User.id == Webhook.user_id)
+            .where(Webhook.enabled.is_(True))
+        )
+        return [(row[0], list(row[1] or [])) for row in rows]
+
+    async def add_deliveries(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self.session.execute(insert(_DELIVERIES), list(rows))
+
+    async def due(self, now: datetime, limit: int) -> list[str]:
+        """Attempts due now that no worker holds (or whose holder's lease ran out)."""
+        ids = await self.session.scalars(
+            select(WebhookDelivery.id)
+            .where(
+                WebhookDelivery.state == "pending",
+                WebhookDelivery.next_attempt_at <= now,
+                or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+            )
+            .order_by(WebhookDelivery.next_attempt_at)
+            .limit(limit)
+        )
+        return list(ids)
+
+    async def lease(self, delivery_id: str, now: datetime, until: datetime) -> bool:
+        result = await self.session.execute(
+            update(WebhookDelivery)
+            .where(
+                WebhookDelivery.id == delivery_id,
+                WebhookDelivery.state == "pending",
+                or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+            )
+            .values(lease_until=until)
+            .execution_options(synchronize_session=False)
+        )
+        return _count(result) == 1
+
+    async def attempt(self, delivery_id: str) -> tuple[WebhookDelivery, Webhook, Event] | None:
+        row = (
+            await self.session.execute(
+                select(WebhookDelivery, Webhook, Event)
+                .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
+                .join(Event, Event.id == WebhookDelivery.event_id)
+                .where(WebhookDelivery.id == delivery_id)
+            )
+        ).first()
+        return None if row is None else (row[0], row[1], row[2])
+
+    async def record(self, delivery_id: str, values: dict[str, Any]) -> bool:
+        """The outcome of a pending attempt, once (a second worker's finds 0 rows)."""
+        result = await self.session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery_id, WebhookDelivery.state == "pending")
+            .values(**values, lease_until=None)
+            .execution_options(synchronize_session=False)
+        )
+        return _count(result) == 1
+
+    async def count_failure(self, webhook_id: str, failed: bool) -> int:
+        """Events ended failed in a row, after this outcome (0 after a delivered one)."""
+        values: dict[str, Any] = (
+            {"failed_in_a_row": Webhook.failed_in_a_row + 1} if failed else {"failed_in_a_row": 0}
+        )
+        await self.session.execute(
+            update(Webhook)
+            .where(Webhook.id == webhook_id)
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        found = await self.session.scalar(
+            select(Webhook.failed_in_a_row).where(Webhook.id == webhook_id)
+        )
+        return int(found or 0)
+
+    async def disable(self, webhook_id: str) -> bool:
+        result = await self.session.execute(
+            update(Webhook)
+            .where(Webhook.id == webhook_id, Webhook.enabled.is_(True))
+            .values(enabled=False)
+            .execution_options(synchronize_session=False)
+        )
+        return _count(result) == 1

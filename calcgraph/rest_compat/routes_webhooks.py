@@ -1,0 +1,104 @@
+"""Webhook routes (contract section 9, Webhooks). Each route parses, calls one webhook use
+case, serialises; a destination is checked against the operator's allow list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from calcgraph.domain.access.paging import Page
+from calcgraph.domain.events.destinations import MAX_URL_LENGTH, AllowList
+from calcgraph.domain.webhooks.service import MAX_DESCRIPTION, webhook_service
+from calcgraph.domain.webhooks.views import DeliveryView, WebhookCreatedView, WebhookView
+from calcgraph.rest_compat.operations import Call, Operations
+from calcgraph.rest_compat.responses_events import (
+    DeliveryPageOut,
+    WebhookCreatedOut,
+    WebhookOut,
+    WebhookPageOut,
+    WebhookTestOut,
+)
+from calcgraph.rest_compat.schemas import Body, PageQuery
+
+
+class CreateWebhookBody(Body):
+    url: str = Field(max_length=MAX_URL_LENGTH, description="http or https")
+    types: list[str] = Field(
+        min_length=1, max_length=20, description="event types, or prefixes ending in `*`"
+    )
+    description: str = Field(default="", max_length=MAX_DESCRIPTION)
+
+
+class UpdateWebhookBody(Body):
+    url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
+    types: list[str] | None = Field(default=None, min_length=1, max_length=20)
+    enabled: bool | None = None
+
+
+rest = Operations(tag="webhooks")
+
+
+def _allow(call: Call[Any, Any]) -> AllowList:
+    return AllowList.parse(call.services.settings.webhook_allowed_hosts)
+
+
+@rest(
+    "POST", "/webhooks", "Create a webhook; its secret is shown only here", {201: WebhookCreatedOut}
+)
+async def create_webhook(call: Call[CreateWebhookBody, None]) -> WebhookCreatedView:
+    body = call.body
+    return await call.write(
+        webhook_service.create, body.url, body.types, body.description, _allow(call)
+    )
+
+
+@rest("GET", "/webhooks", "The caller's webhooks (admins: all)", {200: WebhookPageOut})
+async def list_webhooks(call: Call[None, PageQuery]) -> Page[WebhookView]:
+    return await call.read(webhook_service.list_webhooks, call.query.page())
+
+
+@rest("GET", "/webhooks/{webhook_id}", "A webhook", {200: WebhookOut})
+async def get_webhook(call: Call[None, None]) -> WebhookView:
+    return await call.read(webhook_service.get, call.path("webhook_id"))
+
+
+@rest(
+    "PATCH", "/webhooks/{webhook_id}", "Change a webhook's url, types or enabled", {200: WebhookOut}
+)
+async def update_webhook(call: Call[UpdateWebhookBody, None]) -> WebhookView:
+    body = call.body
+    return await call.write(
+        webhook_service.update,
+        call.path("webhook_id"),
+        _allow(call),
+        url=body.url,
+        types=body.types,
+        enabled=body.enabled,
+    )
+
+
+@rest("DELETE", "/webhooks/{webhook_id}", "Delete a webhook", {204: None})
+async def delete_webhook(call: Call[None, None]) -> None:
+    await call.write(webhook_service.delete, call.path("webhook_id"))
+
+
+@rest(
+    "POST",
+    "/webhooks/{webhook_id}/test",
+    "Send it a calcgraph.webhook.test event",
+    {202: WebhookTestOut},
+)
+async def test_webhook(call: Call[None, None]) -> dict[str, str]:
+    event_id = await call.write(webhook_service.test, call.path("webhook_id"))
+    return {"event_id": event_id}
+
+
+@rest(
+    "GET",
+    "/webhooks/{webhook_id}/deliveries",
+    "Delivery attempts, newest first",
+    {200: DeliveryPageOut},
+)
+async def list_deliveries(call: Call[None, PageQuery]) -> Page[DeliveryView]:
+    return await call.read(webhook_service.deliveries, call.path("webhook_id"), call.query.page())

@@ -1,0 +1,79 @@
+"""A real HTTP receiver on loopback for the webhook tests: records what it is sent and
+answers as told (`ok`, `fail` with 500, `redirect` to the cloud metadata address, `hang`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Receiver:
+    url: str
+    mode: str = "ok"
+    received: list[Received] = field(default_factory=list)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, count: int, seconds: float = 30.0) -> list[Received]:
+        with self.arrived:
+            self.arrived.wait_for(lambda: len(self.received) >= count, seconds)
+            return list(self.received)
+
+
+@contextmanager
+def receiver(mode: str = "ok") -> Iterator[Receiver]:
+    state: Receiver | None = None
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            assert state is not None
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length)
+            with state.arrived:
+                state.received.append(
+                    Received({k.lower(): v for k, v in self.headers.items()}, body)
+                )
+                state.arrived.notify_all()
+            if state.mode == "hang":
+                time.sleep(5)
+            if state.mode == "fail":
+                self.send_response(500)
+            elif state.mode == "redirect":
+                self.send_response(302)
+                self.send_header("Location", "http://169.254.169.254/latest/meta-data/")
+            elif state.mode == "huge":
+                self.send_response(200)
+                self.send_header("Content-Length", str(1 << 30))
+                self.end_headers()
+                try:
+                    self.wfile.write(b"x" * 65536)
+                except OSError:
+                    pass
+                return
+            else:
+                self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state = Receiver(f"http://127.0.0.1:{server.server_address[1]}/hook", mode)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
