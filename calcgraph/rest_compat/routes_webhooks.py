@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from calcgraph.domain.access.paging import Page
 from calcgraph.domain.events.destinations import MAX_URL_LENGTH, AllowList
@@ -23,6 +23,18 @@ from calcgraph.rest_compat.schemas import Body, PageQuery
 
 
 class CreateWebhookBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "url": "https://hooks.example.com/calcgraph",
+                    "types": ["calcgraph.run.*", "calcgraph.job.failed"],
+                    "description": "run notifications",
+                }
+            ]
+        }
+    )
+
     url: str = Field(max_length=MAX_URL_LENGTH, description="http or https")
     types: list[str] = Field(
         min_length=1, max_length=20, description="event types, or prefixes ending in `*`"
@@ -31,6 +43,10 @@ class CreateWebhookBody(Body):
 
 
 class UpdateWebhookBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"types": ["calcgraph.run.failed"], "enabled": True}]}
+    )
+
     url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
     types: list[str] | None = Field(default=None, min_length=1, max_length=20)
     enabled: bool | None = None
