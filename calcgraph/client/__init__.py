@@ -48,8 +48,11 @@ from calcgraph.client.models import (
 from calcgraph.client.settings import ClientSettings
 from calcgraph.client.sync import Client
 from calcgraph.client.values import parse_quantity, parse_value, quantity
+from calcgraph.client.webhooks import InvalidSignature, verify_webhook
 
 __all__ = [
+    "InvalidSignature",
+    "verify_webhook",
     "AsyncClient",
     "CalcgraphError",
     "Client",

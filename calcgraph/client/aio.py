@@ -8,7 +8,7 @@ async with AsyncClient() as cg:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -76,4 +76,19 @@ class AsyncClient(ClientBase[httpx.AsyncClient]):
                 yield item
             if not page.next_cursor:
                 return
+            cursor = page.next_cursor
+
+    async def events(
+        self,
+        types: Sequence[str] = (),
+        subject: str | None = None,
+        after: str | None = "now",
+        wait: float = 25.0,
+    ) -> AsyncIterator[m.Event]:
+        """Every event the caller may see, as it is recorded (see `Client.events`)."""
+        cursor = after
+        while True:
+            page = await self.events_page(types, subject, cursor, None, wait)
+            for item in page.items:
+                yield item
             cursor = page.next_cursor

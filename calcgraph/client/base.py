@@ -15,6 +15,7 @@ import httpx
 
 from calcgraph import __version__
 from calcgraph.client import operations as ops
+from calcgraph.client import operations_events as events_ops
 from calcgraph.client.errors import CalcgraphError, ConnectionError, error_from_response
 from calcgraph.client.operations import Call, Flow
 from calcgraph.client.settings import ClientSettings, resolve
@@ -217,3 +218,14 @@ class ClientBase(Generic[H]):
     get_run_plan = Method(ops.get_run_plan)
     tick = Method(ops.tick)
     run_until_done = Method(ops.run_until_done)
+
+    # Events and webhooks (contract section 9) ----------------------------------------------
+
+    events_page = Method(events_ops.events)
+    create_webhook = Method(events_ops.create_webhook)
+    list_webhooks = Method(events_ops.list_webhooks)
+    get_webhook = Method(events_ops.get_webhook)
+    update_webhook = Method(events_ops.update_webhook)
+    delete_webhook = Method(events_ops.delete_webhook)
+    test_webhook = Method(events_ops.test_webhook)
+    webhook_deliveries = Method(events_ops.webhook_deliveries)

@@ -237,3 +237,44 @@ class RunPlan(Model):
     revision: int = 0
     plan: dict[str, Any] | None = None
     node_states: dict[str, NodeState] = Field(default_factory=dict)
+
+
+class Event(Model):
+    """A CloudEvents 1.0 event (contract section 9)."""
+
+    id: str
+    type: str
+    subject: str
+    time: str
+    data: dict[str, Any]
+    specversion: str = "1.0"
+    source: str = "calcgraph"
+    datacontenttype: str = "application/json"
+
+
+class EventPage(Model):
+    items: list[Event]
+    next_cursor: str
+
+
+class Webhook(Model):
+    id: str
+    url: str
+    types: list[str]
+    description: str = ""
+    enabled: bool = True
+    created_at: str | None = None
+    secret: str | None = None
+    """Only in the answer that created it."""
+
+
+class Delivery(Model):
+    event_id: str
+    type: str
+    attempt: int
+    state: str
+    status_code: int | None = None
+    error: str | None = None
+    duration_ms: int | None = None
+    attempted_at: str | None = None
+    next_attempt_at: str | None = None

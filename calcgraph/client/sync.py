@@ -14,7 +14,7 @@ same methods, awaited.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -79,4 +79,19 @@ class Client(ClientBase[httpx.Client]):
             yield from page.items
             if not page.next_cursor:
                 return
+            cursor = page.next_cursor
+
+    def events(
+        self,
+        types: Sequence[str] = (),
+        subject: str | None = None,
+        after: str | None = "now",
+        wait: float = 25.0,
+    ) -> Iterator[m.Event]:
+        """Every event the caller may see, as it is recorded, from `after` (default: now; None:
+        the oldest kept): `for event in cg.events(["calcgraph.run.*"]): ...`. Long-polls."""
+        cursor = after
+        while True:
+            page = self.events_page(types, subject, cursor, None, wait)
+            yield from page.items
             cursor = page.next_cursor
