@@ -4,6 +4,7 @@ CloudEvents envelope, filters, cursors, the long-poll, and who sees what."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
@@ -167,3 +168,29 @@ async def test_bad_queries_are_422(platform: Platform, params: dict[str, str]) -
 async def test_no_token_is_401(platform: Platform) -> None:
     response = await platform.client.get("/events")
     assert response.status_code == 401
+
+
+async def test_joining_and_leaving_an_organization(platform: Platform) -> None:
+    await platform.user("alice")
+    await platform.user("bob")
+    slug = f"org-{uuid.uuid4().hex[:8]}"
+    headers = platform.headers("alice")
+    made = await platform.client.post(
+        "/organizations", json={"slug": slug, "name": slug}, headers=headers
+    )
+    assert made.status_code == 201, made.text
+    start = (await events(platform, after="now"))["next_cursor"]
+    report = await published(platform, visibility="internal", organization=slug)
+    package_id = report["package_id"]
+    assert of_subject(await events(platform, "bob", after=start), package_id) == []
+    joined = await platform.client.post(
+        f"/organizations/{slug}/members",
+        json={"username": "bob", "role": "member"},
+        headers=headers,
+    )
+    assert joined.status_code == 201, joined.text
+    seen = await events(platform, "bob", after=start)
+    assert of_subject(seen, package_id) == ["calcgraph.file.uploaded"]
+    left = await platform.client.delete(f"/organizations/{slug}/members/bob", headers=headers)
+    assert left.status_code == 204
+    assert of_subject(await events(platform, "bob", after=start), package_id) == []

@@ -237,3 +237,55 @@ def test_the_connected_address_is_checked() -> None:
     assert outcome.status_code is None
     assert outcome.error is not None
     assert "loopback" in outcome.error
+
+
+@pytest.fixture
+async def no_retries(
+    exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+) -> AsyncIterator[Platform]:
+    async with running_platform(
+        exec_url,
+        identity_provider,
+        tmp_path,
+        default_sandbox(),
+        webhook_allowed_hosts=["127.0.0.1"],
+        webhook_retry_schedule=[],
+        webhook_dispatch_interval_seconds=0.1,
+    ) as p:
+        yield p
+
+
+async def test_fifty_failed_events_disable_the_webhook(no_retries: Platform) -> None:
+    platform = no_retries
+    await platform.user("alice")
+    report = await published(platform)
+    path = f"/packages/{report['package_id']}/functions/run/execute"
+    first = await platform.execute(path, {"x": 7.0}, wait=20)
+    assert first.status_code == 200, first.text
+    with receiver("fail") as failing:
+        hook = (await _create(platform, url=failing.url, types=["calcgraph.job.*"])).json()
+        start = (
+            await platform.client.get(
+                "/events", params={"after": "now"}, headers=platform.headers()
+            )
+        ).json()["next_cursor"]
+        for _ in range(50):  # answered by the result cache: one job.succeeded each
+            again = await platform.execute(path, {"x": 7.0}, wait=20)
+            assert again.json()["status"] == "success"
+
+        async def disabled() -> bool:
+            shown = await platform.client.get(f"/webhooks/{hook['id']}", headers=platform.headers())
+            return shown.json()["enabled"] is False
+
+        assert await _until(disabled, seconds=60)
+    found = await platform.client.get(
+        "/events",
+        params={"after": start, "type": "calcgraph.webhook.disabled"},
+        headers=platform.headers(),
+    )
+    # (alice's webhooks of earlier tests, whose receivers are gone, failed these events too)
+    items = [e for e in found.json()["items"] if e["subject"] == hook["id"]]
+    assert len(items) == 1
+    assert items[0]["data"] == {"webhook_id": hook["id"], "url": hook["url"]}
+    states = {d["state"] for d in await _deliveries(platform, hook["id"])}
+    assert states == {"failed"}
