@@ -26,6 +26,10 @@ class ClaimedRow:
     """Whose job it is: the result cache is per user."""
     lease: str
     """The claim's token, which its finish (or release) presents."""
+    function_id: str | None = None
+    workflow_run_id: str | None = None
+    node_key: str | None = None
+    """What its `calcgraph.calculation.started` event says (from the claim's RETURNING)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,15 @@ _CLAIM_MANY = (
         heartbeat_at=bindparam("now", type_=UTCDateTime()),
         lease=bindparam("b_lease"),
     )
-    .returning(_JOBS.c.id, _JOBS.c.function_version_id, _JOBS.c.resolved_inputs, _JOBS.c.user_id)
+    .returning(
+        _JOBS.c.id,
+        _JOBS.c.function_version_id,
+        _JOBS.c.resolved_inputs,
+        _JOBS.c.user_id,
+        _JOBS.c.function_id,
+        _JOBS.c.workflow_run_id,
+        _JOBS.c.node_key,
+    )
 )
 # Only the delivery holding the lease records the result: a worker the sweeper gave up on
 # (slow, not dead) finds 0 rows instead of writing over the attempt that replaced it.
@@ -103,6 +115,7 @@ _FINISH_SUCCESS = (
         logs=bindparam("logs"),
         finished_at=bindparam("now", type_=UTCDateTime()),
     )
+    .returning(_JOBS.c.workflow_run_id, _JOBS.c.node_key)
 )
 _FINISH_FAILED = (
     update(_JOBS)
@@ -114,6 +127,7 @@ _FINISH_FAILED = (
         logs=bindparam("logs"),
         finished_at=bindparam("now", type_=UTCDateTime()),
     )
+    .returning(_JOBS.c.workflow_run_id, _JOBS.c.node_key)
 )
 
 
@@ -150,11 +164,17 @@ class JobExecutionRepository(RepositoryBase[Job]):
         if not ids:
             return {}
         rows = await self.session.execute(_CLAIM_MANY, {"ids": ids, "now": now, "b_lease": lease})
-        return {row[0]: ClaimedRow(row[0], row[1], row[2], row[3], lease) for row in rows}
+        return {
+            row[0]: ClaimedRow(row[0], row[1], row[2], row[3], lease, row[4], row[5], row[6])
+            for row in rows
+        }
 
-    async def finish_many(self, finishes: Sequence[Finish], now: datetime) -> set[str]:
-        """running -> success/failed for each, once; the ids this call transitioned."""
-        done: set[str] = set()
+    async def finish_many(
+        self, finishes: Sequence[Finish], now: datetime
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """running -> success/failed for each, once; the ids this call transitioned, each with
+        its run and node (what its event says)."""
+        done: dict[str, tuple[str | None, str | None]] = {}
         for item in sorted(finishes, key=lambda f: f.job_id):
             params: dict[str, Any] = {
                 "job_id": item.job_id,
@@ -166,8 +186,9 @@ class JobExecutionRepository(RepositoryBase[Job]):
                 statement, params["outputs"] = _FINISH_SUCCESS, item.outputs
             else:
                 statement, params["error"] = _FINISH_FAILED, item.error
-            if _rows(await self.session.execute(statement, params)) == 1:
-                done.add(item.job_id)
+            row = (await self.session.execute(statement, params)).first()
+            if row is not None:
+                done[item.job_id] = (row[0], row[1])
         return done
 
     async def code_of(self, function_version_id: str) -> CodeRow | None:
