@@ -4,11 +4,12 @@ Redis in every other one. Joined to every database whose units may record events
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.events.signal import collecting
-from calcgraph.workers.notify import Notifier
+from calcgraph.workers.notify import Notifier, RedisNotifier
 
 
 class EventSignal:
@@ -23,7 +24,13 @@ class EventSignal:
 
     async def committed(self, state: Any) -> None:
         _, marks = state
-        if marks:
+        if not marks:
+            return
+        if isinstance(self.notifier, RedisNotifier):
+            # A blocking publish: off the event loop (a Redis that does not answer holds a
+            # thread, not every request).
+            await asyncio.to_thread(self.notifier.publish_events)
+        else:
             self.notifier.publish_events()
 
     def end(self, state: Any) -> None:

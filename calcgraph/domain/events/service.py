@@ -34,6 +34,7 @@ from calcgraph.domain.events.catalog import (
 )
 from calcgraph.domain.events.repository import EventRepository
 from calcgraph.domain.events.views import EventView, event_view
+from calcgraph.domain.jobs.execution.repository import ClaimedRow, Finish
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -114,6 +115,43 @@ def job_ended_row(job: Mapping[str, Any]) -> dict[str, Any]:
             "node_key": job.get("node_key"),
         },
     )
+
+
+def transition_rows(
+    claimed: Iterable[ClaimedRow],
+    finishes: Sequence[Finish],
+    finished: Mapping[str, tuple[str | None, str | None]],
+) -> list[dict[str, Any]]:
+    """The events of a batch of claims and finishes, from what their UPDATEs returned
+    (`finished`: job id -> its run and node, for the finishes that took effect)."""
+    rows = [
+        job_started_row(
+            {
+                "id": c.job_id,
+                "function_id": c.function_id,
+                "function_version_id": c.function_version_id,
+                "workflow_run_id": c.workflow_run_id,
+                "node_key": c.node_key,
+            }
+        )
+        for c in claimed
+    ]
+    # One event per job: the first finish of a job in the batch is the one that took effect.
+    for item in {f.job_id: f for f in reversed(finishes)}.values():
+        if item.job_id in finished:
+            run_id, node_key = finished[item.job_id]
+            rows.append(
+                job_ended_row(
+                    {
+                        "id": item.job_id,
+                        "status": item.status,
+                        "error": item.error,
+                        "workflow_run_id": run_id,
+                        "node_key": node_key,
+                    }
+                )
+            )
+    return rows
 
 
 async def record_job_rows(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> None:

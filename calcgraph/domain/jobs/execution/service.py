@@ -20,11 +20,10 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.errors import NotFound
 from calcgraph.domain.events.service import (
-    job_ended_row,
-    job_started_row,
     record_job_rows,
     record_job_transitions,
     record_rows,
+    transition_rows,
 )
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
@@ -238,36 +237,7 @@ class JobExecutionService:
         finished = await repository.finish_many(finishes, now) if finishes else {}
         claimed = await repository.claim_many(claims, now, lease) if claims else {}
         # Their events in the same commit, from what the UPDATEs returned: one INSERT.
-        await record_rows(
-            session,
-            [
-                *(
-                    job_started_row(
-                        {
-                            "id": c.job_id,
-                            "function_id": c.function_id,
-                            "function_version_id": c.function_version_id,
-                            "workflow_run_id": c.workflow_run_id,
-                            "node_key": c.node_key,
-                        }
-                    )
-                    for c in claimed.values()
-                ),
-                *(
-                    job_ended_row(
-                        {
-                            "id": f.job_id,
-                            "status": f.status,
-                            "error": f.error,
-                            "workflow_run_id": finished[f.job_id][0],
-                            "node_key": finished[f.job_id][1],
-                        }
-                    )
-                    for f in {f.job_id: f for f in reversed(finishes)}.values()
-                    if f.job_id in finished
-                ),
-            ],
-        )
+        await record_rows(session, transition_rows(claimed.values(), finishes, finished))
         return claimed, set(finished)
 
     async def heartbeat(self, session: AsyncSession, leases: Collection[str]) -> int:
