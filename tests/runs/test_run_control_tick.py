@@ -202,15 +202,29 @@ class TestCancel:
         assert not result.changed
 
 
+def versioned(plan: Plan, **moved: str) -> Plan:
+    """`plan` with each function node on version `v1` (or the one `moved` names)."""
+    data = plan.as_dict()
+    data["nodes"] = [
+        {**n, "function_version_id": moved.get(n["node_key"], "v1")}
+        if n["kind"] == "function"
+        else n
+        for n in data["nodes"]
+    ]
+    return Plan.from_dict(data)
+
+
 class TestReuse:
     def original(self) -> Run:
-        plan = plan_of(
-            inp("x"),
-            inp("lim"),
-            fn("A", a="x"),
-            ex("E", "pick", "A", "out"),
-            fn("B", b="E.value"),
-            fn("G", a="A.out", limit="lim"),
+        plan = versioned(
+            plan_of(
+                inp("x"),
+                inp("lim"),
+                fn("A", a="x"),
+                ex("E", "pick", "A", "out"),
+                fn("B", b="E.value"),
+                fn("G", a="A.out", limit="lim"),
+            )
         )
         run = Run(plan, {"x": 1.0, "lim": 0.0})
         run.tick()
@@ -239,22 +253,7 @@ class TestReuse:
 
     def test_another_function_version_runs_again(self) -> None:
         run = self.original()
-        moved = Plan.from_dict(
-            {
-                **run.plan.as_dict(),
-                "nodes": [
-                    {**n, "function_version_id": "v2"} if n["node_key"] == "A" else n
-                    for n in run.plan.as_dict()["nodes"]
-                ],
-            }
-        )
-        before = Plan.from_dict(
-            {
-                **run.plan.as_dict(),
-                "nodes": [
-                    {**n, "function_version_id": "v1"} if n["kind"] == "function" else n
-                    for n in run.plan.as_dict()["nodes"]
-                ],
-            }
-        )
-        assert "A" not in reused_states(moved, run.inputs, before, run.states, run.inputs)
+        moved = versioned(run.plan, A="v2")
+        reused = reused_states(moved, run.inputs, run.plan, run.states, run.inputs)
+        assert "A" not in reused
+        assert "B" not in reused  # its upstream runs again
