@@ -388,6 +388,48 @@ class TestRetry:
         assert all(a["error"]["kind"] == "user_error" for a in state["attempts"])
         assert len({a["job_id"] for a in state["attempts"]} | {state["job_id"]}) == 3
 
+    async def test_the_manifest_default_applies_to_nodes_without_a_policy(
+        self, platform: Platform
+    ) -> None:
+        name = f"ctl-{uuid.uuid4().hex[:8]}"
+        functions = {
+            **FUNCTIONS,
+            "guard": {
+                **FUNCTIONS["guard"],
+                "retry": {"max_attempts": 2, "initial_interval_s": 0, "on": ["user_error"]},
+            },
+        }
+        await publish(
+            platform.client,
+            platform.headers("alice"),
+            small_body(name, "1.0.0", code=CODE, functions=functions),
+        )
+        own = fn("own", f"{name}/guard", a="x", limit="lim")
+        own["retry"] = {"max_attempts": 1}  # the node's own policy wins
+        slug = await _workflow(
+            platform, [inp("x"), inp("lim"), fn("g", f"{name}/guard", a="x", limit="lim"), own]
+        )
+        run = await _start(platform, slug, {"x": 5.0, "lim": 0.0})
+        retries = {n["node_key"]: n.get("retry") for n in run["plan_snapshot"]["nodes"]}
+        assert retries["g"]["max_attempts"] == 2
+        assert retries["own"]["max_attempts"] == 1
+        run = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL)
+        assert run["status"] == "failed"
+        run = await _until(
+            platform, run["id"], lambda r: r["node_states"]["g"]["status"] != "pending"
+        )
+        assert run["node_states"]["own"]["attempt"] == 1
+
+    async def test_an_invalid_manifest_policy_is_refused(self, platform: Platform) -> None:
+        functions = {**FUNCTIONS, "inc": {**FUNCTIONS["inc"], "retry": {"max_attempts": 0}}}
+        response = await platform.client.post(
+            "/packages",
+            json=small_body(f"ctl-{uuid.uuid4().hex[:8]}", "1.0.0", code=CODE, functions=functions),
+            headers=platform.headers("alice"),
+        )
+        assert response.status_code == 422, response.text
+        assert "retry" in response.text
+
     async def test_an_invalid_policy_is_refused(self, platform: Platform) -> None:
         name = (await _package(platform)).split("|")[0]
         node = fn("g", f"{name}/inc", x="x")

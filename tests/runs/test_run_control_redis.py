@@ -27,6 +27,15 @@ from tests.workflows.graphs import fn, inp
 pytestmark = pytest.mark.db
 
 
+def _one_thread(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "calcgraph", "worker", "--processes", "1", "--threads", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
 @pytest.fixture
 async def one_thread_worker(
     exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
@@ -44,12 +53,7 @@ async def one_thread_worker(
         "CALCGRAPH_JOB_CANCEL_CHECK_SECONDS": "0.5",
         "CALCGRAPH_CODE_CACHE_DIR": str(tmp_path / "worker-code"),
     }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "calcgraph", "worker", "--processes", "1", "--threads", "1"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    worker = _one_thread(env)
     try:
         async with running_platform(
             exec_url,

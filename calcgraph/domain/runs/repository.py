@@ -39,6 +39,7 @@ from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.packages.models import PackageVersion
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
@@ -475,6 +476,25 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             .where(FunctionVersion.id.in_(wanted))
         )
         return {row[0]: (row[1], row[2]) for row in rows}
+
+    async def retry_defaults(self, version_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Function version id -> the retry policy its manifest declares as the default of its
+        nodes (contract section 10), for those that declare one."""
+        wanted = sorted(set(version_ids))
+        if not wanted:
+            return {}
+        rows = await self.session.execute(
+            select(FunctionVersion.id, Function.name, PackageVersion.manifest)
+            .join(Function, Function.id == FunctionVersion.function_id)
+            .join(PackageVersion, PackageVersion.id == FunctionVersion.package_version_id)
+            .where(FunctionVersion.id.in_(wanted))
+        )
+        found: dict[str, dict[str, Any]] = {}
+        for version_id, name, manifest in rows:
+            declared = ((manifest or {}).get("functions") or {}).get(name) or {}
+            if isinstance(declared.get("retry"), dict):
+                found[version_id] = declared["retry"]
+        return found
 
     async def list_visible(
         self,

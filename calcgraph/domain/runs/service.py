@@ -63,6 +63,7 @@ from calcgraph.domain.types.values import normalize
 from calcgraph.domain.workflows.graph import InputNode, parse_graph
 from calcgraph.domain.workflows.planner import Plan, plan
 from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
+from calcgraph.domain.workflows.retry import from_dict as retry_from_dict
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.views import WorkflowVersionView
 
@@ -163,7 +164,9 @@ class RunService:
         graph = parse_graph(version.graph)
         resolved = resolve_run_inputs([n for n in graph.nodes if isinstance(n, InputNode)], inputs)
         assert isinstance(inputs, dict)
-        frozen = plan(graph, version.resolved_functions)
+        frozen = await self._with_retry_defaults(
+            RunRepository.from_session(session), plan(graph, version.resolved_functions)
+        )
         states = initial_states(frozen)
         if reuse is not None:
             states.update(reuse(frozen, resolved))
@@ -206,6 +209,25 @@ class RunService:
         self.memo.remember_plan(run.id, run.plan_snapshot, frozen)
         self.memo.remember_states(run.id, 0, states)
         return run_view(run, states)
+
+    async def _with_retry_defaults(self, repository: RunRepository, frozen: Plan) -> Plan:
+        """The plan with each function node that carries no retry policy given its function's
+        manifest default, frozen into the run with the rest of the plan."""
+        bare = {
+            n.function_version_id
+            for n in frozen.nodes.values()
+            if n.kind == "function" and n.retry is None and n.function_version_id
+        }
+        defaults = await repository.retry_defaults(bare)
+        if not defaults:
+            return frozen
+        nodes = {
+            key: replace(node, retry=retry_from_dict(defaults[node.function_version_id]))
+            if node.retry is None and node.function_version_id in defaults
+            else node
+            for key, node in frozen.nodes.items()
+        }
+        return Plan(frozen.chains, frozen.waves, nodes, frozen.input_keys)
 
     async def get(
         self,
