@@ -67,6 +67,13 @@ class Settings(BaseSettings):
         gt=0,
         description="a running job whose heartbeat is this old goes to another worker",
     )
+    job_cancel_check_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=5,
+        description="how often a worker asks whether a job it runs was cancelled (then kills "
+        "its sandbox); at most 5, so a cancel stops a job within 10 s",
+    )
     chain_execution: Literal["chain", "node"] = Field(
         default="chain",
         description="chain: a chain of the frozen plan runs as one worker job, node by node in "

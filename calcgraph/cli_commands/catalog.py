@@ -108,7 +108,7 @@ def _execute(context: Context, args: argparse.Namespace) -> int:
     inputs = inputs_of(args)
     client = context.client
     started = time.monotonic()
-    result = client.execute(args.function, inputs, wait=args.wait)
+    result = client.execute(args.function, inputs, wait=args.wait, refresh=args.refresh)
     document: Any = result
     remaining = args.wait - (time.monotonic() - started)
     if not result.done and remaining > 0:
@@ -132,6 +132,12 @@ def _show_job(context: Context, args: argparse.Namespace) -> int:
     job = context.client.get_job(args.job_id)
     context.emit(job, lambda: show_job(context.console, job.id, job.status, job.outputs, job.error))
     return FAILED if job.status == "failed" else OK
+
+
+def _cancel_job(context: Context, args: argparse.Namespace) -> int:
+    job = context.client.cancel_job(args.job_id)
+    context.emit(job, lambda: show_job(context.console, job.id, job.status, job.outputs, job.error))
+    return OK
 
 
 def _workflow_document(path: str) -> dict[str, Any]:
@@ -238,6 +244,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     execute.add_argument(
         "--wait", type=float, default=30.0, help="seconds to wait for the result (default 30)"
     )
+    execute.add_argument(
+        "--refresh",
+        action="store_true",
+        help="never answer from the result cache (the new result is stored)",
+    )
     execute.set_defaults(func=command(_execute, suggest_function))
     add_listing(
         functions,
@@ -247,10 +258,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         lambda f: (f"{f.package}/{f.name}", f.current_version, f.id),
     )
 
-    jobs = command_group(sub, "jobs", "read jobs")
+    jobs = command_group(sub, "jobs", "read and cancel jobs")
     show = jobs.add_parser("show", parents=common, help="a job: status, outputs, error")
     show.add_argument("job_id", metavar="ID")
     show.set_defaults(func=command(_show_job))
+    cancel = jobs.add_parser(
+        "cancel", parents=common, help="cancel a queued or running job (its sandbox is killed)"
+    )
+    cancel.add_argument("job_id", metavar="ID")
+    cancel.set_defaults(func=command(_cancel_job))
 
     workflows = command_group(sub, "workflows", "create and read workflows")
     create = workflows.add_parser(

@@ -1,4 +1,4 @@
-"""`calcgraph runs start|show|list`: a run with its live progress until it ends."""
+"""`calcgraph runs start|show|list|cancel|rerun`: a run with its live progress until it ends."""
 
 from __future__ import annotations
 
@@ -64,7 +64,11 @@ def _follow(context: Context, run: m.Run, args: argparse.Namespace) -> m.Run:
 
 
 def _start(context: Context, args: argparse.Namespace) -> int:
-    run = context.client.start_run(args.slug, inputs_of(args))
+    run = context.client.start_run(args.slug, inputs_of(args), refresh=args.refresh)
+    return _started(context, run, args)
+
+
+def _started(context: Context, run: m.Run, args: argparse.Namespace) -> int:
     if args.no_follow:
         context.emit(run, lambda: context.console.print(f"run {run.id} {run.status}"))
         return OK
@@ -87,6 +91,38 @@ def _show(context: Context, args: argparse.Namespace) -> int:
     return OK if run.status != "failed" else FAILED
 
 
+def _cancel(context: Context, args: argparse.Namespace) -> int:
+    run = context.client.cancel_run(args.run_id)
+    context.emit(run, lambda: show_run(context.console, run))
+    return OK
+
+
+def _rerun(context: Context, args: argparse.Namespace) -> int:
+    run = context.client.rerun(
+        args.run_id,
+        start_from=args.start_from,
+        workflow_version=args.workflow_version,
+        inputs=inputs_of(args),
+    )
+    args.slug = f"re-run of {args.run_id}"
+    return _started(context, run, args)
+
+
+def _follow_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-follow", action="store_true", help="print the new run and return at once"
+    )
+    parser.add_argument(
+        "--period", type=float, default=2.0, help="seconds between ticks that change nothing"
+    )
+    parser.add_argument(
+        "--period-only",
+        action="store_true",
+        help="tick every --period seconds instead of long-polling the tick",
+    )
+    parser.add_argument("--timeout", type=float, default=None, help="give up after S seconds")
+
+
 def _when(moment: datetime | None) -> str:
     return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
@@ -101,19 +137,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_input_options(
         start, "an input node's value: JSON, else a quantity like '3 m', else text; repeatable"
     )
+    _follow_options(start)
     start.add_argument(
-        "--no-follow", action="store_true", help="print the new run and return at once"
-    )
-    start.add_argument(
-        "--period", type=float, default=2.0, help="seconds between ticks that change nothing"
-    )
-    start.add_argument(
-        "--period-only",
+        "--refresh",
         action="store_true",
-        help="tick every --period seconds instead of long-polling the tick",
+        help="never answer a node from the result cache (new results are stored)",
     )
-    start.add_argument("--timeout", type=float, default=None, help="give up after S seconds")
     start.set_defaults(func=command(_start, suggest_workflow))
+    cancel = runs.add_parser(
+        "cancel", parents=common, help="cancel a run: its running jobs are stopped"
+    )
+    cancel.add_argument("run_id", metavar="ID")
+    cancel.set_defaults(func=command(_cancel))
+    rerun = runs.add_parser(
+        "rerun",
+        parents=common,
+        help="start a new run from a finished one, reusing what succeeded",
+    )
+    rerun.add_argument("run_id", metavar="ID")
+    rerun.add_argument(
+        "--from",
+        dest="start_from",
+        choices=("failure", "start"),
+        default="failure",
+        help="failure (default): reuse nodes that succeeded with the same inputs; start: all",
+    )
+    rerun.add_argument(
+        "--workflow-version",
+        choices=("same", "latest"),
+        default="same",
+        help="the original run's workflow version (default) or the latest",
+    )
+    add_input_options(rerun, "override an input of the original run; repeatable")
+    _follow_options(rerun)
+    rerun.set_defaults(func=command(_rerun))
     show = runs.add_parser("show", parents=common, help="a run's node states and outputs")
     show.add_argument("run_id", metavar="ID")
     show.set_defaults(func=command(_show))

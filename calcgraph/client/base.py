@@ -204,6 +204,7 @@ class ClientBase(Generic[H]):
     list_jobs = Method(ops.list_jobs)
     get_job = Method(ops.get_job)
     wait_for_job = Method(ops.wait_for_job)
+    cancel_job = Method(ops.cancel_job)
 
     # Workflows and runs ------------------------------------------------------------------
 
@@ -217,6 +218,8 @@ class ClientBase(Generic[H]):
     get_run = Method(ops.get_run)
     get_run_plan = Method(ops.get_run_plan)
     tick = Method(ops.tick)
+    cancel_run = Method(ops.cancel_run)
+    rerun = Method(ops.rerun)
     run_until_done = Method(ops.run_until_done)
 
     # Events and webhooks (contract section 9) ----------------------------------------------

@@ -201,6 +201,9 @@ class NodeState(Model):
     attempt: int = 0
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    retry_at: datetime | None = None
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+    reused: bool = False
 
 
 class RunSummary(Model):
@@ -217,6 +220,8 @@ class RunSummary(Model):
     error_message: str | None = None
     first_failed_node_key: str | None = None
     revision: int = 0
+    rerun_of: str | None = None
+    retry_at: datetime | None = None
 
     @property
     def done(self) -> bool:

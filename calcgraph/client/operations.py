@@ -237,9 +237,13 @@ def execute(
     inputs: Mapping[str, Any] | None = None,
     version: str | None = None,
     wait: float | None = None,
+    refresh: bool = False,
 ) -> Call[m.ExecuteResult]:
-    """Run a function (`package/function[@version]` or an id); `wait` seconds for it."""
+    """Run a function (`package/function[@version]` or an id); `wait` seconds for it.
+    `refresh`: never answered from the result cache (the new result is stored)."""
     params = [] if wait is None else [("wait", str(wait))]
+    if refresh:
+        params.append(("cache", "refresh"))
     return Call(
         "POST",
         execute_path(name_or_id, version),
@@ -259,6 +263,11 @@ def list_jobs(limit: int | None = None, cursor: str | None = None) -> Call[m.Pag
 
 def get_job(job_id: str) -> Call[m.Job]:
     return Call("GET", f"/jobs/{_segment(job_id)}", _model(m.Job))
+
+
+def cancel_job(job_id: str) -> Call[m.Job]:
+    """Cancel a queued or running job of yours: it ends failed, kind `cancelled`."""
+    return Call("POST", f"/jobs/{_segment(job_id)}/cancel", _model(m.Job))
 
 
 def wait_for_job(
@@ -313,9 +322,31 @@ def list_workflows(limit: int | None = None, cursor: str | None = None) -> Call[
 # Runs ------------------------------------------------------------------------------------
 
 
-def start_run(slug: str, inputs: Mapping[str, Any] | None = None) -> Call[m.Run]:
-    body = {"inputs": dict(inputs or {})}
+def start_run(
+    slug: str, inputs: Mapping[str, Any] | None = None, refresh: bool = False
+) -> Call[m.Run]:
+    """Start a run; `refresh`: none of its jobs is answered from the result cache."""
+    body: dict[str, Any] = {"inputs": dict(inputs or {})}
+    if refresh:
+        body["cache"] = "refresh"
     return Call("POST", f"/workflows/{_segment(slug)}/runs", _model(m.Run), json=body)
+
+
+def cancel_run(run_id: str) -> Call[m.Run]:
+    """Cancel a run: pending and running nodes cancelled, running jobs stopped."""
+    return Call("POST", f"/workflow-runs/{_segment(run_id)}/cancel", _model(m.Run))
+
+
+def rerun(
+    run_id: str,
+    start_from: str = "failure",
+    workflow_version: str = "same",
+    inputs: Mapping[str, Any] | None = None,
+) -> Call[m.Run]:
+    """A new run from a finished one: from `failure` (reusing what succeeded) or `start`, of
+    the `same` or `latest` workflow version, with `inputs` overriding the original ones."""
+    body = {"from": start_from, "workflow_version": workflow_version, "inputs": dict(inputs or {})}
+    return Call("POST", f"/workflow-runs/{_segment(run_id)}/rerun", _model(m.Run), json=body)
 
 
 def list_runs(

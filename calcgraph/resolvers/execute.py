@@ -12,6 +12,9 @@ from strawberry.scalars import JSON
 from calcgraph.domain.errors import InvalidRequest
 from calcgraph.domain.execution.waits import EXECUTE_WAIT
 from calcgraph.domain.jobs.address import ExecuteAddress
+from calcgraph.domain.runs.control.service import run_control
+from calcgraph.resolvers.unit import write
+from calcgraph.resolvers.workflows import cache_refresh
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.jobs import JobType
@@ -46,8 +49,18 @@ class ExecuteMutation:
         package: str | None = None,
         function: str | None = None,
         wait: float = EXECUTE_WAIT.default,
+        cache: str | None = None,
     ) -> JobType:
         principal = principal_of(info)
         address = _address(function_id, package, function)
+        refresh = cache_refresh(cache)
         execution = info.context.services.execution
-        return JobType.from_view(await execution.execute(principal, address, inputs, wait))
+        job = await execution.execute(principal, address, inputs, wait, refresh=refresh)
+        return JobType.from_view(job)
+
+    @strawberry.mutation(
+        description="Cancel a `queued` or `running` job of the caller's: it ends `failed` "
+        "with kind `cancelled` (its sandbox killed). A job that ended: `Conflict`."
+    )
+    async def cancel_job(self, info: Info, id: strawberry.ID) -> JobType:
+        return JobType.from_view(await write(info, run_control.cancel_job, str(id)))

@@ -4,7 +4,7 @@ services (the same ones the REST routes call)."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import cast
+from typing import Annotated, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -12,6 +12,7 @@ from strawberry.scalars import JSON
 from calcgraph.domain.access.paging import PageRequest
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.execution.waits import FOLLOW_INTERVAL, TICK_WAIT
+from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
@@ -27,6 +28,17 @@ from calcgraph.schema.workflows import (
     WorkflowType,
     WorkflowValidationType,
 )
+
+
+def cache_refresh(cache: str | None) -> bool:
+    """The `cache` argument: absent, or `refresh` (contract section 10)."""
+    if cache is None:
+        return False
+    if cache != "refresh":
+        raise ValidationError(
+            f"cache must be 'refresh', not {cache!r}", [FieldError(("cache",), "'refresh'")]
+        )
+    return True
 
 
 def _graph(info: Info, graph: JSON) -> dict[str, object]:
@@ -120,8 +132,46 @@ class WorkflowMutation:
     @strawberry.mutation(
         description="Start a run of a workflow's latest version; nothing runs before a tick."
     )
-    async def create_workflow_run(self, info: Info, workflow: str, inputs: JSON) -> WorkflowRunType:
-        return WorkflowRunType.from_view(await write(info, run_service.create, workflow, inputs))
+    async def create_workflow_run(
+        self,
+        info: Info,
+        workflow: str,
+        inputs: JSON,
+        cache: str | None = None,
+    ) -> WorkflowRunType:
+        refresh = cache_refresh(cache)
+        run = await write(info, run_service.create, workflow, inputs, refresh=refresh)
+        return WorkflowRunType.from_view(run)
+
+    @strawberry.mutation(
+        description="Cancel a run: its pending and running nodes become `cancelled`, its "
+        "running jobs are stopped (their sandboxes killed). A run that ended: `Conflict`."
+    )
+    async def cancel_run(self, info: Info, id: strawberry.ID) -> WorkflowRunType:
+        return WorkflowRunType.from_view(await write(info, run_control.cancel_run, str(id)))
+
+    @strawberry.mutation(
+        description="Start a new run from a finished one (`rerunOf`). `from`: `failure` "
+        "(default: nodes that succeeded with the same function version and inputs are reused) "
+        "or `start`; `workflowVersion`: `same` (default) or `latest`; `inputs`: overrides."
+    )
+    async def rerun_run(
+        self,
+        info: Info,
+        id: strawberry.ID,
+        start_from: Annotated[str, strawberry.argument(name="from")] = "failure",
+        workflow_version: str = "same",
+        inputs: JSON | None = None,
+    ) -> WorkflowRunType:
+        run = await write(
+            info,
+            run_control.rerun,
+            str(id),
+            start_from=start_from,
+            workflow_version=workflow_version,
+            inputs=inputs,
+        )
+        return WorkflowRunType.from_view(run)
 
     @strawberry.mutation(
         description="Advance a run once. `wait` (seconds, up to 30) first waits until a job of "

@@ -123,6 +123,7 @@ class ValidationReport(Out):
     unknown_sources: list[Problem]
     unknown_ports: list[Problem]
     duplicate_bindings: list[Problem]
+    invalid_retry_policies: list[Problem]
 
     @model_validator(mode="before")
     @classmethod
@@ -438,6 +439,12 @@ class ValidateOut(Out):
         return {"valid": value.valid, "report": value} if isinstance(value, Report) else value
 
 
+class AttemptOut(Out):
+    attempt: int
+    job_id: str | None
+    error: JobErrorOut | None
+
+
 class NodeStateOut(Out):
     status: NodeStatus
     job_id: str | None
@@ -446,6 +453,15 @@ class NodeStateOut(Out):
     attempt: int
     started_at: TimestampZ | None
     finished_at: TimestampZ | None
+    retry_at: TimestampZ | None = Field(
+        default=None, description="a retried node's next attempt is submitted at or after it"
+    )
+    attempts: list[AttemptOut] = Field(
+        default=[], description="earlier attempts that failed and were retried"
+    )
+    reused: bool = Field(
+        default=False, description="a re-run's node that took the original run's result"
+    )
 
 
 def _no_states(value: object) -> object:
@@ -467,6 +483,10 @@ class RunSummaryOut(Out):
     error_message: str | None
     first_failed_node_key: str | None
     revision: int
+    rerun_of: str | None = Field(default=None, description="the run this one re-runs")
+    retry_at: TimestampZ | None = Field(
+        default=None, description="the earliest retry of its nodes still to be submitted"
+    )
 
 
 class RunOut(RunSummaryOut):

@@ -8,7 +8,7 @@ transaction: 200 with outputs or error when the job ended, else 202 with its id 
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -32,12 +32,22 @@ class ExecuteQuery(Query):
         allow_inf_nan=False,
         description="seconds to wait for the result (capped by the server); 0: answer at once",
     )
+    cache: Literal["refresh"] | None = Field(
+        default=None,
+        description="`refresh`: never answered from the result cache; the new result is "
+        "stored (contract 10)",
+    )
 
 
 async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddress) -> Reply:
     execution = call.services.execution
     job = await execution.execute(
-        call.principal, address, call.body.inputs, call.query.wait, where=WAIT
+        call.principal,
+        address,
+        call.body.inputs,
+        call.query.wait,
+        where=WAIT,
+        refresh=call.query.cache == "refresh",
     )
     return Reply(200 if job.status in TERMINAL else 202, job)
 

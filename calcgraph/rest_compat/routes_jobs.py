@@ -5,6 +5,7 @@ from __future__ import annotations
 from calcgraph.domain.access.paging import Page
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.runs.control.service import run_control
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import JobOut
 from calcgraph.rest_compat.responses import Page as PageOut
@@ -21,3 +22,14 @@ async def list_jobs(call: Call[None, PageQuery]) -> Page[JobView]:
 @rest("GET", "/jobs/{job_id}", "A job", {200: JobOut})
 async def get_job(call: Call[None, None]) -> JobView:
     return await call.read(job_read_service.get_job, call.path("job_id"))
+
+
+@rest(
+    "POST",
+    "/jobs/{job_id}/cancel",
+    "Cancel a queued or running job of the caller's: it ends failed, kind cancelled",
+    {200: JobOut},
+    errors=(403, 409),
+)
+async def cancel_job(call: Call[None, None]) -> JobView:
+    return await call.write(run_control.cancel_job, call.path("job_id"))

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from calcgraph.domain.access.paging import Page
 from calcgraph.domain.execution.waits import TICK_WAIT
+from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import RUN_STATUSES, run_service
 from calcgraph.domain.runs.state import RunStatus
 from calcgraph.domain.runs.views import RunView
@@ -31,6 +32,7 @@ from calcgraph.rest_compat.schemas import (
     CreateRunBody,
     CreateWorkflowBody,
     PageQuery,
+    RerunBody,
     WorkflowGraphBody,
 )
 
@@ -140,7 +142,44 @@ async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetail
     tag="runs",
 )
 async def create_run(call: Call[CreateRunBody, None]) -> RunView:
-    return await call.write(run_service.create, call.path("slug"), call.body.inputs)
+    return await call.write(
+        run_service.create,
+        call.path("slug"),
+        call.body.inputs,
+        refresh=call.body.cache == "refresh",
+    )
+
+
+@rest(
+    "POST",
+    "/workflow-runs/{run_id}/cancel",
+    "Cancel a run: pending and running nodes cancelled, running jobs stopped (409: it ended)",
+    {200: RunOut},
+    errors=(403, 409),
+    tag="runs",
+)
+async def cancel_run(call: Call[None, None]) -> RunView:
+    return await call.write(run_control.cancel_run, call.path("run_id"))
+
+
+@rest(
+    "POST",
+    "/workflow-runs/{run_id}/rerun",
+    "Start a new run from a finished one, reusing what succeeded (409: it has not ended)",
+    {201: RunOut},
+    errors=(403, 409),
+    tag="runs",
+    body_required=False,
+)
+async def rerun_run(call: Call[RerunBody, None]) -> RunView:
+    body = call.body
+    return await call.write(
+        run_control.rerun,
+        call.path("run_id"),
+        start_from=body.start_from,
+        workflow_version=body.workflow_version,
+        inputs=body.inputs,
+    )
 
 
 @rest(

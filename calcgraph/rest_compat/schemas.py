@@ -221,6 +221,31 @@ class CreateRunBody(Body):
     inputs: dict[str, Any] = Field(
         default={}, description="input node_key to a value matching its type_expr"
     )
+    cache: Literal["refresh"] | None = Field(
+        default=None,
+        description="`refresh`: no job of the run is answered from the result cache; each "
+        "stores its new result (contract 10)",
+    )
+
+
+class RerunBody(Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"from": "failure", "inputs": {"span": 2.5}}]},
+        populate_by_name=True,
+    )
+
+    start_from: Literal["failure", "start"] = Field(
+        default="failure",
+        alias="from",
+        description="failure: nodes that succeeded with the same function version and inputs "
+        "are reused; start: every node runs again",
+    )
+    workflow_version: Literal["same", "latest"] = Field(
+        default="same", description="the original run's workflow version, or the latest"
+    )
+    inputs: dict[str, Any] = Field(
+        default={}, description="overrides of the original run's inputs, by input node_key"
+    )
 
 
 class ExecuteBody(BaseModel):

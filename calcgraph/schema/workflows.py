@@ -97,6 +97,17 @@ class NodeStateType:
     attempt: int = strawberry.field(description="Submissions so far (0 before the first).")
     started_at: datetime | None = strawberry.field(description="When it was submitted.")
     finished_at: datetime | None = strawberry.field(description="When it ended.")
+    retry_at: datetime | None = strawberry.field(
+        default=None,
+        description="A retried node's next attempt is submitted at or after this time.",
+    )
+    attempts: JSON = strawberry.field(
+        default_factory=list,
+        description="Earlier attempts that failed and were retried: `[{attempt, job_id, error}]`.",
+    )
+    reused: bool = strawberry.field(
+        default=False, description="A re-run's node that took the original run's result."
+    )
     function_version_id: str | None = strawberry.field(
         description="The function version a function node runs (none for extract nodes)."
     )
@@ -123,6 +134,9 @@ class NodeStateType:
             attempt=state.attempt,
             started_at=state.started_at,
             finished_at=state.finished_at,
+            retry_at=state.retry_at,
+            attempts=cast("JSON", [dict(a) for a in state.attempts]),
+            reused=state.reused,
             function_version_id=version_id,
         )
 
@@ -209,6 +223,10 @@ class WorkflowRunType:
         resolver=_plan_snapshot, description="The frozen plan: `chains`, `waves`."
     )
     revision: int = strawberry.field(description="Bumped by every tick that changed something.")
+    rerun_of: str | None = strawberry.field(default=None, description="The run this one re-runs.")
+    retry_at: datetime | None = strawberry.field(
+        default=None, description="The earliest retry of its nodes still to be submitted."
+    )
     states: strawberry.Private[Mapping[str, NodeState] | None]
     known_plan: strawberry.Private[dict[str, Any] | None]
     """The plan snapshot when in hand (a tick's answer); else read when a field needs it."""

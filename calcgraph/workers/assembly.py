@@ -21,6 +21,7 @@ from calcgraph.ops.metrics import WorkerMetrics
 from calcgraph.settings import Settings
 from calcgraph.workers.actor import ActorSpec, declare_actors
 from calcgraph.workers.backbone import Backbone
+from calcgraph.workers.cancel import CancelWatch
 from calcgraph.workers.registry import ACTORS
 from calcgraph.workers.retention import RetentionTimer
 from calcgraph.workers.runtime import CodeRuntime, WorkerRuntime
@@ -70,6 +71,7 @@ class Workers:
         self.heartbeat: Heartbeat | None = None
         self.retention: RetentionTimer | None = None
         self.webhooks: WebhookTimer | None = None
+        self.cancels: CancelWatch | None = None
 
     def start(self) -> Workers:
         settings, broker = self.settings, self.broker
@@ -97,6 +99,8 @@ class Workers:
         self.retention = RetentionTimer(broker, settings).start()
         # Event fan-out, webhook attempts and event retention (guarded: one timer per process).
         self.webhooks = WebhookTimer(self.runtime).start()
+        if isinstance(self.runtime, CodeRuntime):
+            self.cancels = CancelWatch(self.runtime, self.runtime.running).start()
         sandbox = self.runtime.backend.name if isinstance(self.runtime, CodeRuntime) else "no"
         log.info(
             "%s: %d threads, %s sandbox",
@@ -107,7 +111,7 @@ class Workers:
         return self
 
     def stop(self) -> None:
-        for timer in (self.webhooks, self.retention, self.sweeper, self.heartbeat):
+        for timer in (self.webhooks, self.retention, self.sweeper, self.heartbeat, self.cancels):
             if timer is not None:
                 timer.stop()
         if self.worker is not None:
@@ -124,5 +128,5 @@ class Workers:
         self.runtime.close()
         if self.own_process:
             self.broker.emit_before("process_stop")
-        self.worker = self.sweeper = self.heartbeat = self.retention = None
+        self.worker = self.sweeper = self.heartbeat = self.retention = self.cancels = None
         self.webhooks = None

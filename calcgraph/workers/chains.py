@@ -54,6 +54,7 @@ from calcgraph.workers.broker import TIME_LIMIT_MARGIN_MS
 from calcgraph.workers.jobs import InfrastructureFailure, actor_options, execute, retries_left
 from calcgraph.workers.runtime import CodeRuntime
 from calcgraph.workers.sandbox import RunRequest, RunResult, Sandbox, SandboxError
+from calcgraph.workers.sandbox.pool import Attach
 
 log = logging.getLogger("calcgraph.workers.chains")
 _RECORD_ATTEMPTS = 4
@@ -70,7 +71,7 @@ class _Held:
         self.key: str | None = None
         self.sandbox: Sandbox | None = None
 
-    def run(self, key: str, request: RunRequest) -> RunResult:
+    def run(self, key: str, request: RunRequest, attach: Attach | None = None) -> RunResult:
         began = time.monotonic()
         spec = request.spec
         if self.sandbox is not None and (
@@ -83,6 +84,8 @@ class _Held:
             except SandboxError as exc:
                 return exc.result(time.monotonic() - began)
             self.key = key
+        if attach is not None:
+            attach(self.sandbox)
         return self.sandbox.run(request.inputs).with_duration(time.monotonic() - began)
 
     def holds(self, key: str) -> bool:
@@ -215,7 +218,11 @@ def _batch(
                     return _flush(runtime, context, Batch(links))
                 # Looked up just before the node would run, as a tick submitting it would.
                 version, inputs = following.function_version_id, following.inputs
-                hit = runtime.cache.lookup(result_key(context.user_id, version, inputs))
+                hit = (
+                    None
+                    if context.refresh
+                    else runtime.cache.lookup(result_key(context.user_id, version, inputs))
+                )
                 if hit is None:
                     break
                 now = utcnow()
@@ -277,6 +284,7 @@ def _run(runtime: CodeRuntime, held: _Held, context: ChainContext, step: ChainSt
         step.inputs,
         held.run,
         user_id=context.user_id,
+        run_id=context.run_id,
     )
 
 

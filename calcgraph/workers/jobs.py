@@ -32,6 +32,7 @@ from calcgraph.settings import Settings
 from calcgraph.workers.actor import ActorSpec
 from calcgraph.workers.runtime import CodeRuntime
 from calcgraph.workers.sandbox import RunRequest, RunResult
+from calcgraph.workers.sandbox.pool import Attach
 
 log = logging.getLogger("calcgraph.workers.jobs")
 _RECORD_ATTEMPTS = 4
@@ -92,13 +93,34 @@ def execute(
     job_id: str,
     function_version_id: str,
     inputs: dict[str, Any],
-    run: Callable[[str, RunRequest], RunResult],
+    run: Callable[[str, RunRequest, Attach], RunResult],
     *,
     user_id: str,
+    run_id: str | None = None,
 ) -> RunResult:
     """Run one job's function on `run` (the warm pool, or a chain's held sandbox), counted and
     logged; a worker-side failure becomes an `infrastructure_error` result. The job runs in a
-    sandbox of its owner `user_id` only."""
+    sandbox of its owner `user_id` only. While it runs, the process's cancel watch may kill
+    its sandbox (the job, or its run `run_id`, was cancelled): the result is then `cancelled`
+    (never recorded: the job's row ended already)."""
+    with runtime.running.watching(job_id, run_id) as watch:
+        result = _execute(runtime, job_id, function_version_id, inputs, run, watch.attach, user_id)
+    if watch.stopped:
+        return RunResult.failed(
+            "cancelled", "the job was cancelled; its sandbox was killed", result.logs
+        )
+    return result
+
+
+def _execute(
+    runtime: CodeRuntime,
+    job_id: str,
+    function_version_id: str,
+    inputs: dict[str, Any],
+    run: Callable[[str, RunRequest, Attach], RunResult],
+    attach: Attach,
+    user_id: str,
+) -> RunResult:
     try:
         target = runtime.target(function_version_id)
         request = RunRequest(
@@ -113,7 +135,7 @@ def execute(
         )
         runtime.count_run()
         began = time.perf_counter()
-        result = run(function_version_id, request)
+        result = run(function_version_id, request, attach)
         seconds = time.perf_counter() - began
         kind = result.error.kind if result.error is not None else None
         runtime.metrics.job_finished(result.status, kind, seconds)

@@ -35,6 +35,7 @@ from calcgraph.workers.job_store import JobStore
 from calcgraph.workers.leases import Leases
 from calcgraph.workers.notify import Notifier
 from calcgraph.workers.result_cache import ResultCache
+from calcgraph.workers.running import Running
 from calcgraph.workers.sandbox import SandboxBackend, WarmPool, create_backend, limits_from
 
 log = logging.getLogger("calcgraph.workers")
@@ -123,6 +124,8 @@ class CodeRuntime(WorkerRuntime):
         self._lock = threading.Lock()
         self.runs = 0
         """Jobs this runtime ran in a sandbox (what the idempotency tests count)."""
+        self.running = Running()
+        """The jobs running in a sandbox now, which `CancelWatch` stops when cancelled."""
 
     def count_run(self) -> None:
         with self._lock:

@@ -24,7 +24,7 @@ from calcgraph.workers.runtime import WorkerRuntime
 log = logging.getLogger("calcgraph.workers")
 
 
-class _Timer:
+class Timer:
     """A daemon thread of the worker `runtime` that calls `tick` every `interval` seconds
     (a setting's value); a failed tick is logged and the next one comes as usual."""
 
@@ -54,7 +54,7 @@ class _Timer:
             self._thread.join(timeout=10)
 
 
-class Heartbeat(_Timer):
+class Heartbeat(Timer):
     def __init__(self, runtime: WorkerRuntime) -> None:
         super().__init__(runtime, "calcgraph-heartbeat", runtime.settings.job_heartbeat_seconds)
 
@@ -69,7 +69,7 @@ class Heartbeat(_Timer):
             return await service.heartbeat(session, leases)
 
 
-class Sweeper(_Timer):
+class Sweeper(Timer):
     def __init__(self, runtime: WorkerRuntime) -> None:
         super().__init__(runtime, "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds)
 

@@ -47,7 +47,7 @@ from calcgraph.domain.webhooks.delivery.service import (
 )
 from calcgraph.workers.actor import ActorSpec
 from calcgraph.workers.runtime import WorkerRuntime
-from calcgraph.workers.sweeper import _Timer
+from calcgraph.workers.sweeper import Timer
 
 log = logging.getLogger("calcgraph.webhooks")
 TIMEOUT_SECONDS = 10.0
@@ -150,7 +150,7 @@ async def _finish(
 ACTORS = [ActorSpec(DELIVER_ACTOR, deliver, {"time_limit": 60_000, "max_retries": 0})]
 
 
-class WebhookTimer(_Timer):
+class WebhookTimer(Timer):
     def __init__(self, runtime: WorkerRuntime) -> None:
         super().__init__(
             runtime, "calcgraph-webhooks", runtime.settings.webhook_dispatch_interval_seconds

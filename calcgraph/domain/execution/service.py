@@ -24,6 +24,7 @@ from calcgraph.domain.execution.waiting import (
 )
 from calcgraph.domain.execution.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
 from calcgraph.domain.jobs.address import ExecuteAddress
+from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.service import run_service
@@ -67,13 +68,15 @@ class ExecutionService:
         wait: float | None = None,
         *,
         where: Where = WAIT,
+        refresh: bool = False,
     ) -> JobView:
         """The job, finished, or as it stands once `wait` seconds (default 30, capped by the
-        operator) have passed."""
+        operator) have passed. `refresh`: never answered from the result cache (the job runs
+        and its worker stores the new result)."""
         seconds = self.execute_wait.seconds(wait, where)
         async with self.database.write_session() as session:
             job = await job_execution_service.submit(
-                session, principal, address, inputs, self.cache
+                session, principal, address, inputs, REFRESH if refresh else self.cache
             )
         if job.status in TERMINAL or seconds <= 0:
             return job

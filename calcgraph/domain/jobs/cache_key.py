@@ -55,3 +55,17 @@ class ResultLookup(Protocol):
     async def get_many(self, keys: Sequence[str]) -> list[CachedResult | None]:
         """Each key's result, in order, in one round trip (a tick looks up all its jobs)."""
         ...
+
+
+class _Refresh:
+    """The lookup of `cache=refresh` (contract section 10): never answers, so the job runs;
+    its worker stores the new result as any other."""
+
+    async def get(self, key: str) -> CachedResult | None:
+        return None
+
+    async def get_many(self, keys: Sequence[str]) -> list[CachedResult | None]:
+        return [None] * len(keys)
+
+
+REFRESH: ResultLookup = _Refresh()

@@ -14,6 +14,8 @@ from typing import Any
 from calcgraph.domain.packages.manifest_package import STRATEGIES, Strategy
 from calcgraph.domain.packages.manifest_reader import Loc, Problems, describe
 from calcgraph.domain.types.expr import TypeExprError, from_json
+from calcgraph.domain.workflows import retry as retry_rules
+from calcgraph.domain.workflows.retry import RetryPolicy
 
 _CHECKSUM = re.compile(r"^(?:sha256:)?([0-9a-fA-F]{64})$")
 FUNCTION_KEYS = (
@@ -27,6 +29,7 @@ FUNCTION_KEYS = (
     "removal_version",
     "inputs",
     "outputs",
+    "retry",
 )
 
 
@@ -57,6 +60,8 @@ class FunctionSpec:
     removal_version: str | None = None
     inputs: tuple[Port, ...] | None = None
     outputs: tuple[Port, ...] | None = None
+    retry: RetryPolicy | None = None
+    """The default retry policy of its workflow nodes (contract section 10)."""
 
     @property
     def typed(self) -> bool:
@@ -108,6 +113,7 @@ def function_as_json(spec: FunctionSpec) -> dict[str, Any]:
         "removal_version": spec.removal_version,
         "inputs": _ports_as_json(spec.inputs),
         "outputs": _ports_as_json(spec.outputs),
+        "retry": None if spec.retry is None else spec.retry.as_dict(),
     }
     result.update({k: v for k, v in optional.items() if v is not None})
     if spec.changelog is not None:
@@ -225,6 +231,11 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
             + ("inputs" if missing == "outputs" else "outputs")
             + ": declare both blocks (typed function) or neither (untyped)",
         )
+    retry = None
+    if "retry" in raw:
+        retry, reasons = retry_rules.parse(raw["retry"])
+        for reason in reasons:
+            p.add((*loc, "retry"), reason)
     if handler is None or module is None or callable_ is None:
         return None
     return FunctionSpec(
@@ -241,4 +252,5 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
         removal_version=removal,
         inputs=inputs,
         outputs=outputs,
+        retry=retry,
     )

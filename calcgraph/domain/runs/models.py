@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, text
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from calcgraph.db.base import Base, IdMixin, JSONType, utcnow
@@ -33,6 +33,13 @@ class WorkflowRun(IdMixin, Base):
     """Bumped by every tick that changes something: cheap change detection for pollers."""
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     completed_at: Mapped[datetime | None]
+    retry_at: Mapped[datetime | None]
+    """The earliest retry of its nodes not yet submitted (contract section 10): a tick at or
+    after it has work even when no job finished."""
+    rerun_of: Mapped[str | None] = mapped_column(String(36))
+    """The run this one re-runs (`POST /workflow-runs/{id}/rerun`)."""
+    cache_refresh: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Created with `"cache": "refresh"`: its jobs are never answered from the result cache."""
 
 
 class NodeState(Base):
@@ -73,6 +80,10 @@ class NodeState(Base):
     finished_at: Mapped[datetime | None]
     revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """The run's revision when the tick last wrote this row (0: as created)."""
+    retry_at: Mapped[datetime | None]
+    attempts: Mapped[list[Any] | None] = mapped_column(JSONType)
+    """Earlier failed attempts that were retried: `[{"attempt", "job_id", "error"}]`."""
+    reused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ChainStart(Base):

@@ -39,6 +39,7 @@ from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.packages.models import PackageVersion
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
@@ -55,6 +56,9 @@ _STATE_COLUMNS = (
     NodeRowModel.attempt,
     NodeRowModel.started_at,
     NodeRowModel.finished_at,
+    NodeRowModel.retry_at,
+    NodeRowModel.attempts,
+    NodeRowModel.reused,
 )
 
 
@@ -109,6 +113,7 @@ _RUN_FIELDS = (
     "terminal_outputs",
     "error_message",
     "first_failed_node_key",
+    "retry_at",
     "revision",
 )
 _WRITE_RUN = (
@@ -131,6 +136,7 @@ _START_MANY = update_from_arrays(
     error=None,
     started_at=bindparam("v_started_at", type_=_NODES.c.started_at.type),
     finished_at=None,
+    retry_at=None,
     revision=bindparam("v_revision", type_=Integer),
 )
 
@@ -235,6 +241,8 @@ def run_view(
         started_at=run.started_at,
         completed_at=run.completed_at,
         node_states=states,
+        rerun_of=run.rerun_of,
+        retry_at=run.retry_at,
     )
 
 
@@ -247,6 +255,9 @@ def _state(row: Any) -> NodeState:
         attempt=row[5],
         started_at=row[6],
         finished_at=row[7],
+        retry_at=row[8],
+        attempts=tuple(row[9] or ()),
+        reused=bool(row[10]),
     )
 
 
@@ -355,6 +366,23 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             await self.session.execute(_ADOPTED, {"run_id": run_id})
         return results, adopted
 
+    async def resolved_inputs(self, run_id: str) -> dict[str, Any]:
+        """The run's inputs in SI, as its nodes received them."""
+        found = await self.session.scalar(
+            select(WorkflowRun.resolved_inputs).where(WorkflowRun.id == run_id)
+        )
+        return dict(found or {})
+
+    async def cancelled_runs(self, run_ids: Iterable[str]) -> set[str]:
+        """Of these runs, the cancelled ones (by primary key)."""
+        wanted = sorted(set(run_ids))
+        if not wanted:
+            return set()
+        rows = await self.session.execute(
+            select(_RUNS.c.id).where(_RUNS.c.id.in_(wanted), _RUNS.c.status == "cancelled")
+        )
+        return {row[0] for row in rows}
+
     async def running_jobs(self, run_id: str) -> list[tuple[str, str]]:
         """(job id, job status) of every job a running node of the run waits on."""
         rows = await self.session.execute(_jobs_of_running(self._dialect), {"run_id": run_id})
@@ -418,6 +446,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                     "v_attempt": state.attempt,
                     "v_started_at": state.started_at,
                     "v_finished_at": state.finished_at,
+                    "v_retry_at": state.retry_at,
+                    "v_attempts": [dict(a) for a in state.attempts] or None,
+                    "v_reused": state.reused,
                     "v_revision": revision,
                 }
                 for key, state in rest.items()
@@ -445,6 +476,25 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             .where(FunctionVersion.id.in_(wanted))
         )
         return {row[0]: (row[1], row[2]) for row in rows}
+
+    async def retry_defaults(self, version_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Function version id -> the retry policy its manifest declares as the default of its
+        nodes (contract section 10), for those that declare one."""
+        wanted = sorted(set(version_ids))
+        if not wanted:
+            return {}
+        rows = await self.session.execute(
+            select(FunctionVersion.id, Function.name, PackageVersion.manifest)
+            .join(Function, Function.id == FunctionVersion.function_id)
+            .join(PackageVersion, PackageVersion.id == FunctionVersion.package_version_id)
+            .where(FunctionVersion.id.in_(wanted))
+        )
+        found: dict[str, dict[str, Any]] = {}
+        for version_id, name, manifest in rows:
+            declared = ((manifest or {}).get("functions") or {}).get(name) or {}
+            if isinstance(declared.get("retry"), dict):
+                found[version_id] = declared["retry"]
+        return found
 
     async def list_visible(
         self,

@@ -23,7 +23,7 @@ Decisions where the specification and contract are silent:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,10 +34,16 @@ from calcgraph.domain.access import policy
 from calcgraph.domain.access.paging import Page, PageRequest, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, ValidationError
+from calcgraph.domain.errors import (
+    Conflict,
+    FieldError,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
 from calcgraph.domain.events.service import record_run
 from calcgraph.domain.functions.service import function_version_service
-from calcgraph.domain.jobs.cache_key import ResultLookup
+from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
 from calcgraph.domain.jobs.inputs import refuse_mismatches
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
@@ -57,9 +63,14 @@ from calcgraph.domain.types.expr import TypeExprError, from_json
 from calcgraph.domain.types.values import normalize
 from calcgraph.domain.workflows.graph import InputNode, parse_graph
 from calcgraph.domain.workflows.planner import Plan, plan
-from calcgraph.domain.workflows.repository import WorkflowRepository
+from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
+from calcgraph.domain.workflows.retry import from_dict as retry_from_dict
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.views import WorkflowVersionView
+
+Reuse = Callable[[Plan, Mapping[str, Any]], Mapping[str, NodeState]]
+"""A re-run's rule: given the new run's plan and resolved inputs, the nodes that start
+`success` with another run's results."""
 
 RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 
@@ -109,19 +120,63 @@ class RunService:
         self.memo = RunMemo()
 
     async def create(
-        self, session: AsyncSession, principal: Principal, slug: str, inputs: object
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        slug: str,
+        inputs: object,
+        *,
+        refresh: bool = False,
     ) -> RunView:
+        """A run of the workflow's latest version; `refresh`: its jobs are never answered from
+        the result cache (contract section 10)."""
         workflow = await workflow_service.visible(session, principal, slug)
         version = await WorkflowRepository.from_session(session).version(
             workflow.id, workflow.latest_version
         )
         assert version is not None
+        return await self.start(
+            session,
+            principal,
+            slug,
+            workflow.id,
+            version_view(version),
+            inputs,
+            refresh=refresh,
+        )
+
+    async def start(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        slug: str,
+        workflow_id: str,
+        version: WorkflowVersionView,
+        inputs: object,
+        *,
+        refresh: bool = False,
+        reuse: Reuse | None = None,
+        rerun_of: str | None = None,
+    ) -> RunView:
+        """Create a run of `version` (run creation and re-run): inputs checked, plan frozen,
+        every function version a node will run visible to the caller. `reuse` gives the nodes
+        that start `success` from another run (a re-run from failure): they run nothing, so
+        they need no access."""
         graph = parse_graph(version.graph)
         resolved = resolve_run_inputs([n for n in graph.nodes if isinstance(n, InputNode)], inputs)
         assert isinstance(inputs, dict)
-        frozen = plan(graph, version.resolved_functions)
+        frozen = await self._with_retry_defaults(
+            RunRepository.from_session(session), plan(graph, version.resolved_functions)
+        )
+        states = initial_states(frozen)
+        if reuse is not None:
+            states.update(reuse(frozen, resolved))
         needed = sorted(
-            {n.function_version_id for n in frozen.nodes.values() if n.function_version_id}
+            {
+                n.function_version_id
+                for key, n in frozen.nodes.items()
+                if n.function_version_id and states[key].status != "success"
+            }
         )
         visible = await function_version_service.visible_versions_by_id(session, principal, needed)
         hidden = [v for v in needed if v not in visible]
@@ -131,7 +186,7 @@ class RunService:
             )
         run = WorkflowRun(
             id=new_id(),
-            workflow_id=workflow.id,
+            workflow_id=workflow_id,
             workflow_version_id=version.id,
             user_id=principal.user_id,
             status="pending",
@@ -140,19 +195,41 @@ class RunService:
             plan_snapshot=frozen.as_dict(),
             revision=0,
             started_at=utcnow(),
+            rerun_of=rerun_of,
+            cache_refresh=refresh,
         )
         repository = RunRepository.from_session(session)
         await repository.add(run)
         await repository.add_node_states(
             run.id, {key: node.kind for key, node in frozen.nodes.items()}
         )
-        await record_run(session, run.id, workflow.slug, "pending")
-        states = initial_states(frozen)
+        started = {key: state for key, state in states.items() if state.status != "pending"}
+        await repository.write_states(run.id, started, 0)
+        await record_run(session, run.id, slug, "pending")
         # Remembered before the commit, which is harmless here: if it rolls back, no tick can
         # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
         self.memo.remember_plan(run.id, run.plan_snapshot, frozen)
         self.memo.remember_states(run.id, 0, states)
         return run_view(run, states)
+
+    async def _with_retry_defaults(self, repository: RunRepository, frozen: Plan) -> Plan:
+        """The plan with each function node that carries no retry policy given its function's
+        manifest default, frozen into the run with the rest of the plan."""
+        bare = {
+            n.function_version_id
+            for n in frozen.nodes.values()
+            if n.kind == "function" and n.retry is None and n.function_version_id
+        }
+        defaults = await repository.retry_defaults(bare)
+        if not defaults:
+            return frozen
+        nodes = {
+            key: replace(node, retry=retry_from_dict(defaults[node.function_version_id]))
+            if node.retry is None and node.function_version_id in defaults
+            else node
+            for key, node in frozen.nodes.items()
+        }
+        return Plan(frozen.chains, frozen.waves, nodes, frozen.input_keys)
 
     async def get(
         self,
@@ -216,8 +293,12 @@ class RunService:
         *,
         chains: bool = False,
         since: int | None = None,
+        cancel: bool = False,
     ) -> RunView:
         """One advance of the run (reconcile, submit, finalise), in the caller's one commit.
+        `cancel`: the tick that cancels the run (`control.service`): it waits for the run's
+        lock rather than answering the run as another unit of work left it, and refuses a run
+        that already ended (Conflict).
         `chains`: submit a chain's remaining nodes as one chain job (settings' chain_execution).
         `since`: answer only the node states changed after that revision (and no plan).
 
@@ -229,18 +310,32 @@ class RunService:
         neither the plan nor the node states unless it must answer them: its cost does not
         grow with the run, in this process's memo or not."""
         repository = RunRepository.from_session(session)
-        locked = await repository.locked_run(run_id, skip_locked=True)
+        locked = await repository.locked_run(run_id, skip_locked=not cancel)
         if locked is None:
+            if cancel:
+                raise NotFound(f"no workflow run {run_id!r}")
             return await self._busy(repository, principal, run_id, since)
         run, facts = locked
         await self._ensure_visible(session, principal, run, facts)
+        if cancel and run.status in RUN_TERMINAL:
+            raise Conflict(
+                f"workflow run {run_id!r} is {run.status} already: it cannot be cancelled"
+            )
         _check_since(since, run.revision)
+        now = utcnow()
+        due = run.retry_at is not None and run.retry_at <= now
         if run.revision > 0 and self.memo.revision(run_id) == 0:
             self.memo.forget_states(run_id)  # ticked elsewhere: `unchanged` reads it again
         # Chain starts whatever this tick's mode: a run may have chain jobs from an earlier
         # setting. One statement with the finished results: a round trip less per tick.
         results, started = await repository.work(run_id)
-        if not results and not started and (run.revision > 0 or run.status in RUN_TERMINAL):
+        if (
+            not results
+            and not started
+            and not due
+            and not cancel
+            and (run.revision > 0 or run.status in RUN_TERMINAL)
+        ):
             return await self._view(repository, run, since)
         snapshot, frozen = await self._plan(repository, run_id)
         states = self.memo.states(run_id, run.revision)
@@ -253,8 +348,8 @@ class RunService:
             terminal_outputs=run.terminal_outputs,
             error_message=run.error_message,
             first_failed_node_key=run.first_failed_node_key,
+            retry_at=run.retry_at,
         )
-        now = utcnow()
 
         def advance(refused: frozenset[str] = frozenset()) -> TickResult:
             return tick(
@@ -268,6 +363,7 @@ class RunService:
                 started=started,
                 chains=chains,
                 refused=refused,
+                cancel=cancel,
             )
 
         result = advance()
@@ -297,12 +393,15 @@ class RunService:
                 ),
                 "error_message": after.error_message,
                 "first_failed_node_key": after.first_failed_node_key,
+                "retry_at": after.retry_at,
                 "revision": revision + 1,
             },
         )
         if result.jobs:
             await job_execution_service.submit_node_jobs(
-                session, await self._node_jobs(repository, run, result), cache
+                session,
+                await self._node_jobs(repository, run, result),
+                REFRESH if run.cache_refresh else cache,
             )
         if after.status in RUN_TERMINAL and before.status not in RUN_TERMINAL:
             workflow = await WorkflowRepository.from_session(session).get(run.workflow_id)
@@ -346,6 +445,8 @@ class RunService:
         terminal = run.status in RUN_TERMINAL
         if work or not (run.revision > 0 or terminal):
             return None
+        if run.retry_at is not None and run.retry_at <= utcnow():
+            return None  # a retry is due: the locked tick submits it
         if since is None and not terminal and self.memo.states(run_id, run.revision) is None:
             return None
         return await self._view(repository, run, since, remember=False)

@@ -27,6 +27,13 @@ class NodeState:
     attempt: int = 0
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    retry_at: datetime | None = None
+    """Set on a pending node whose failed attempt its retry policy retries: the first tick at
+    or after it submits attempt `attempt` (contract section 10)."""
+    attempts: tuple[Mapping[str, Any], ...] = ()
+    """Earlier attempts that failed and were retried: `{"attempt", "job_id", "error"}`."""
+    reused: bool = False
+    """A re-run's node that took a succeeded node of the original run (no job submitted)."""
 
 
 NODE_STATE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(NodeState))
@@ -80,6 +87,8 @@ class RunState:
     terminal_outputs: Mapping[str, Any] | None = None
     error_message: str | None = None
     first_failed_node_key: str | None = None
+    retry_at: datetime | None = None
+    """The earliest `retry_at` of the run's nodes: a tick before it has nothing to submit."""
 
 
 @dataclass(frozen=True)

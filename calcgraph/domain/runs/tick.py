@@ -144,6 +144,7 @@ class _Tick:
             attempt=job.attempt,
             started_at=job.started_at or self.now,
             finished_at=None,
+            retry_at=None,
         )
         self.set(key, adopted)
         return adopted
@@ -176,6 +177,10 @@ class _Tick:
                 error = dict(result.error or {})
                 error.setdefault("kind", "infrastructure_error")
                 error.setdefault("message", "the job failed without an error message")
+                policy = self.plan.nodes[key].retry
+                if policy is not None and policy.retries(str(error["kind"]), state.attempt):
+                    self.set(key, _retried(state, error, finished + policy.delay(state.attempt)))
+                    continue
                 self.set(key, replace(state, status="failed", error=error, finished_at=finished))
 
     def evaluate_extracts(self) -> None:
@@ -223,10 +228,14 @@ class _Tick:
     ) -> list[JobRequest]:
         # `ready`, inlined without a generator per node: this scans every node of the run.
         states = self.states
+        now = self.now
         ready: list[PlanNode] = []
         for n in self.plan.nodes.values():
             if n.kind != "function" or states[n.node_key].status != "pending":
                 continue
+            retry_at = states[n.node_key].retry_at
+            if retry_at is not None and retry_at > now:
+                continue  # its retry is not due yet
             for up in n.depends_on:
                 if states[up].status != "success":
                     break
@@ -248,9 +257,10 @@ class _Tick:
                         state,
                         status="failed",
                         error=error,
-                        attempt=state.attempt + 1,
+                        attempt=_next_attempt(state),
                         started_at=self.now,
                         finished_at=self.now,
+                        retry_at=None,
                     ),
                 )
         if self.failed_now:
@@ -270,9 +280,11 @@ class _Tick:
                     job_id=job_id,
                     outputs=None,
                     error=None,
-                    attempt=state.attempt + 1,
+                    attempt=_next_attempt(state),
                     started_at=self.now,
                     finished_at=None,
+                    retry_at=None,
+                    attempts=state.attempts,
                 ),
             )
             jobs.append(
@@ -288,10 +300,14 @@ class _Tick:
             )
         return jobs
 
-    def cancel_pending(self) -> None:
+    def cancel_pending(self, *, running: bool = False) -> None:
+        """Every pending node cancelled (and every running one with `running`)."""
+        doomed = ("pending", "running") if running else ("pending",)
         for key, state in list(self.states.items()):
-            if state.status == "pending":
-                self.set(key, replace(state, status="cancelled", finished_at=self.now))
+            if state.status in doomed:
+                self.set(
+                    key, replace(state, status="cancelled", finished_at=self.now, retry_at=None)
+                )
 
     def finalise(self, run: RunState, submitted: bool) -> RunState:
         if run.status == "cancelled":
@@ -309,7 +325,12 @@ class _Tick:
             outputs = {key: dict(self.states[key].outputs or {}) for key in self.plan.terminal}
             return RunState("completed", run.completed_at or self.now, outputs, None, None)
         started = submitted or any(s.status != "pending" for s in self.states.values())
-        return replace(run, status="running" if started or run.status == "running" else "pending")
+        waits = [s.retry_at for s in self.states.values() if s.retry_at is not None]
+        return replace(
+            run,
+            status="running" if started or run.status == "running" else "pending",
+            retry_at=min(waits, default=None),
+        )
 
 
 def tick(
@@ -323,6 +344,7 @@ def tick(
     started: Mapping[str, StartedJob] | None = None,
     chains: bool = False,
     refused: Collection[str] = frozenset(),
+    cancel: bool = False,
 ) -> TickResult:
     """Advance a run once.
 
@@ -333,9 +355,16 @@ def tick(
     in `results`); `chains` asks for chain execution of the jobs submitted; `refused` holds
     the function versions the run's owner may not execute now: a node about to be submitted
     on one fails with kind `permission_denied` instead (the caller checks the versions of a
-    first pass's `jobs` and, when any is refused, ticks again with them).
+    first pass's `jobs` and, when any is refused, ticks again with them). `cancel`: the run's
+    owner cancelled it (contract section 10): nothing is reconciled, every pending and running
+    node becomes `cancelled` and so does the run (its running jobs are the caller's to stop); a
+    job that finished meanwhile keeps its outputs on the job, its node stays cancelled.
     """
     work = _Tick(plan, states, now)
+    if cancel and run.status not in RUN_TERMINAL:
+        work.cancel_pending(running=True)
+        cancelled = RunState("cancelled", now, None, run.error_message, run.first_failed_node_key)
+        return _result(work, states, (), cancelled, run)
     work.reconcile(results, started or {})
     jobs: list[JobRequest] = []
     if run.status not in RUN_TERMINAL and not _any_failed(work):
@@ -343,13 +372,46 @@ def tick(
         if not work.failed_now:
             jobs = work.submit(inputs, new_job_id, chains, refused)
     new_run = work.finalise(run, bool(jobs))
+    return _result(work, states, tuple(jobs), new_run, run)
+
+
+def _result(
+    work: _Tick,
+    states: Mapping[str, NodeState],
+    jobs: tuple[JobRequest, ...],
+    new_run: RunState,
+    run: RunState,
+) -> TickResult:
     touched = work.touched
     changed = {
         key: state
         for key, state in work.states.items()
         if key in touched and (key not in states or states[key] != state)
     }
-    return TickResult(changed, tuple(jobs), new_run, new_run != run)
+    return TickResult(changed, jobs, new_run, new_run != run)
+
+
+def _next_attempt(state: NodeState) -> int:
+    """The attempt a node's next job is: the one its retry set, else one more than it made."""
+    return state.attempt if state.retry_at is not None else state.attempt + 1
+
+
+def _retried(state: NodeState, error: Mapping[str, Any], retry_at: datetime) -> NodeState:
+    """A node whose attempt failed with a kind its policy retries: pending again, on its next
+    attempt, due at `retry_at`; the failed attempt joins `attempts`."""
+    earlier = {"attempt": state.attempt, "job_id": state.job_id, "error": dict(error)}
+    return replace(
+        state,
+        status="pending",
+        job_id=None,
+        outputs=None,
+        error=None,
+        attempt=state.attempt + 1,
+        started_at=None,
+        finished_at=None,
+        retry_at=retry_at,
+        attempts=(*state.attempts, earlier),
+    )
 
 
 def _any_failed(work: _Tick) -> bool:

@@ -27,6 +27,10 @@ class RunView:
     completed_at: datetime | None
     node_states: Mapping[str, NodeState] | None = None
     """Every function and extract node; None in listings, which leave them out."""
+    rerun_of: str | None = None
+    """The run this one re-runs (contract section 10)."""
+    retry_at: datetime | None = None
+    """The earliest retry of its nodes still to be submitted."""
     since: int | None = None
     """Set when `node_states` holds only the nodes changed after this revision (and
     `plan_snapshot` is left empty): a poller's answer that costs what changed."""

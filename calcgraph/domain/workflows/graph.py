@@ -19,6 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from calcgraph.domain.workflows import retry as retry_rules
+from calcgraph.domain.workflows.retry import RetryPolicy
+
 NodeKind = Literal["input", "function", "extract"]
 SourceKind = Literal["input_node", "edge", "chain"]
 ExtractMode = Literal["pick", "filter"]
@@ -43,6 +46,7 @@ Category = Literal[
     "unknown_sources",
     "unknown_ports",
     "duplicate_bindings",
+    "invalid_retry_policies",
 ]
 CATEGORIES: tuple[str, ...] = get_args(Category)
 
@@ -111,6 +115,8 @@ class FunctionNode:
     broken_ports: frozenset[str] = frozenset()
     """Ports whose binding was malformed (already reported)."""
     kind: Literal["function"] = "function"
+    retry: RetryPolicy | None = None
+    """The node's retry policy (contract section 10); None: one attempt."""
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,12 @@ class _Parser:
                 broken.add(port)
             else:
                 bindings.append(binding)
-        return FunctionNode(key, function, tuple(bindings), frozenset(broken))
+        policy = None
+        if raw.get("retry") is not None:
+            policy, problems = retry_rules.parse(raw["retry"])
+            for reason in problems:
+                self.problems.append(Problem("invalid_retry_policies", key, reason))
+        return FunctionNode(key, function, tuple(bindings), frozenset(broken), retry=policy)
 
     def binding_items(self, key: str, raw: object) -> list[tuple[str, object]] | None:
         if isinstance(raw, Mapping):

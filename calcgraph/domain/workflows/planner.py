@@ -33,6 +33,8 @@ from calcgraph.domain.workflows.graph import (
     Graph,
     InputNode,
 )
+from calcgraph.domain.workflows.retry import RetryPolicy
+from calcgraph.domain.workflows.retry import from_dict as retry_from_dict
 
 PLAN_FORMAT = 1
 
@@ -62,6 +64,8 @@ class PlanNode:
     mode: ExtractMode | None = None
     from_node_key: str | None = None
     pattern: str | None = None
+    retry: RetryPolicy | None = None
+    """The node's retry policy, frozen with the plan (contract section 10)."""
 
     @property
     def terminal(self) -> bool:
@@ -77,6 +81,8 @@ class PlanNode:
                 out["function_version_id"] = self.function_version_id
             out["input_bindings"] = {b.port: b.as_dict() for b in self.bindings}
             out["terminal"] = self.terminal
+            if self.retry is not None:
+                out["retry"] = self.retry.as_dict()
         else:
             out.update(mode=self.mode, from_node_key=self.from_node_key, pattern=self.pattern)
         out["depends_on"] = list(self.depends_on)
@@ -157,6 +163,7 @@ def _node_from_dict(raw: Mapping[str, Any]) -> PlanNode:
         function=raw["function"],
         function_version_id=raw.get("function_version_id"),
         bindings=bindings,
+        retry=retry_from_dict(raw["retry"]) if raw.get("retry") else None,
         **common,
     )
 
@@ -259,7 +266,11 @@ def plan(graph: Graph, function_versions: Mapping[str, str] | None = None) -> Pl
             for b in node.bindings
         )
         planned[key] = replace(
-            base, function=node.function, function_version_id=versions.get(key), bindings=bindings
+            base,
+            function=node.function,
+            function_version_id=versions.get(key),
+            bindings=bindings,
+            retry=node.retry,
         )
     return Plan(
         chains=tuple(chains),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,9 @@ from calcgraph.workers.sandbox.base import (
     SandboxError,
     SandboxSpec,
 )
+
+Attach = Callable[[Sandbox], None]
+"""Told the sandbox a job is about to run on (`calcgraph.workers.cancel`)."""
 
 
 @dataclass
@@ -125,11 +128,19 @@ class WarmPool:
         """Give back a sandbox from `acquire` (closed instead when it died)."""
         self._give_back(key, sandbox)
 
-    def run(self, key: str, request: RunRequest) -> RunResult:
-        """Run one job of function version `key` on a warm sandbox, starting one if needed."""
-        return self.run_spec(key, request.spec, request.inputs)
+    def run(self, key: str, request: RunRequest, attach: Attach | None = None) -> RunResult:
+        """Run one job of function version `key` on a warm sandbox, starting one if needed.
+        `attach` is told the sandbox before the job goes in (a cancel kills it; a sandbox
+        killed so is not alive and is discarded, never given back)."""
+        return self.run_spec(key, request.spec, request.inputs, attach)
 
-    def run_spec(self, key: str, spec: SandboxSpec, inputs: Mapping[str, Any]) -> RunResult:
+    def run_spec(
+        self,
+        key: str,
+        spec: SandboxSpec,
+        inputs: Mapping[str, Any],
+        attach: Attach | None = None,
+    ) -> RunResult:
         began = time.monotonic()
         sandbox, stale = self._take(key, spec)
         for old in stale:
@@ -140,6 +151,8 @@ class WarmPool:
             except SandboxError as exc:
                 return exc.result(time.monotonic() - began)
         try:
+            if attach is not None:
+                attach(sandbox)
             result = sandbox.run(inputs)
         finally:
             self._give_back(key, sandbox)

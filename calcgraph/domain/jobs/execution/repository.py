@@ -343,3 +343,42 @@ class JobExecutionRepository(RepositoryBase[Job]):
             if await self._transition(running, status="failed", error=error, finished_at=now):
                 failed.append(job_id)
         return failed
+
+    # --- run control (contract section 10) ---
+
+    async def cancel(
+        self,
+        error: dict[str, Any],
+        now: datetime,
+        *,
+        job_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[str]:
+        """queued/running -> failed with `error` (kind `cancelled`), for one job or every
+        unfinished job of a run (by the (run, node, attempt) key's index); the ids changed. A
+        worker running one finds its lease no longer records anything, and its cancel watch
+        kills the sandbox."""
+        where: list[ColumnElement[bool]] = [Job.status.in_(("queued", "running"))]
+        if job_id is not None:
+            where.append(Job.id == job_id)
+        if run_id is not None:
+            where.append(Job.workflow_run_id == run_id)
+        rows = await self.session.execute(
+            update(Job)
+            .where(*where)
+            .values(status="failed", outputs=null(), error=error, finished_at=now, lease=None)
+            .returning(Job.id)
+            .execution_options(synchronize_session=False)
+        )
+        return sorted(row[0] for row in rows)
+
+    async def not_running(self, job_ids: Sequence[str]) -> set[str]:
+        """Of these jobs (a worker's running ones), those whose row says they no longer run
+        there: cancelled, handed over or failed by the sweeper. Ids without a row yet (a chain
+        link not recorded) are not among them."""
+        if not job_ids:
+            return set()
+        rows = await self.session.execute(
+            select(Job.id).where(Job.id.in_(sorted(set(job_ids))), Job.status != "running")
+        )
+        return {row[0] for row in rows}

@@ -46,17 +46,17 @@ class ChainRepository(RepositoryBase[Job]):
             return None
         return row[0], row[1]
 
-    async def run(self, run_id: str) -> tuple[str, dict[str, Any]] | None:
-        """(user id, resolved inputs) of a run; its plan is read once per process (a 10,000-node
-        plan is megabytes)."""
+    async def run(self, run_id: str) -> tuple[str, dict[str, Any], bool] | None:
+        """(user id, resolved inputs, cache refresh) of a run; its plan is read once per
+        process (a 10,000-node plan is megabytes)."""
         row = (
             await self.session.execute(
-                select(WorkflowRun.user_id, WorkflowRun.resolved_inputs).where(
-                    WorkflowRun.id == run_id
-                )
+                select(
+                    WorkflowRun.user_id, WorkflowRun.resolved_inputs, WorkflowRun.cache_refresh
+                ).where(WorkflowRun.id == run_id)
             )
         ).first()
-        return None if row is None else (row[0], dict(row[1]))
+        return None if row is None else (row[0], dict(row[1]), bool(row[2]))
 
     async def lock_run(self, run_id: str) -> None:
         """The run's row lock until the end of the unit of work: the one a tick takes, so a

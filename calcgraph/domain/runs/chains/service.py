@@ -66,6 +66,8 @@ class ChainContext:
     """The run's inputs in SI."""
     owners: Mapping[str, tuple[str, str]]
     """Function version id -> (function id, package id) of the chain's nodes."""
+    refresh: bool = False
+    """The run was created with `"cache": "refresh"`: no node is answered from the cache."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ class ChainService:
         found = await ChainRepository.from_session(session).run(run_id)
         if found is None:
             return None
-        user_id, inputs = found
+        user_id, inputs, refresh = found
         remembered = self.memo.plan(run_id)
         if remembered is None:
             snapshot = await RunRepository.from_session(session).plan_snapshot(run_id)
@@ -186,7 +188,7 @@ class ChainService:
         if owners is None:
             owners = await RunRepository.from_session(session).function_owners(versions)
             self.memo.remember_owners(owners)
-        return ChainContext(run_id, user_id, lease, plan, inputs, owners)
+        return ChainContext(run_id, user_id, lease, plan, inputs, owners, refresh)
 
     def following(
         self, context: ChainContext, step: ChainStep, outputs: Mapping[str, Any]

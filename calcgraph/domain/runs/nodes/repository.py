@@ -36,6 +36,9 @@ def _row(row: Any) -> NodeRow:
             attempt=row.attempt,
             started_at=row.started_at,
             finished_at=row.finished_at,
+            retry_at=row.retry_at,
+            attempts=tuple(row.attempts or ()),
+            reused=bool(row.reused),
         ),
     )
 

@@ -1,0 +1,54 @@
+"""run control: retries, re-runs and cache refresh (contract section 10)
+
+Node states gain `retry_at` (a retried node's next attempt is due then), `attempts` (its earlier
+failed attempts) and `reused` (a re-run's node that took the original run's result); runs gain
+`retry_at` (the earliest due retry, so a tick that finds no finished job still knows it has
+work), `rerun_of` and `cache_refresh`.
+
+Revision ID: 0006_runctl
+Revises: 0005_node_states_running
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+import calcgraph.db.base
+
+revision: str = "0006_runctl"
+down_revision: str | Sequence[str] | None = "0006_events"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("node_states", schema=None) as batch:
+        batch.add_column(
+            sa.Column("retry_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=True)
+        )
+        batch.add_column(sa.Column("attempts", calcgraph.db.base.JSONType, nullable=True))
+        batch.add_column(
+            sa.Column("reused", sa.Boolean(), server_default=sa.false(), nullable=False)
+        )
+    with op.batch_alter_table("workflow_runs", schema=None) as batch:
+        batch.add_column(
+            sa.Column("retry_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=True)
+        )
+        batch.add_column(sa.Column("rerun_of", sa.String(length=36), nullable=True))
+        batch.add_column(
+            sa.Column("cache_refresh", sa.Boolean(), server_default=sa.false(), nullable=False)
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("workflow_runs", schema=None) as batch:
+        batch.drop_column("cache_refresh")
+        batch.drop_column("rerun_of")
+        batch.drop_column("retry_at")
+    with op.batch_alter_table("node_states", schema=None) as batch:
+        batch.drop_column("reused")
+        batch.drop_column("attempts")
+        batch.drop_column("retry_at")

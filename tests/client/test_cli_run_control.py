@@ -1,0 +1,115 @@
+"""`calcgraph runs cancel|rerun`, `calcgraph jobs cancel` and `--refresh`, through
+`calcgraph.cli.main` (and so the Python client) against a real server (contract section 10)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from calcgraph.client import Client
+from tests.client.conftest import unique
+from tests.client.packages import tools_package
+from tests.client.test_cli import Cli, cli  # noqa: F401
+
+
+def _workflow(cli: Cli, tmp_path: Path) -> tuple[str, str]:  # noqa: F811
+    name, directory = tools_package(tmp_path)
+    code, _, err = cli("packages", "publish", str(directory))
+    assert code == 0, err
+    slug = unique("ctl")
+    x = {"source": "input_node", "input_key": "x", "from_port": "value"}
+    document = {
+        "slug": slug,
+        "name": "Run control",
+        "graph": {
+            "nodes": [
+                {"node_key": "x", "kind": "input", "input_spec": {"type_expr": "Float"}},
+                {"node_key": "len", "kind": "input", "input_spec": {"type_expr": "Length"}},
+                {
+                    "node_key": "s",
+                    "kind": "function",
+                    "function": f"{name}/scale",
+                    "input_bindings": {
+                        "length": {
+                            "source": "input_node",
+                            "input_key": "len",
+                            "from_port": "value",
+                        },
+                        "factor": x,
+                    },
+                },
+                {
+                    "node_key": "fails",
+                    "kind": "function",
+                    "function": f"{name}/boom",
+                    "input_bindings": {"x": x},
+                },
+            ]
+        },
+    }
+    path = tmp_path / "workflow.json"
+    path.write_text(json.dumps(document))
+    code, _, err = cli("workflows", "create", str(path))
+    assert code == 0, err
+    return name, slug
+
+
+def test_rerun_and_cancel_a_run(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    _, slug = _workflow(cli, tmp_path)
+    code, first = cli.json("runs", "start", slug, "-i", "x=2", "-i", "len=1 m")
+    assert code == 1
+    assert first["first_failed_node_key"] == "fails"
+    # `s` and `fails` run side by side: the run fails when `fails` does, and a later tick of
+    # the failed run still records `s`'s success. Tick until it has, then re-run.
+    with Client(cli.served.url, cli.served.token("alice")) as client:
+        deadline = time.monotonic() + 60
+        while (state := client.tick(first["id"]).node_states["s"]).status != "success":
+            assert state.status in {"pending", "running"}, state
+            assert time.monotonic() < deadline, state
+            time.sleep(0.2)
+        first = client.get_run(first["id"]).model_dump(mode="json")
+    code, again = cli.json("runs", "rerun", first["id"])
+    assert code == 1
+    assert again["rerun_of"] == first["id"]
+    assert again["node_states"]["s"]["reused"] is True
+    assert again["node_states"]["s"]["job_id"] == first["node_states"]["s"]["job_id"]
+    code, fresh = cli.json(
+        "runs", "rerun", first["id"], "--from", "start", "-i", "x=3", "--no-follow"
+    )
+    assert code == 0
+    assert fresh["inputs"]["x"] == 3
+    assert {s["status"] for s in fresh["node_states"].values()} == {"pending"}
+    code, cancelled = cli.json("runs", "cancel", fresh["id"])
+    assert code == 0
+    assert cancelled["status"] == "cancelled"
+    assert {s["status"] for s in cancelled["node_states"].values()} == {"cancelled"}
+    code, _, err = cli("runs", "cancel", fresh["id"])
+    assert code == 6
+    assert err.startswith("error: Conflict: ")
+    code, _, err = cli("runs", "rerun", first["id"], user="bob")
+    assert code in (4, 5), err  # hidden from another user
+
+
+def test_cancel_a_job_and_refresh(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    name, _ = _workflow(cli, tmp_path)
+    code, queued = cli.json(
+        "functions", "execute", f"{name}/slow", "-i", "seconds=60", "--wait", "0"
+    )
+    assert queued["status"] in ("queued", "running")
+    code, denied, err = cli("jobs", "cancel", queued["job_id"], user="bob")
+    assert code in (4, 5), err
+    code, job = cli.json("jobs", "cancel", queued["job_id"])
+    assert code == 0
+    assert job["status"] == "failed"
+    assert job["error"]["kind"] == "cancelled"
+    code, _, err = cli("jobs", "cancel", queued["job_id"])
+    assert code == 6
+    args = ("functions", "execute", f"{name}/scale", "-i", "length=2 m", "-i", "factor=2")
+    code, first = cli.json(*args)
+    assert code == 0
+    code, refreshed = cli.json(*args, "--refresh")
+    assert code == 0
+    assert refreshed["job_id"] != first["job_id"]
+    code, job = cli.json("jobs", "show", refreshed["job_id"])
+    assert job["cache_hit"] is False
