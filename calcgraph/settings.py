@@ -45,7 +45,8 @@ class Settings(BaseSettings):
     worker_poll_ms: int = Field(
         default=5,
         gt=0,
-        description="longest idle poll of a Redis consumer (Dramatiq's default backs off to 1 s)",
+        description="poll of a Redis consumer holding retries until their eta, or whose "
+        "doorbell subscription is broken (an idle consumer sleeps until a message is sent)",
     )
     job_max_retries: int = Field(
         default=3, ge=0, description="retries of a job after infrastructure failures"

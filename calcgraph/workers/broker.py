@@ -60,11 +60,13 @@ def build_broker(settings: Settings) -> dramatiq.Broker:
 
         # Our client: it reconnects and retries once Redis is back after a restart, where
         # the pooled connections of a plain one fail the first command each.
-        broker = _redis_broker_class()(
+        redis_broker = _redis_broker_class()(
             client=sync_client(settings.redis_url.get_secret_value()),
             middleware=middleware,
             namespace=f"{settings.redis_key_prefix}calcgraph",
         )
+        redis_broker.poll_ms = settings.worker_poll_ms
+        broker = redis_broker
     else:
         # In one process the broker can count its own messages (see `waiting`).
         middleware.append(Outstanding())
@@ -140,6 +142,7 @@ def _send_batch(broker: Any, messages: Sequence[Message]) -> int:
             chunk = ids[at : at + _BATCH]
             pipeline.hset(f"{queue}.msgs", mapping={i: encoded[i] for i in chunk})
             pipeline.rpush(queue, *chunk)
+        pipeline.publish(doorbell_channel(broker.namespace), QUEUE)  # wakes idle consumers
         pipeline.execute()
     except Exception:
         log.exception("could not send %d messages; the sweeper will re-send them", len(messages))
@@ -232,6 +235,11 @@ class Outstanding(Middleware):
             return {m for m in message_ids if m in self.counts}
 
 
+def doorbell_channel(namespace: str) -> str:
+    """Where a sender rings the Redis consumers of `namespace` (calcgraph.workers.doorbell)."""
+    return f"{namespace}:doorbell"
+
+
 def _redis_id(message_id: str, retries: int) -> str:
     return f"{message_id}.{retries}"
 
@@ -240,11 +248,19 @@ def _redis_broker_class() -> Any:
     from dramatiq.brokers.redis import RedisBroker
     from dramatiq.common import current_millis
 
+    from calcgraph.workers.doorbell import WakingConsumer
+
     class JobRedisBroker(RedisBroker):
         """Dramatiq's Redis broker, storing a message under an id derived from its message id
         and retry count instead of a random one: the sweeper can then ask whether a job's
         message still waits (`waiting`). Still unique per enqueue: a retry is enqueued with
-        one more retry, and a delayed message is moved between queues whose hashes differ."""
+        one more retry, and a delayed message is moved between queues whose hashes differ.
+        Its consumers sleep until a sender rings (`calcgraph.workers.doorbell`)."""
+
+        poll_ms = 5
+
+        def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Any:
+            return WakingConsumer(self, queue_name, prefetch, timeout, self.poll_ms)
 
         def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
             queue_name = message.queue_name
@@ -259,6 +275,7 @@ def _redis_broker_class() -> Any:
                 )
             self.emit_before("enqueue", message, delay)
             self.do_enqueue(queue_name, message.options["redis_message_id"], message.encode())
+            self.client.publish(doorbell_channel(self.namespace), queue_name)
             self.emit_after("enqueue", message, delay)
             return message
 
