@@ -144,9 +144,16 @@ class Settings(BaseSettings):
         "returned (a new backend, its login and its prepared statements every time)",
     )
     database_pool_timeout_seconds: float = Field(
-        default=30.0,
+        default=10.0,
         gt=0,
         description="wait for a free pooled connection before answering 503 Unavailable",
+    )
+    database_queue_limit: int = Field(
+        default=64,
+        ge=0,
+        description="API process: units of work that may wait for a pooled PostgreSQL "
+        "connection; one more answers 503 Unavailable with Retry-After at once, rather than "
+        "waiting behind the others (the workers' units always wait)",
     )
     log_level: str = "info"
     log_format: Literal["json", "text"] | None = Field(

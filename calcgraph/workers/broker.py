@@ -260,7 +260,14 @@ def _redis_broker_class() -> Any:
         poll_ms = 5
 
         def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Any:
-            return WakingConsumer(self, queue_name, prefetch, timeout, self.poll_ms)
+            return WakingConsumer(
+                self,
+                queue_name,
+                prefetch,
+                timeout,
+                poll_ms=self.poll_ms,
+                channel=doorbell_channel(self.namespace),
+            )
 
         def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
             queue_name = message.queue_name

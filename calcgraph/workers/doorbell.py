@@ -27,18 +27,23 @@ from dramatiq.common import dq_name
 from dramatiq.errors import ConnectionClosed
 from dramatiq.message import Message
 
-from calcgraph.workers.broker import doorbell_channel
-
 
 class WakingConsumer(_RedisConsumer):
     def __init__(
-        self, broker: Any, queue_name: str, prefetch: int, timeout: int, poll_ms: int
+        self,
+        broker: Any,
+        queue_name: str,
+        prefetch: int,
+        timeout: int,
+        *,
+        poll_ms: int,
+        channel: str,
     ) -> None:
         super().__init__(broker, queue_name, prefetch, timeout)  # type: ignore[no-untyped-call]
         self.poll_s = poll_ms / 1000
         self.idle_s = max(timeout, poll_ms) / 1000
         self.delays = queue_name == dq_name(queue_name)
-        self.channel = doorbell_channel(broker.namespace)
+        self.channel = channel
         self._pubsub: Any = None
         self._acked = threading.Event()
 
