@@ -129,25 +129,63 @@ def _send_batch(broker: Any, messages: Sequence[Message]) -> int:
     the script does besides (a heartbeat for the sender as if it were a worker, and now and
     then the queue's maintenance, which every consuming worker's fetch does too) is for
     consumers."""
-    queue = f"{broker.namespace}:{QUEUE}"
-    before, after = _hooks(broker, "before_enqueue"), _hooks(broker, "after_enqueue")
     try:
-        if before or after or type(dramatiq.get_encoder()) is not JSONEncoder:
-            encoded = _built(broker, messages, before, after)
-        else:
-            encoded = _encoded(messages)
-        ids = list(encoded)
         pipeline = broker.client.pipeline(transaction=True)
-        for at in range(0, len(ids), _BATCH):
-            chunk = ids[at : at + _BATCH]
-            pipeline.hset(f"{queue}.msgs", mapping={i: encoded[i] for i in chunk})
-            pipeline.rpush(queue, *chunk)
-        pipeline.publish(doorbell_channel(broker.namespace), QUEUE)  # wakes idle consumers
+        _queue_batch(pipeline, broker, messages)
         pipeline.execute()
     except Exception:
         log.exception("could not send %d messages; the sweeper will re-send them", len(messages))
         return len(messages)
     return 0
+
+
+def _queue_batch(pipeline: Any, broker: Any, messages: Sequence[Message]) -> None:
+    """The commands of `_send_batch`, on a (sync or asyncio) Redis pipeline, and the doorbell
+    that wakes idle consumers (calcgraph.workers.doorbell)."""
+    queue = f"{broker.namespace}:{QUEUE}"
+    before, after = _hooks(broker, "before_enqueue"), _hooks(broker, "after_enqueue")
+    if before or after or type(dramatiq.get_encoder()) is not JSONEncoder:
+        encoded = _built(broker, messages, before, after)
+    else:
+        encoded = _encoded(messages)
+    ids = list(encoded)
+    for at in range(0, len(ids), _BATCH):
+        chunk = ids[at : at + _BATCH]
+        pipeline.hset(f"{queue}.msgs", mapping={i: encoded[i] for i in chunk})
+        pipeline.rpush(queue, *chunk)
+    pipeline.publish(doorbell_channel(broker.namespace), QUEUE)
+
+
+class AsyncSender:
+    """The API process's sends to Redis, on its event loop: `_send_batch`'s commands through
+    an asyncio client (bound to the loop that first sends), no thread and no blocking client.
+    Returns how many could not be sent (logged; the sweeper re-sends their queued rows)."""
+
+    def __init__(self, broker: dramatiq.Broker, url: str) -> None:
+        self.broker = broker
+        self.url = url
+        self._client: Any = None
+
+    async def send_many(self, messages: Sequence[Message]) -> int:
+        if self._client is None:
+            from calcgraph.ops.redis_clients import async_client
+
+            self._client = async_client(self.url)
+        try:
+            pipeline = self._client.pipeline(transaction=True)
+            _queue_batch(pipeline, self.broker, messages)
+            await pipeline.execute()
+        except Exception:
+            log.exception(
+                "could not send %d messages; the sweeper will re-send them", len(messages)
+            )
+            return len(messages)
+        return 0
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
 
 def _built(
