@@ -34,12 +34,20 @@ _SETTING = Settings.model_fields
 # (unless its socket is already closed); one idle longer is pinged first.
 PING_IDLE_S = 10.0
 _CHECKED_IN_AT = "calcgraph.checked_in_at"
+_UNIT_WEIGHT = 0.05
+_RETRY_MAX_S = 30
 
 
 class Overloaded(PoolTimeout):
     """More units of work wait for a pooled connection than the queue admits: answered at once
-    as the pool's own timeout is (503 Unavailable with Retry-After, `is_retryable`), instead
-    of after a wait that grows with the queue."""
+    as the pool's own timeout is (503 Unavailable, `is_retryable`), instead of after a wait
+    that grows with the queue. `retry_after`: seconds, twice what a unit of work lately took
+    from admission to its end (1 to 30): the queue has drained by then, and clients told to
+    come back sooner than that only make refusals the server's work."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class UnitHook(Protocol):
@@ -71,6 +79,7 @@ class Database:
         # pooled connection or waiting for one, at most the pool's connections plus the queue.
         self._in_flight = 0
         self._admits: int | None = None
+        self._unit_s = 0.0  # moving mean of a unit's time from admission to its end
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
         self.unit_hooks: list[UnitHook] = []
         self._pinged_at = -math.inf
@@ -139,13 +148,16 @@ class Database:
             return
         if self._in_flight >= self._admits:
             raise Overloaded(
-                f"{self._in_flight} units of work hold or wait for the pool's connections"
+                f"{self._in_flight} units of work hold or wait for the pool's connections",
+                min(_RETRY_MAX_S, max(1, math.ceil(2 * self._unit_s))),
             )
         self._in_flight += 1
+        started = time.monotonic()
         try:
             yield
         finally:
             self._in_flight -= 1
+            self._unit_s += (time.monotonic() - started - self._unit_s) * _UNIT_WEIGHT
 
     @asynccontextmanager
     async def write_session(self) -> AsyncIterator[AsyncSession]:

@@ -96,11 +96,15 @@ def error_response(exc: BaseException) -> Response:
             response.headers.update(exc.headers)
         return response
     if is_retryable(exc):
+        retry_after = 1
         if isinstance(exc, Overloaded):
             _overloads.note(exc)
+            retry_after = exc.retry_after
         else:
             log.warning("retryable database error: %s", exc)
-        return render(e.Unavailable("the database is busy; retry the request", {"retry_after": 1}))
+        return render(
+            e.Unavailable("the database is busy; retry the request", {"retry_after": retry_after})
+        )
     log.exception("unexpected error", exc_info=exc)
     return JSONResponse(
         {"detail": "InternalError: an unexpected error occurred; it has been logged"},
