@@ -8,13 +8,16 @@ read from /proc for the server process alone; the load generator runs in this pr
   changed (its one node runs a job that sleeps), over 1,000 sequential ticks, beside the time
   inside the tick's unit of work from /metrics and PostgreSQL's CPU per tick (target 2 ms of
   server CPU per tick in all).
-- `scale_polled_runs_http`: 10, 100 and 500 diamond runs at once, each polled every 2 s with a
-  plain tick (no `wait`), until all complete: tick latency p50/p99 (target p99 250 ms at 500),
-  how many completed, ticks per second served, server CPU per tick (both its threads: the
-  in-process workers share the process), and where the machine's CPU went meanwhile: the
-  server's event loop thread, its worker threads, the sandboxes running the jobs, PostgreSQL,
-  this load generator, the machine in all; beside it the wait for the event loop (/health
-  latency on a connection of its own, every 0.5 s).
+- `scale_polled_runs_http`: 10, 100 and 500 diamond runs of 50 users at once, each run's page
+  ticking it every 2 s on a connection of its own with a plain tick (no `wait`), until all
+  complete; in-process (`serve` with its workers) and in the production shape (one `serve`
+  process, Redis, one `calcgraph worker` process). Completed runs per second (the capacity
+  figure), tick latency p50/p99 (target p99 250 ms at 500), the CPU of the benchmark's own
+  parts per tick and per completed run (API, worker, sandboxes, PostgreSQL, Redis, load
+  generator: what survives the machine's load) beside the machine's busy time and the load
+  average (1, 5, 15 min), and where the CPU went: the server's event loop thread, its other
+  threads, the sandboxes, PostgreSQL, Redis, this load generator; beside it the wait for the
+  event loop (/health latency on a connection of its own, every 0.5 s).
 - `scale_nodes_http`: runs of 100, 1,000 and 10,000 nodes (parallel chains) from creation to
   `completed` with long-poll ticks: total time, tick latency and answer size; then GraphQL on
   the finished run: the first page of 100 node states with their jobs (target 50 ms at 10,000)
@@ -65,7 +68,6 @@ from bench.server import HOST, free_port
 from calcgraph import heap
 
 POLL_S = 2.0
-CONNECTIONS = 600  # the pollers' client keeps at most this many connections open
 FIRST_PAGE = """query Page($id: ID!) { workflowRun(id: $id) { id status
   nodeStates(first: 100) { nodeKey status startedAt job { id status finishedAt } } } }"""
 WHOLE_RUN = """query Whole($id: ID!) { workflowRun(id: $id) { id status
@@ -151,21 +153,38 @@ def _sleepy(bench: Api) -> dict[str, object]:
 
 async def _poll(
     bench: Api,
-    session: aiohttp.ClientSession,
     run_id: str,
+    user: str,
     latencies: list[int],
     unavailable: list[int],
     dropped: list[int],
     deadline: float,
 ) -> bool:
-    """Tick every POLL_S until the run ends; a 503 (the server out of database connections)
-    is counted and retried after its Retry-After, as a client does, and so is a connection
-    the server closed under a request."""
+    """Tick every POLL_S as `user` on a connection of its own (a run page in a browser tab)
+    until the run ends; a 503 (the server over its admission limit or out of database
+    connections) is counted and retried after its Retry-After, as a client does, and so is a
+    connection the server closed under a request."""
+    async with poller_client(bench, 1) as session:
+        return await _poll_on(
+            bench, session, run_id, user, latencies, unavailable, dropped, deadline
+        )
+
+
+async def _poll_on(
+    bench: Api,
+    session: aiohttp.ClientSession,
+    run_id: str,
+    user: str,
+    latencies: list[int],
+    unavailable: list[int],
+    dropped: list[int],
+    deadline: float,
+) -> bool:
     await asyncio.sleep(random.uniform(0, POLL_S))  # polls spread over the interval
     while time.monotonic() < deadline:
         start = time.perf_counter_ns()
         try:
-            view = await bench.poll_tick(run_id, session)
+            view = await bench.poll_tick(run_id, session, user)
         except Unavailable as busy:
             unavailable.append(1)
             await asyncio.sleep(busy.retry_after)
@@ -199,29 +218,36 @@ def _ms(nanoseconds: list[int], share: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * share))] / 1e6, 1)
 
 
+USERS = 50
+"""The polled runs belong to this many users, each ticking their own (per-user rate limits and
+access checks as in production)."""
+
+
 def polled_runs(options: Options) -> list[Result]:
-    """Once per `--workers` count: 1 is `calcgraph serve` with its in-process workers; N > 1 is
-    `calcgraph serve --workers N` with Redis and one `calcgraph worker`, as an operator runs
-    more than one API process."""
+    """Once per `--workers` count. 1: `calcgraph serve` with its in-process workers (the
+    embedded default), then the production shape: one `calcgraph serve` process, Redis and
+    one `calcgraph worker` process. N > 1: `calcgraph serve --workers N`, Redis and one
+    `calcgraph worker`, as an operator runs more than one API process."""
     results: list[Result] = []
     for workers in options.workers:
         if workers == 1:
-            results += asyncio.run(_polled_runs(options, api()))
-        else:
-            with redis_prefix() as prefix:
-                served = api(redis=(REDIS_URL, prefix), workers=workers, job_worker=True)
-                results += asyncio.run(_polled_runs(options, served))
+            results += asyncio.run(_polled_runs(options, api(), "in-process"))
+        with redis_prefix() as prefix:
+            served = api(redis=(REDIS_URL, prefix), workers=workers, job_worker=True)
+            results += asyncio.run(_polled_runs(options, served, "production"))
     return results
 
 
-async def _polled_runs(options: Options, served: Any) -> list[Result]:
+async def _polled_runs(options: Options, served: Any, shape: str) -> list[Result]:
     results = []
     async with served as bench:
         slug = await bench.workflow(diamond_nodes(bench))
         await bench.run_to_end(slug, -1.0, 60)  # warm: sandboxes started
         for runs in options.runs or (10, 100, 500):
+            owners = [f"user{i % USERS}" for i in range(runs)]
             ids = await gather_limited(
-                16, *(bench.start(slug, i + time.time() % 1) for i in range(runs))
+                16,
+                *(bench.start(slug, i + time.time() % 1, owners[i]) for i in range(runs)),
             )
             latencies: list[int] = []
             unavailable: list[int] = []
@@ -237,34 +263,46 @@ async def _polled_runs(options: Options, served: Any) -> list[Result]:
             before, t0 = await cpu_split(bench), time.perf_counter()
             lag = asyncio.create_task(_health_lag(bench, stop, health))
             deadline = time.monotonic() + 180
-            async with poller_client(bench, CONNECTIONS) as session:
-                done = await asyncio.gather(
-                    *(
-                        _poll(bench, session, run_id, latencies, unavailable, dropped, deadline)
-                        for run_id in ids
-                    )
+            done = await asyncio.gather(
+                *(
+                    _poll(bench, run_id, owner, latencies, unavailable, dropped, deadline)
+                    for run_id, owner in zip(ids, owners, strict=True)
                 )
+            )
             elapsed = time.perf_counter() - t0
             stop.set()
             await lag
             cpu = await cpu_split(bench) - before
             inside1 = await bench.tick_seconds()
             server = cpu.loop_thread + cpu.worker_threads
+            completed = sum(done)
+            ticks = max(1, len(latencies))
             results.append(
                 summarise(
                     "scale_polled_runs_http",
-                    f"{runs} diamond runs, each ticked every {POLL_S:.0f} s",
+                    f"{runs} diamond runs of {min(runs, USERS)} users, each page ticking every "
+                    f"{POLL_S:.0f} s on its own connection ({shape})",
                     bench.setup,
                     latencies,
                     elapsed,
-                    errors=runs - sum(done),
+                    errors=runs - completed,
                     extra={
+                        "shape": shape,
                         "api_processes": bench.server.workers,
-                        "completed": sum(done),
+                        "completed": completed,
                         "all_done_s": round(elapsed, 2),
+                        # The capacity figure: runs carried to the end per second.
+                        "completed_runs_per_s": round(completed / elapsed, 2),
                         "ticks_per_s": round(len(latencies) / elapsed, 1),
                         "offered_ticks_per_s": runs / POLL_S,
-                        "server_cpu_ms_per_tick": round(server / len(latencies) * 1000, 3),
+                        "ticks_per_completed_run": round(len(latencies) / max(1, completed), 1),
+                        # CPU of the benchmark's own parts (API, worker, sandboxes, PostgreSQL,
+                        # Redis, load generator) per tick and per completed run: the figures
+                        # that survive the machine's load; the machine's whole busy time beside.
+                        "cpu_ms_per_tick": round(cpu.ours / ticks * 1000, 2),
+                        "cpu_ms_per_completed_run": round(cpu.ours / max(1, completed) * 1000, 1),
+                        "machine_busy_ms_per_tick": round(cpu.machine_busy / ticks * 1000, 2),
+                        "server_cpu_ms_per_tick": round(server / ticks * 1000, 3),
                         # /metrics is per process: with N API processes, one of them's mean.
                         "tick_unit_of_work_ms": round(
                             (inside1[0] - inside0[0]) / max(1.0, inside1[1] - inside0[1]) * 1000,
@@ -272,13 +310,15 @@ async def _polled_runs(options: Options, served: Any) -> list[Result]:
                         ),
                         "answers_503": sum(unavailable),
                         "connections_dropped": sum(dropped),
-                        # Where the machine's CPU went meanwhile (seconds over the phase):
+                        # Where the CPU went meanwhile (seconds over the phase):
                         "cpu_s_event_loop_thread": cpu.loop_thread,
                         "cpu_s_worker_threads": cpu.worker_threads,
                         "cpu_s_sandboxes": cpu.sandboxes,
                         "cpu_s_postgres": cpu.postgres,
+                        "cpu_s_redis": cpu.redis,
                         "cpu_s_load_generator": cpu.client,
                         "machine_busy_cores": round(cpu.machine_busy / elapsed, 2),
+                        "loadavg_1_5_15": [round(v, 2) for v in os.getloadavg()],
                         "event_loop_wait_p50_ms": _ms(health, 0.5),
                         "event_loop_wait_max_ms": _ms(health, 1.0),
                         "target_p99_ms_at_500": 250,

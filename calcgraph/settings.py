@@ -47,7 +47,8 @@ class Settings(BaseSettings):
     worker_poll_ms: int = Field(
         default=5,
         gt=0,
-        description="longest idle poll of a Redis consumer (Dramatiq's default backs off to 1 s)",
+        description="poll of a Redis consumer holding retries until their eta, or whose "
+        "doorbell subscription is broken (an idle consumer sleeps until a message is sent)",
     )
     job_max_retries: int = Field(
         default=3, ge=0, description="retries of a job after infrastructure failures"
@@ -152,9 +153,16 @@ class Settings(BaseSettings):
         "returned (a new backend, its login and its prepared statements every time)",
     )
     database_pool_timeout_seconds: float = Field(
-        default=30.0,
+        default=10.0,
         gt=0,
         description="wait for a free pooled connection before answering 503 Unavailable",
+    )
+    database_queue_limit: int = Field(
+        default=64,
+        ge=0,
+        description="API process: units of work that may wait for a pooled PostgreSQL "
+        "connection; one more answers 503 Unavailable with Retry-After at once, rather than "
+        "waiting behind the others (the workers' units always wait)",
     )
     log_level: str = "info"
     log_format: Literal["json", "text"] | None = Field(

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import event, text
 from sqlalchemy.exc import InvalidatePoolError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -33,6 +34,20 @@ _SETTING = Settings.model_fields
 # (unless its socket is already closed); one idle longer is pinged first.
 PING_IDLE_S = 10.0
 _CHECKED_IN_AT = "calcgraph.checked_in_at"
+_UNIT_WEIGHT = 0.05
+_RETRY_MAX_S = 30
+
+
+class Overloaded(PoolTimeout):
+    """More units of work wait for a pooled connection than the queue admits: answered at once
+    as the pool's own timeout is (503 Unavailable, `is_retryable`), instead of after a wait
+    that grows with the queue. `retry_after`: seconds, twice what a unit of work lately took
+    from admission to its end (1 to 30): the queue has drained by then, and clients told to
+    come back sooner than that only make refusals the server's work."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class UnitHook(Protocol):
@@ -57,8 +72,14 @@ class Database:
         pool_size: int = _SETTING["database_pool_size"].default,
         max_overflow: int = _SETTING["database_max_overflow"].default,
         pool_timeout: float = _SETTING["database_pool_timeout_seconds"].default,
+        queue_limit: int | None = None,
     ) -> None:
         self.url = url
+        # Admission (PostgreSQL, `queue_limit` given): units of work in flight, each holding a
+        # pooled connection or waiting for one, at most the pool's connections plus the queue.
+        self._in_flight = 0
+        self._admits: int | None = None
+        self._unit_s = 0.0  # moving mean of a unit's time from admission to its end
         self.dialect_name = "sqlite" if url.startswith("sqlite") else "postgresql"
         self.unit_hooks: list[UnitHook] = []
         self._pinged_at = -math.inf
@@ -84,6 +105,8 @@ class Database:
                 pool_timeout=pool_timeout,
                 pool_use_lifo=True,
             )
+            if queue_limit is not None:
+                self._admits = pool_size + max_overflow + queue_limit
         if self.dialect_name == "sqlite":
             private_sqlite_file(url)
         self.engine = create_async_engine(url, **kwargs)
@@ -102,8 +125,11 @@ class Database:
             )
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, pre_ping: bool = True) -> Database:
-        """The database of `settings`, with its pool's size and timeout (PostgreSQL)."""
+    def from_settings(
+        cls, settings: Settings, *, pre_ping: bool = True, queue: bool = True
+    ) -> Database:
+        """The database of `settings`, with its pool's size and timeout (PostgreSQL), and its
+        queue's limit unless `queue` is false (the workers, whose units wait)."""
         return cls(
             settings.database_url,
             busy_timeout_ms=settings.sqlite_busy_timeout_ms,
@@ -111,11 +137,36 @@ class Database:
             pool_size=settings.database_pool_size,
             max_overflow=settings.database_max_overflow,
             pool_timeout=settings.database_pool_timeout_seconds,
+            queue_limit=settings.database_queue_limit if queue else None,
         )
+
+    @asynccontextmanager
+    async def _admitted(self) -> AsyncIterator[None]:
+        """A unit of work's place in the pool or its queue, or Overloaded when both are full."""
+        if self._admits is None:
+            yield
+            return
+        if self._in_flight >= self._admits:
+            raise Overloaded(
+                f"{self._in_flight} units of work hold or wait for the pool's connections",
+                min(_RETRY_MAX_S, max(1, math.ceil(2 * self._unit_s))),
+            )
+        self._in_flight += 1
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            self._unit_s += (time.monotonic() - started - self._unit_s) * _UNIT_WEIGHT
 
     @asynccontextmanager
     async def write_session(self) -> AsyncIterator[AsyncSession]:
         """One unit of work: committed when the block ends, rolled back if it raises."""
+        async with self._admitted(), self._write_session() as session:
+            yield session
+
+    @asynccontextmanager
+    async def _write_session(self) -> AsyncIterator[AsyncSession]:
         token = SQLITE_BEGIN_MODE.set("IMMEDIATE")
         states = [(hook, hook.begin()) for hook in self.unit_hooks]
         try:
@@ -145,7 +196,7 @@ class Database:
         # Closing (not rolling back) ends the transaction without expiring what was loaded,
         # so results stay readable after the block.
         factory = self._factory if one_transaction else self._autocommit_factory
-        async with factory() as session:
+        async with self._admitted(), factory() as session:
             yield session
 
     async def ping(self, max_age: float = 0.0) -> None:
@@ -157,7 +208,8 @@ class Database:
         async with self._ping_lock:
             if max_age > 0 and time.monotonic() - self._pinged_at <= max_age:
                 return
-            async with self.read_session() as session:
+            # Outside the admission queue: a readiness probe of a busy server still answers.
+            async with self._autocommit_factory() as session:
                 await session.execute(text("SELECT 1"))
             self._pinged_at = time.monotonic()
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -11,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
 from calcgraph.db.dialect import is_retryable
+from calcgraph.db.engine import Overloaded
 from calcgraph.domain import errors as e
 from calcgraph.rest_compat.asgi import HttpMiddleware
 
@@ -57,6 +60,27 @@ def render(exc: e.DomainError) -> JSONResponse:
     return JSONResponse(body, status_code=status_of(exc), headers=headers)
 
 
+class _Overloads:
+    """Requests refused past the database queue, logged once per `_OVERLOAD_LOG_SECONDS` with
+    their count: an overloaded server refuses hundreds a second, and a line for each would
+    spend on logging what it sheds."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.logged_at = -math.inf
+
+    def note(self, exc: BaseException) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self.logged_at >= _OVERLOAD_LOG_SECONDS:
+            log.warning("overloaded: %d requests answered 503 lately (%s)", self.count, exc)
+            self.count, self.logged_at = 0, now
+
+
+_OVERLOAD_LOG_SECONDS = 10.0
+_overloads = _Overloads()
+
+
 def error_response(exc: BaseException) -> Response:
     if isinstance(exc, e.DomainError):
         return render(exc)
@@ -72,8 +96,15 @@ def error_response(exc: BaseException) -> Response:
             response.headers.update(exc.headers)
         return response
     if is_retryable(exc):
-        log.warning("retryable database error: %s", exc)
-        return render(e.Unavailable("the database is busy; retry the request", {"retry_after": 1}))
+        retry_after = 1
+        if isinstance(exc, Overloaded):
+            _overloads.note(exc)
+            retry_after = exc.retry_after
+        else:
+            log.warning("retryable database error: %s", exc)
+        return render(
+            e.Unavailable("the database is busy; retry the request", {"retry_after": retry_after})
+        )
     log.exception("unexpected error", exc_info=exc)
     return JSONResponse(
         {"detail": "InternalError: an unexpected error occurred; it has been logged"},

@@ -53,7 +53,10 @@ class ContractErrors(MaskErrors):
                         "the database is busy; retry the request",
                         nodes=error.nodes,
                         path=error.path,
-                        extensions={"code": "Unavailable", "retry_after": 1},
+                        extensions={
+                            "code": "Unavailable",
+                            "retry_after": getattr(original, "retry_after", 1),
+                        },
                     )
                 )
             else:

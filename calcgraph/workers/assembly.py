@@ -31,10 +31,12 @@ from calcgraph.workers.webhooks import WebhookTimer
 
 log = logging.getLogger("calcgraph.workers")
 # The in-process broker hands messages over a queue.Queue: its worker threads wake at once, so
-# this only bounds how long a stop waits for them. Redis: the consumer's idle poll is
-# `worker_poll_ms` (Dramatiq's default backs off to 1 s, which would be the enqueue-to-start
-# latency after an idle spell).
+# this only bounds how long a stop waits for them. Redis: the consumers sleep until a sender
+# rings (calcgraph.workers.doorbell), so their wait and the worker threads' only bound a stop
+# and the idle consumer's fetch (its heartbeat); `worker_poll_ms` is the poll of a consumer
+# holding retries until their eta.
 _INPROCESS_POLL_MS = 100
+_REDIS_IDLE_MS = 1000
 
 
 class Workers:
@@ -81,9 +83,7 @@ class Workers:
         worker = dramatiq.Worker(
             broker,
             worker_threads=self.threads,
-            worker_timeout=(
-                _INPROCESS_POLL_MS if settings.redis_url is None else settings.worker_poll_ms
-            ),
+            worker_timeout=_INPROCESS_POLL_MS if settings.redis_url is None else _REDIS_IDLE_MS,
         )
         if self.own_process:
             # Fetch only what the threads run: a process killed outright holds no message
@@ -125,8 +125,8 @@ class Workers:
                 for consumer in self.worker.consumers.values():
                     consumer.stop()
             self.worker.stop(timeout=30_000 if self.own_process else 10_000)
+        # Dramatiq (2.x) has no process-stop hook: its own CLI stops the worker and closes the
+        # broker, as `serve_worker` does.
         self.runtime.close()
-        if self.own_process:
-            self.broker.emit_before("process_stop")
         self.worker = self.sweeper = self.heartbeat = self.retention = self.cancels = None
         self.webhooks = None

@@ -60,11 +60,13 @@ def build_broker(settings: Settings) -> dramatiq.Broker:
 
         # Our client: it reconnects and retries once Redis is back after a restart, where
         # the pooled connections of a plain one fail the first command each.
-        broker = _redis_broker_class()(
+        redis_broker = _redis_broker_class()(
             client=sync_client(settings.redis_url.get_secret_value()),
             middleware=middleware,
             namespace=f"{settings.redis_key_prefix}calcgraph",
         )
+        redis_broker.poll_ms = settings.worker_poll_ms
+        broker = redis_broker
     else:
         # In one process the broker can count its own messages (see `waiting`).
         middleware.append(Outstanding())
@@ -127,24 +129,63 @@ def _send_batch(broker: Any, messages: Sequence[Message]) -> int:
     the script does besides (a heartbeat for the sender as if it were a worker, and now and
     then the queue's maintenance, which every consuming worker's fetch does too) is for
     consumers."""
-    queue = f"{broker.namespace}:{QUEUE}"
-    before, after = _hooks(broker, "before_enqueue"), _hooks(broker, "after_enqueue")
     try:
-        if before or after or type(dramatiq.get_encoder()) is not JSONEncoder:
-            encoded = _built(broker, messages, before, after)
-        else:
-            encoded = _encoded(messages)
-        ids = list(encoded)
         pipeline = broker.client.pipeline(transaction=True)
-        for at in range(0, len(ids), _BATCH):
-            chunk = ids[at : at + _BATCH]
-            pipeline.hset(f"{queue}.msgs", mapping={i: encoded[i] for i in chunk})
-            pipeline.rpush(queue, *chunk)
+        _queue_batch(pipeline, broker, messages)
         pipeline.execute()
     except Exception:
         log.exception("could not send %d messages; the sweeper will re-send them", len(messages))
         return len(messages)
     return 0
+
+
+def _queue_batch(pipeline: Any, broker: Any, messages: Sequence[Message]) -> None:
+    """The commands of `_send_batch`, on a (sync or asyncio) Redis pipeline, and the doorbell
+    that wakes idle consumers (calcgraph.workers.doorbell)."""
+    queue = f"{broker.namespace}:{QUEUE}"
+    before, after = _hooks(broker, "before_enqueue"), _hooks(broker, "after_enqueue")
+    if before or after or type(dramatiq.get_encoder()) is not JSONEncoder:
+        encoded = _built(broker, messages, before, after)
+    else:
+        encoded = _encoded(messages)
+    ids = list(encoded)
+    for at in range(0, len(ids), _BATCH):
+        chunk = ids[at : at + _BATCH]
+        pipeline.hset(f"{queue}.msgs", mapping={i: encoded[i] for i in chunk})
+        pipeline.rpush(queue, *chunk)
+    pipeline.publish(doorbell_channel(broker.namespace), QUEUE)
+
+
+class AsyncSender:
+    """The API process's sends to Redis, on its event loop: `_send_batch`'s commands through
+    an asyncio client (bound to the loop that first sends), no thread and no blocking client.
+    Returns how many could not be sent (logged; the sweeper re-sends their queued rows)."""
+
+    def __init__(self, broker: dramatiq.Broker, url: str) -> None:
+        self.broker = broker
+        self.url = url
+        self._client: Any = None
+
+    async def send_many(self, messages: Sequence[Message]) -> int:
+        if self._client is None:
+            from calcgraph.ops.redis_clients import async_client
+
+            self._client = async_client(self.url)
+        try:
+            pipeline = self._client.pipeline(transaction=True)
+            _queue_batch(pipeline, self.broker, messages)
+            await pipeline.execute()
+        except Exception:
+            log.exception(
+                "could not send %d messages; the sweeper will re-send them", len(messages)
+            )
+            return len(messages)
+        return 0
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
 
 def _built(
@@ -232,6 +273,11 @@ class Outstanding(Middleware):
             return {m for m in message_ids if m in self.counts}
 
 
+def doorbell_channel(namespace: str) -> str:
+    """Where a sender rings the Redis consumers of `namespace` (calcgraph.workers.doorbell)."""
+    return f"{namespace}:doorbell"
+
+
 def _redis_id(message_id: str, retries: int) -> str:
     return f"{message_id}.{retries}"
 
@@ -240,11 +286,26 @@ def _redis_broker_class() -> Any:
     from dramatiq.brokers.redis import RedisBroker
     from dramatiq.common import current_millis
 
+    from calcgraph.workers.doorbell import WakingConsumer
+
     class JobRedisBroker(RedisBroker):
         """Dramatiq's Redis broker, storing a message under an id derived from its message id
         and retry count instead of a random one: the sweeper can then ask whether a job's
         message still waits (`waiting`). Still unique per enqueue: a retry is enqueued with
-        one more retry, and a delayed message is moved between queues whose hashes differ."""
+        one more retry, and a delayed message is moved between queues whose hashes differ.
+        Its consumers sleep until a sender rings (`calcgraph.workers.doorbell`)."""
+
+        poll_ms = 5
+
+        def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Any:
+            return WakingConsumer(
+                self,
+                queue_name,
+                prefetch,
+                timeout,
+                poll_ms=self.poll_ms,
+                channel=doorbell_channel(self.namespace),
+            )
 
         def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
             queue_name = message.queue_name
@@ -259,6 +320,7 @@ def _redis_broker_class() -> Any:
                 )
             self.emit_before("enqueue", message, delay)
             self.do_enqueue(queue_name, message.options["redis_message_id"], message.encode())
+            self.client.publish(doorbell_channel(self.namespace), queue_name)
             self.emit_after("enqueue", message, delay)
             return message
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -17,6 +17,8 @@ log = logging.getLogger("calcgraph.workers.outbox")
 Sender = Callable[[Message], None]
 BatchSender = Callable[[Sequence[Message]], int]
 """Sends a unit of work's messages at once; returns how many could not be sent (it logs them)."""
+AsyncBatchSender = Callable[[Sequence[Message]], Awaitable[int]]
+"""The same on the event loop (Redis through an asyncio client)."""
 
 
 def send_each(send: Sender, messages: Sequence[Message]) -> int:
@@ -41,7 +43,8 @@ class Outbox:
     """A `UnitHook` for `Database.write_session`. With `off_loop`, the (blocking) send runs in
     a thread: a tick that submits 1,000 jobs does not hold up every other request meanwhile.
     With `detach` too, the unit of work does not wait for it either (its response leaves while
-    the messages go; `drain` waits for those under way, at shutdown)."""
+    the messages go; `drain` waits for those under way, at shutdown). With `send_async`, the
+    detached send runs on the event loop instead of in a thread."""
 
     def __init__(
         self,
@@ -49,11 +52,13 @@ class Outbox:
         send_many: BatchSender | None = None,
         off_loop: bool = False,
         detach: bool = False,
+        send_async: AsyncBatchSender | None = None,
     ) -> None:
         self.send = send
         self.send_many = send_many if send_many is not None else partial(send_each, send)
         self.off_loop = off_loop
         self.detach = detach
+        self.send_async = send_async
         self._sending: set[asyncio.Task[None]] = set()
 
     def begin(self) -> Any:
@@ -67,7 +72,12 @@ class Outbox:
         if not pending:
             return
         if self.off_loop and self.detach:
-            task = asyncio.get_running_loop().create_task(self._send_off_loop(pending))
+            sending = (
+                self._send_on_loop(pending)
+                if self.send_async is not None
+                else self._send_off_loop(pending)
+            )
+            task = asyncio.get_running_loop().create_task(sending)
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
         elif self.off_loop:
@@ -85,6 +95,13 @@ class Outbox:
 
     async def _send_off_loop(self, pending: list[Message]) -> None:
         await asyncio.to_thread(self._send_now, pending)
+
+    async def _send_on_loop(self, pending: list[Message]) -> None:
+        assert self.send_async is not None
+        try:
+            await self.send_async(pending)
+        except Exception:
+            log.exception("could not send %d messages; the sweeper will re-send them", len(pending))
 
     async def drain(self) -> None:
         """Wait until the detached sends under way are done (before the broker closes)."""
@@ -104,12 +121,14 @@ def attach(
     *,
     off_loop: bool = False,
     detach: bool = False,
+    send_async: AsyncBatchSender | None = None,
 ) -> Outbox:
     """Give `database`'s write sessions an outbox that sends through `send`, or `send_many` a
     unit's messages at once (replacing an earlier one: two outboxes would send every message
     twice); `off_loop`: the send blocks (Redis), run it in a thread; `detach`: without the
-    unit of work waiting for it (an event loop that lives as long as the outbox)."""
-    outbox = Outbox(send, send_many, off_loop, detach)
+    unit of work waiting for it (an event loop that lives as long as the outbox), through
+    `send_async` on that loop when given."""
+    outbox = Outbox(send, send_many, off_loop, detach, send_async)
     database.unit_hooks[:] = [h for h in database.unit_hooks if not isinstance(h, Outbox)]
     database.unit_hooks.append(outbox)
     return outbox

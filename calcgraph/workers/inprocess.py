@@ -19,7 +19,7 @@ from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
 from calcgraph.workers.assembly import Workers
 from calcgraph.workers.backbone import Backbone
-from calcgraph.workers.broker import QUEUE, send, send_many
+from calcgraph.workers.broker import QUEUE, AsyncSender, send, send_many
 from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.flush import attach
 from calcgraph.workers.result_cache import RedisResultCache
@@ -43,14 +43,21 @@ class Execution:
         self.cache = self.backbone.cache
         self.notifier = self.backbone.notifier
         self.metrics.watch(cache=self.cache)
-        # Through Redis, a tick's response does not wait for its messages: they leave in a
-        # thread while it is answered (a tick submitting 1,000 jobs spent 90 ms sending).
+        # Through Redis, a tick's response does not wait for its messages: they leave on the
+        # event loop through an asyncio client while it is answered (a tick submitting 1,000
+        # jobs spent 90 ms sending), without a blocking client in a thread.
+        self.sender = (
+            None
+            if settings.redis_url is None
+            else AsyncSender(self.broker, settings.redis_url.get_secret_value())
+        )
         self.outbox = attach(
             database,
             self.send,
             self.send_many,
             off_loop=not self.in_process,
             detach=not self.in_process,
+            send_async=None if self.sender is None else self.sender.send_many,
         )
         attach_signal(database, self.notifier)
         self.service = ExecutionService(
@@ -127,6 +134,8 @@ class Execution:
 
     async def close(self) -> None:
         await self.outbox.drain()
+        if self.sender is not None:
+            await self.sender.close()
         await asyncio.to_thread(self.stop_workers)
         await self.cache.close()
         await self.notifier.close()

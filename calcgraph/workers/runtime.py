@@ -73,7 +73,7 @@ class WorkerRuntime:
         self._thread.start()
         # No pre-ping: a claim or finish that meets a connection PostgreSQL dropped fails, the
         # pool is invalidated, and the job store retries the request alone on a fresh one.
-        self.database = Database.from_settings(settings, pre_ping=False)
+        self.database = Database.from_settings(settings, pre_ping=False, queue=False)
         attach(
             self.database,
             lambda message: send(broker, message),

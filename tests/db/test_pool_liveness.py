@@ -126,3 +126,60 @@ async def test_a_quiet_server_keeps_using_its_last_connection(postgres_url: str)
         assert len({await _backend_pid(database) for _ in range(5)}) == 1
     finally:
         await database.dispose()
+
+
+async def test_past_the_queue_a_unit_of_work_is_refused_at_once(postgres_url: str) -> None:
+    """An API process admits its pool's connections plus `database_queue_limit` units of work;
+    one more is refused at once with the pool's own retryable error (503 with Retry-After at
+    both doors), not after waiting behind the queue. A unit that ends makes room; the workers'
+    database (`queue=False`) is never refused."""
+    from calcgraph.db.dialect import is_retryable
+    from calcgraph.db.engine import Overloaded
+    from calcgraph.rest_compat.errors import error_response
+
+    settings = Settings(database_url=postgres_url, database_pool_size=1, database_queue_limit=1)
+    database = Database.from_settings(settings)
+    workers = Database.from_settings(settings, queue=False)
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def hold() -> None:
+        async with database.read_session() as session:
+            await session.execute(text("SELECT 1"))
+            entered.set()
+            await release.wait()
+
+    async def waits() -> int:
+        async with database.write_session() as session:
+            return int((await session.execute(text("SELECT 2"))).scalar_one())
+
+    try:
+        holder = asyncio.create_task(hold())
+        await entered.wait()
+        waiter = asyncio.create_task(waits())  # the queue's one place
+        await asyncio.sleep(0)
+        with pytest.raises(Overloaded) as refused:
+            async with database.read_session() as session:
+                await session.execute(text("SELECT 3"))
+        assert is_retryable(refused.value)
+        response = error_response(refused.value)
+        assert response.status_code == 503
+        assert response.headers["Retry-After"] == "1"
+
+        release.set()
+        await holder
+        assert await waiter == 2
+        async with database.read_session() as session:  # room again
+            assert (await session.execute(text("SELECT 4"))).scalar_one() == 4
+
+        async def brief(db: Database) -> int:
+            async with db.read_session() as session:
+                value = int((await session.execute(text("SELECT 5"))).scalar_one())
+                await asyncio.sleep(0.01)
+                return value
+
+        assert await asyncio.gather(*(brief(workers) for _ in range(4))) == [5] * 4
+    finally:
+        release.set()
+        await database.dispose()
+        await workers.dispose()

@@ -220,3 +220,59 @@ async def test_a_stalled_redis_holds_up_neither_the_unit_of_work_nor_the_event_l
     await asyncio.wait_for(outbox.drain(), 30)
     assert unsent == [1000]
     broker.close()
+
+
+async def test_the_api_sends_on_its_event_loop_and_rings_the_doorbell(
+    redis_broker: dramatiq.Broker,
+) -> None:
+    """`serve` with Redis: the outbox's detached send goes through an asyncio client on the
+    event loop (no thread), stores the batch as the blocking send does, and rings the
+    doorbell idle consumers wait on."""
+    from calcgraph.workers.broker import AsyncSender, doorbell_channel
+
+    namespace = redis_broker.namespace  # type: ignore[attr-defined]
+    listener = redis.Redis.from_url(REDIS_URL).pubsub(ignore_subscribe_messages=True)
+    listener.subscribe(doorbell_channel(namespace))
+    sender = AsyncSender(redis_broker, REDIS_URL)
+    threads: list[int] = []
+
+    def blocking(batch: Sequence[Message]) -> int:
+        threads.append(threading.get_ident())
+        return 0
+
+    outbox = Outbox(
+        lambda m: None, blocking, off_loop=True, detach=True, send_async=sender.send_many
+    )
+    try:
+        state = outbox.begin()
+        for i in range(20):
+            enqueue("jobs.run", job_id=f"job-{i}")
+        await outbox.committed(state)
+        outbox.end(state)
+        await outbox.drain()
+        assert threads == []  # the blocking sender was not used
+        got = _received(redis_broker, 20)
+        assert [m.kwargs["job_id"] for m in got] == [f"job-{i}" for i in range(20)]
+        rung = None
+        for _ in range(50):
+            rung = listener.get_message(timeout=0.1)
+            if rung is not None:
+                break
+        assert rung is not None
+        assert rung["data"] == QUEUE.encode()
+    finally:
+        await sender.close()
+        listener.close()
+
+
+async def test_an_unreachable_redis_is_counted_by_the_async_sender(
+    redis_broker: dramatiq.Broker,
+) -> None:
+    from calcgraph.workers.broker import AsyncSender
+
+    sender = AsyncSender(redis_broker, "redis://127.0.0.1:1/0")
+    try:
+        messages = [Message("jobs.run", {"job_id": f"job-{i}"}) for i in range(3)]
+        assert await sender.send_many(messages) == 3
+    finally:
+        await sender.close()

@@ -194,8 +194,47 @@ async def test_the_redis_bucket_is_shared_by_api_processes(
         async for b in _client(second):
             for client in (a, b) * (BURST // 2):
                 assert (await client.get("/jobs", headers=bearer("alice"))).status_code == 200
+            # Each process answers from its own buckets and syncs them through Redis every
+            # second; here the syncs are made at once, in the order that needs both ways.
+            limiters = [services_of(app).limiter for app in (first, second, first)]
+            for limiter in limiters:
+                assert isinstance(limiter, RedisLimiter)
+                await limiter.sync()
             _assert_limited(await a.get("/jobs", headers=bearer("alice")))
             _assert_limited(await b.get("/jobs", headers=bearer("alice")))
+
+
+async def test_the_redis_limiter_answers_without_redis_and_syncs_on_its_own(
+    request: pytest.FixtureRequest,
+) -> None:
+    """A request is answered from the process's buckets, also while Redis is unreachable
+    (limited per process then); a sync carries what one process used to another, and each
+    limiter syncs on its own in the background."""
+    prefix = request.getfixturevalue("redis_prefix")
+    down = RedisLimiter("redis://127.0.0.1:1/0", 6, 2, prefix)
+    one = RedisLimiter(REDIS_URL, 6, 3, prefix, sync_seconds=0.05)
+    two = RedisLimiter(REDIS_URL, 6, 3, prefix, sync_seconds=3600)
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        assert [await down.acquire("k") for _ in range(2)] == [0, 0]
+        assert await down.acquire("k") > 0
+        await down.sync()  # logs, keeps the count for the next one, raises nothing
+
+        assert await one.acquire("k") == 0
+        assert await one.acquire("k") == 0
+        for _ in range(400):  # `one` syncs on its own: its two tokens reach Redis
+            if client.get(f"{prefix}calcgraph:ratelimit:k") is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert client.get(f"{prefix}calcgraph:ratelimit:k") is not None
+        await two.sync()  # learns nothing yet: it has not seen the caller
+        assert await two.acquire("k") == 0  # 3 used of 3 in all; `two` does not know it yet
+        await two.sync()
+        assert await two.acquire("k") > 0
+    finally:
+        client.close()
+        for limiter in (down, one, two):
+            await limiter.close()
 
 
 @pytest.mark.parametrize("kind", ["memory", "redis"])
