@@ -26,6 +26,9 @@ class ClaimedRow:
     """Whose job it is: the result cache is per user."""
     lease: str
     """The claim's token, which its finish (or release) presents."""
+    refused: bool = False
+    """Its owner may no longer execute the function version: the claim recorded the job
+    failed with kind `permission_denied`; the worker runs nothing."""
 
 
 @dataclass(frozen=True)
