@@ -39,6 +39,7 @@ MODULES = (
     "bench_execution",
     "bench_workflows",
     "bench_tenancy",
+    "bench_sandbox_sweep",
     "bench_scale_tick",
     "bench_scale",
     "bench_scale_graphql",

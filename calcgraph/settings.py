@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     )
     sandbox_pids: int = Field(default=256, gt=0, description="process count limit per sandbox")
     warm_pool_size: int = Field(default=200, ge=0, description="warm sandboxes kept, LRU evicted")
+    warm_idle_seconds: float = Field(
+        default=600.0, gt=0, description="a warm sandbox idle this long without a job is stopped"
+    )
 
     # Execution: broker, workers, result cache, sweeper (issue 5).
     execute_max_wait_seconds: float = Field(

@@ -4,9 +4,12 @@ bob and admin, and the browserless sign-in that `calcgraph token` uses."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import http.client
 import json
 import logging
+import os
 import secrets
 import subprocess
 import sys
@@ -14,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -52,6 +56,19 @@ DEV_USERS = {
 PROVIDER_START_SECONDS = 10.0
 
 
+PROOF_PATH = "/calcgraph/proof"
+"""Where a provider started by calcgraph proves it is one (see `verify_own`)."""
+
+
+def proof_of(secret: bytes, challenge: str) -> str:
+    return hmac.new(secret, challenge.encode(), hashlib.sha256).hexdigest()
+
+
+def proof_file(port: int) -> Path:
+    """The secret of the provider calcgraph runs on `port`, readable by this user alone."""
+    return Path.home() / ".cache" / "calcgraph" / f"devidp-{port}.proof"
+
+
 class DevIdentityProvider:
     """The provider as a child process on loopback; `issuer` is known once it listens."""
 
@@ -61,6 +78,7 @@ class DevIdentityProvider:
         host: str = "127.0.0.1",
         port: int = 0,
         log_level: str | None = None,
+        proof: Path | None = None,
     ) -> None:
         """`log_level`: the child's, where it differs from the settings' (the demo keeps the
         provider's per-sign-in records out of its user's terminal)."""
@@ -72,6 +90,7 @@ class DevIdentityProvider:
         self.host = host
         self.port = port
         self.log_level = log_level
+        self.proof = proof
         self._process: subprocess.Popen[str] | None = None
         self.issuer = ""
 
@@ -94,6 +113,7 @@ class DevIdentityProvider:
                 "--audience",
                 self.audience,
                 *(() if self.log_level is None else ("--log-level", self.log_level)),
+                *(() if self.proof is None else ("--proof-file", str(self.proof))),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -192,14 +212,46 @@ def start_for_serve(audience: str, host: str, port: int) -> DevIdentityProvider 
         )
     issuer = f"http://127.0.0.1:{port}"
     if _answers(issuer):
-        # Another `serve` on this machine already runs it: share it, tokens verify either way.
-        return None
-    provider = DevIdentityProvider(audience, port=port)
+        # Another `serve` of this user already runs it: share it, tokens verify either way.
+        # Anything else answering there could sign tokens for anyone, admins included: the
+        # API would trust its keys. It must prove it is ours, or serve refuses to start.
+        if verify_own(issuer, proof_file(port)):
+            return None
+        raise ValueError(
+            f"something answers at {issuer} as an OpenID provider, but it is not the "
+            "development identity provider calcgraph started for this user (it cannot prove "
+            f"it with {proof_file(port)}); refusing to trust its tokens. Stop it, or set "
+            "CALCGRAPH_DEV_IDP_PORT to a free port."
+        )
+    provider = DevIdentityProvider(audience, port=port, proof=proof_file(port))
     provider.launch()
     # The API starts meanwhile (its /health needs no provider; a token comes from the provider,
     # so no caller can present one before it listens). A provider that fails is logged.
     threading.Thread(target=_report_failure, args=(provider,), daemon=True).start()
     return provider
+
+
+def verify_own(issuer: str, proof: Path) -> bool:
+    """Whether the provider at `issuer` knows the secret in `proof` (a file of this user's,
+    which a provider calcgraph started wrote), asked with a fresh challenge."""
+    try:
+        if proof.stat().st_uid != os.getuid() or proof.stat().st_mode & 0o077:
+            return False
+        secret = bytes.fromhex(proof.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return False
+    challenge = secrets.token_hex(16)
+    parts = urlsplit(issuer)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=2)
+    try:
+        connection.request("GET", f"{PROOF_PATH}?challenge={challenge}")
+        response = connection.getresponse()
+        answer = json.loads(response.read()).get("proof") if response.status == 200 else None
+    except (*_UNANSWERED, ValueError, AttributeError):
+        return False
+    finally:
+        connection.close()
+    return isinstance(answer, str) and hmac.compare_digest(answer, proof_of(secret, challenge))
 
 
 def _report_failure(provider: DevIdentityProvider) -> None:

@@ -35,7 +35,7 @@ import jinja2
 import jwt
 import werkzeug.serving
 
-from calcgraph.auth.devidp import DEV_USERS, TOKEN_LIFETIME
+from calcgraph.auth.devidp import DEV_USERS, PROOF_PATH, TOKEN_LIFETIME, proof_of
 from calcgraph.auth.issuer import is_loopback
 from calcgraph.ops.logs import setup_logging
 from calcgraph.settings import get_settings
@@ -97,7 +97,7 @@ class PkceChallenges:
         self._by_code: dict[str, tuple[str, float]] = {}
 
     def remember(self, response: flask.Response) -> flask.Response:
-        challenge = flask.request.args.get("code_challenge")
+        challenge = flask.request.values.get("code_challenge")
         if flask.request.method != "POST" or challenge is None or response.status_code != 302:
             return response
         codes = parse_qs(urlsplit(response.headers.get("Location", "")).query).get("code", [])
@@ -111,15 +111,20 @@ class PkceChallenges:
         return response
 
     def check(self) -> flask.typing.ResponseReturnValue | None:
-        form = flask.request.form
-        if form.get("grant_type") != "authorization_code":
-            return None
-        code = form.get("code", "")
+        # Every code that has a challenge, wherever the request puts its parameters: authlib
+        # reads them from the query string as well as the form, so a check of the form alone
+        # (or of its `grant_type`) lets a request with them in the query through.
+        values = flask.request.values
         with self._lock:
-            entry = self._by_code.get(code)
-        if entry is None:
+            entries = [self._by_code.get(code) for code in values.getlist("code")]
+        found = [entry for entry in entries if entry is not None]
+        if not found:
             return None
-        verifier = form.get("code_verifier", "")
+        verifiers = values.getlist("code_verifier")
+        verifier = verifiers[0] if len(verifiers) == 1 else ""
+        entry = found[0]
+        if len(found) > 1 or len(values.getlist("code")) > 1:
+            return flask.jsonify(error="invalid_request", error_description="one code"), 400
         digest = hashlib.sha256(verifier.encode()).digest()
         expected = base64.urlsafe_b64encode(digest).decode().rstrip("=")
         if not hmac.compare_digest(expected, entry[0]):
@@ -128,11 +133,13 @@ class PkceChallenges:
                 error_description="code_verifier does not match the code_challenge",
             ), 400
         with self._lock:
-            self._by_code.pop(code, None)
+            self._by_code.pop(values["code"], None)
         return None
 
 
-def build_app(audience: str, lifetime: timedelta = TOKEN_LIFETIME) -> flask.Flask:
+def build_app(
+    audience: str, lifetime: timedelta = TOKEN_LIFETIME, proof_secret: bytes | None = None
+) -> flask.Flask:
     app = flask.Flask("calcgraph.devidp")
     # The provider's blueprint names no template folder: its pages (the sign-in form) are
     # found through the application's loader. Ours first: a page frame without a CDN.
@@ -162,7 +169,38 @@ def build_app(audience: str, lifetime: timedelta = TOKEN_LIFETIME) -> flask.Flas
     def check_verifier() -> flask.typing.ResponseReturnValue | None:
         return pkce.check() if flask.request.path == "/oauth2/token" else None
 
+    @app.get(PROOF_PATH)
+    def proof() -> flask.typing.ResponseReturnValue:
+        # Whoever can read the proof file (its owner) can tell this provider from another
+        # server on the port: the HMAC of their challenge under the file's secret.
+        challenge = flask.request.args.get("challenge", "")
+        if proof_secret is None or not challenge:
+            return flask.jsonify(error="not_found"), 404
+        return flask.jsonify(proof=proof_of(proof_secret, challenge))
+
+    @app.before_request
+    def refuse_user_edits() -> flask.typing.ResponseReturnValue | None:
+        # The provider's own `PUT /users/<sub>` would let any local caller give any user any
+        # claim, the admin role included: the development users are fixed (DEV_USERS).
+        if flask.request.path.startswith("/users/") and flask.request.method != "GET":
+            return flask.jsonify(
+                error="forbidden", error_description="the development users cannot be edited"
+            ), 403
+        return None
+
     return app
+
+
+def write_proof_file(path: Path) -> bytes:
+    """A fresh secret in `path`, readable by this user alone (replacing an older one)."""
+    secret = secrets.token_bytes(32)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(secret.hex().encode())
+    os.replace(temporary, path)
+    return secret
 
 
 def _exit_with_parent() -> None:
@@ -178,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--audience", required=True)
     parser.add_argument("--log-level", help="instead of the settings' (CALCGRAPH_LOG_LEVEL)")
+    parser.add_argument("--proof-file", help="write a secret here (0600) to prove who we are")
     args = parser.parse_args(argv)
     if not is_loopback(args.host):
         sys.stderr.write(f"refusing to serve the development provider on {args.host}\n")
@@ -190,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings.model_copy(update={"log_level": args.log_level})
     setup_logging(settings)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    secret = write_proof_file(Path(args.proof_file)) if args.proof_file else None
     server = werkzeug.serving.make_server(
-        args.host, args.port, build_app(args.audience), threaded=True
+        args.host, args.port, build_app(args.audience, proof_secret=secret), threaded=True
     )
     host, port = args.host, server.server_port
     # The parent reads this line to learn the port (the provider may have been given port 0).

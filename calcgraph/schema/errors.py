@@ -46,6 +46,13 @@ class ContractErrors(MaskErrors):
                         extensions=extensions,
                     )
                 )
+            elif error.path is None and (
+                isinstance(original, GraphQLError) or error.message.startswith("Variable '$")
+            ):
+                # A variable of the wrong type, or missing, is refused while the variables are
+                # coerced, before execution: the request's fault (contract section 8b).
+                error.extensions = {**(error.extensions or {}), "code": "ValidationError"}
+                processed.append(error)
             elif original is not None and is_retryable(original):
                 # Contention or a pool with no free connection: the REST door's 503, here.
                 processed.append(

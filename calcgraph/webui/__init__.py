@@ -8,6 +8,10 @@ once. Every other path under `/ui/` answers `index.html`: the app routes deep li
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
+from functools import cache
 from pathlib import Path
 
 from starlette.datastructures import Headers
@@ -28,11 +32,54 @@ Build them with <code>make install</code> (or <code>cd web &amp;&amp; npm ci &am
 npm run build</code>).</p></body></html>"""
 
 
+# Contract section 8b, browser hardening: every response of the app's files says so.
+_HARDENING = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+_INLINE_STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
+
+
+def content_security_policy(html: str, *, styles_at_runtime: bool = False) -> str:
+    """The policy of one page: scripts, styles, workers and requests from this server only
+    (fonts too, or inlined as `data:` in this server's stylesheets), no plugins, never framed.
+    A `<style>` block written in the page itself (built from web/, so this server's own) is
+    allowed by its hash. `styles_at_runtime`: GraphiQL's editor (Monaco) writes its styles into
+    the page as it runs, which no hash can name: its page allows inline styles, never inline
+    or foreign scripts."""
+    hashes = "".join(
+        f" 'sha256-{base64.b64encode(hashlib.sha256(block.encode()).digest()).decode()}'"
+        for block in _INLINE_STYLE.findall(html)
+    )
+    styles = "'self' 'unsafe-inline'" if styles_at_runtime else f"'self'{hashes}"
+    return (
+        "default-src 'self'; script-src 'self'; "
+        f"style-src {styles}; img-src 'self' data:; font-src 'self' data:; "
+        "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    )
+
+
+# The pages whose scripts write styles as they run (see `content_security_policy`).
+_STYLES_AT_RUNTIME = frozenset({"graphiql.html"})
+
+
+@cache
+def _policy_of(path: Path, mtime_ns: int) -> str:
+    return content_security_policy(
+        path.read_text(encoding="utf-8"), styles_at_runtime=path.name in _STYLES_AT_RUNTIME
+    )
+
+
 def _page(name: str) -> Response:
     page = DIST / name
     if not page.is_file():
-        return HTMLResponse(_MISSING, status_code=503, headers={"Cache-Control": _NO_CACHE})
-    return FileResponse(page, media_type="text/html", headers={"Cache-Control": _NO_CACHE})
+        headers = {
+            "Cache-Control": _NO_CACHE,
+            "Content-Security-Policy": content_security_policy(_MISSING),
+            **_HARDENING,
+        }
+        return HTMLResponse(_MISSING, status_code=503, headers=headers)
+    policy = _policy_of(page, page.stat().st_mtime_ns)
+    headers = {"Cache-Control": _NO_CACHE, "Content-Security-Policy": policy, **_HARDENING}
+    return FileResponse(page, media_type="text/html", headers=headers)
 
 
 def graphiql_page() -> Response:
@@ -64,7 +111,7 @@ async def asset(request: Request) -> Response:
     # Only files inside dist/assets: `..` and absolute paths fall outside and get 404.
     if not path.is_relative_to(ASSETS.resolve()) or not path.is_file():
         raise HTTPException(404)
-    return FileResponse(path, headers={"Cache-Control": _IMMUTABLE})
+    return FileResponse(path, headers={"Cache-Control": _IMMUTABLE, **_HARDENING})
 
 
 async def app_page(request: Request) -> Response:

@@ -185,7 +185,9 @@ def _batch(
             started_at = utcnow()
             if links:
                 due.running(links, step, started_at)
-            link = _link(runtime, held, context, step, started_at)
+            # A claimed head the owner may no longer execute is recorded refused, never run.
+            denied = service.refused(step, started_at) if step is head else None
+            link = denied or _link(runtime, held, context, step, started_at)
             if links and due.ran():
                 if due.next is None:
                     return None  # the run no longer waits for this node

@@ -1,8 +1,10 @@
 """The `jobs.run` actor: run one job by id, record its result in the job store, idempotently.
 
 1. Claim `queued -> running` with a guarded UPDATE; 0 rows means another delivery claimed or
-   finished it: ack and return (a redelivered message never runs a job twice). The claim sets
-   the job's lease, which the process's heartbeat renews while it runs. Claims and finishes go
+   finished it: ack and return (a redelivered message never runs a job twice). The claim checks
+   that the job's owner may still execute its function version (contract section 8b); a
+   refused job is recorded failed `permission_denied` by the claim and never runs. The claim
+   sets the job's lease, which the process's heartbeat renews while it runs. Claims and finishes go
    through the process's `JobStore`, which groups concurrent ones per transaction.
 2. Stage the code and run it on the process's warm pool, in this worker thread.
 3. Record `success`/`failed` with a guarded UPDATE (`running -> ...` under the claim's lease:
@@ -55,6 +57,9 @@ def run_job(runtime: CodeRuntime, job_id: str) -> None:
 def _run_job(runtime: CodeRuntime, job_id: str) -> None:
     claimed = runtime.call(_claim(runtime, job_id))
     if claimed is None:
+        return
+    if claimed.refused:  # recorded failed by the claim: nothing runs
+        runtime.notifier.publish(job_id)
         return
     # The claim's lease is beating until the result is recorded: a process killed outright
     # stops it, and the sweeper hands the job to another worker.

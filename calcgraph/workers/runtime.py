@@ -116,7 +116,11 @@ class CodeRuntime(WorkerRuntime):
         # Fail closed now, naming the fix, rather than at the first job.
         self.backend = backend or create_backend(settings, check=True)
         super().__init__(settings, backbone, metrics)
-        self.pool = WarmPool(self.backend, max_size=settings.warm_pool_size)
+        self.pool = WarmPool(
+            self.backend,
+            max_size=settings.warm_pool_size,
+            max_idle_seconds=settings.warm_idle_seconds,
+        )
         self.metrics.watch(pool=self.pool)
         self.code_cache = CodeCache(settings.code_cache_dir)
         self.limits = limits_from(settings)

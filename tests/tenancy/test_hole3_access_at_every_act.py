@@ -325,11 +325,18 @@ class TestChainWorkerChecksEachNextNode:
 
         run = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
 
-        # The head was the tick's to check (it was allowed when submitted); every node after
-        # it is the worker's, checked when its batch began: none of them ran.
-        _assert_refused(run, "n2")
-        assert run["node_states"]["n3"]["status"] == "cancelled"
-        assert run["node_states"]["n3"]["job_id"] is None
+        # The head was allowed when the tick submitted it, and is checked again by the worker
+        # that claims its queued job (issue 27, contract section 8b): refused, never run, and
+        # nothing after it ran either.
+        assert run["status"] == "failed", run
+        assert run["first_failed_node_key"] == "n1", run
+        assert run["terminal_outputs"] is None, run
+        head = run["node_states"]["n1"]
+        assert head["error"]["kind"] == "permission_denied", head
+        assert head["outputs"] is None, head
+        for key in ("n2", "n3"):
+            assert run["node_states"][key]["status"] == "cancelled"
+            assert run["node_states"][key]["job_id"] is None
 
 
 RUN_JOBS = """

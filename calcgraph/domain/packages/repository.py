@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, select, update
+from sqlalchemy import ColumnElement, Select, and_, func, select, update
 from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
@@ -93,6 +93,16 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
         return await self.session.scalar(
             select(Package).where(Package.name == name).with_for_update()
         )
+
+    async def name_in_other_case(self, name: str) -> str | None:
+        """The name of another package that differs from `name` only in case, if any: names
+        are unique without regard to case (contract section 8b)."""
+        found = await self.session.scalar(
+            select(Package.name)
+            .where(func.lower(Package.name) == name.lower(), Package.name != name)
+            .limit(1)
+        )
+        return str(found) if found is not None else None
 
     async def insert_package_if_missing(self, **values: Any) -> None:
         dialect = self.session.get_bind().dialect.name

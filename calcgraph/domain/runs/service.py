@@ -52,6 +52,7 @@ from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
 from calcgraph.domain.runs.state import (
     RUN_TERMINAL,
+    JobResult,
     NodeState,
     RunState,
     TickResult,
@@ -351,7 +352,9 @@ class RunService:
             retry_at=run.retry_at,
         )
 
-        def advance(refused: frozenset[str] = frozenset()) -> TickResult:
+        def advance(
+            refused: frozenset[str] = frozenset(), results: Mapping[str, JobResult] = results
+        ) -> TickResult:
             return tick(
                 frozen,
                 before,
@@ -367,17 +370,22 @@ class RunService:
             )
 
         result = advance()
-        if result.jobs:
+        adopted = _adopted_outputs(frozen, result, results)
+        if result.jobs or adopted:
             # Access at every act: the owner's right to execute what this tick would submit,
-            # now, in one statement over those versions (not the run's); a refusal is rare,
-            # and the pure tick is run again with it.
+            # and what the jobs whose outputs it would copy into the run ran, now, in one
+            # statement over those versions (not the run's); a refusal is rare, and the pure
+            # tick is run again with it. A job that finished after its owner lost the right
+            # is reconciled as failed `permission_denied`: none of its outputs reach the run.
             refused = await access_service.refused_executions(
                 session,
                 run.user_id,
-                {j.function_version_id for j in result.jobs if j.function_version_id},
+                {j.function_version_id for j in result.jobs if j.function_version_id}
+                | set(adopted.values()),
             )
             if refused:
-                result = advance(refused)
+                lost = {job for job, version in adopted.items() if version in refused}
+                result = advance(refused, {**results, **_refusals(lost, results)})
         if not result.changed:
             return await self._view(repository, run, since, states, snapshot)
         revision = run.revision
@@ -587,3 +595,30 @@ class RunService:
 
 
 run_service = RunService()
+
+
+def _adopted_outputs(
+    frozen: Plan, result: TickResult, results: Mapping[str, JobResult]
+) -> dict[str, str]:
+    """The jobs whose outputs this tick's `result` copies into the run (their nodes became
+    `success`), each with its function version."""
+    found: dict[str, str] = {}
+    for key, state in result.nodes.items():
+        if state.status != "success" or state.job_id not in results:
+            continue
+        version = frozen.nodes[key].function_version_id
+        if state.job_id is not None and version is not None:
+            found[state.job_id] = version
+    return found
+
+
+def _refusals(lost: set[str], results: Mapping[str, JobResult]) -> dict[str, JobResult]:
+    return {
+        job_id: JobResult.failed(
+            "permission_denied",
+            "the run's owner may no longer execute the node's function: its package is not "
+            "visible to them now; the job's outputs were not taken into the run",
+            results[job_id].finished_at,
+        )
+        for job_id in lost
+    }

@@ -125,4 +125,8 @@ def _create(settings: Settings, chosen: SandboxKind) -> SandboxBackend:
 
 
 def create_pool(settings: Settings, backend: SandboxBackend | None = None) -> WarmPool:
-    return WarmPool(backend or create_backend(settings), max_size=settings.warm_pool_size)
+    return WarmPool(
+        backend or create_backend(settings),
+        max_size=settings.warm_pool_size,
+        max_idle_seconds=settings.warm_idle_seconds,
+    )

@@ -31,7 +31,14 @@ from calcgraph.workers.sandbox.base import (
 )
 from calcgraph.workers.sandbox.cgroups import CgroupLayout, SandboxCgroup
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
-from calcgraph.workers.sandbox.staging import user_process_count
+from calcgraph.workers.sandbox.staging import (
+    STAGE_DIR,
+    neutral_interpreter,
+    remove_staged,
+    remove_stale_staging,
+    stage_code,
+    user_process_count,
+)
 
 SANDBOX_UID = 65534
 _PREFIX = Path("/opt/python")
@@ -49,6 +56,14 @@ _JOIN_CGROUPS = [
 ]
 
 
+def _memory_file(text: str) -> int:
+    """A descriptor of an anonymous memory file holding `text`, read from its start."""
+    descriptor = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    os.write(descriptor, text.encode())
+    os.lseek(descriptor, 0, os.SEEK_SET)
+    return descriptor
+
+
 class BwrapBackend(SandboxBackend):
     name = "bwrap"
 
@@ -62,7 +77,18 @@ class BwrapBackend(SandboxBackend):
         # An interpreter outside /usr (pyenv under /root, say) is mounted at a neutral place, so
         # the sandbox learns nothing of the host's home directories.
         self.mounted_prefix = self.prefix if self.prefix.is_relative_to("/usr") else _PREFIX
+        if self.mounted_prefix != self.prefix and os.geteuid() == 0:
+            # The sandbox's mount table would name the install folder: bind a copy instead.
+            try:
+                self.prefix = neutral_interpreter(self.prefix)
+            except OSError as exc:
+                raise SandboxUnavailable(f"cannot copy the interpreter: {exc}") from exc
         self.python = str(self.mounted_prefix / "bin" / "python3")
+        # As root, staged code lives where the process backend stages its own (not /tmp).
+        self.stage_dir: Path | None = STAGE_DIR if os.geteuid() == 0 else None
+        if self.stage_dir is not None:
+            self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
+        remove_stale_staging(self.stage_dir)
 
     @cached_property
     def _help(self) -> str:
@@ -103,10 +129,10 @@ class BwrapBackend(SandboxBackend):
     def enforcement(self) -> dict[str, str]:
         return dict(self._enforcement)
 
-    def _args(self, spec: SandboxSpec) -> list[str]:
+    def _args(self, spec: SandboxSpec, code_dir: Path) -> list[str]:
+        """bwrap's options (sent through `--args`, see `start`)."""
         limits = spec.limits
         args = [
-            self.bwrap,
             "--unshare-all",
             "--unshare-user",
             "--uid", str(SANDBOX_UID),
@@ -137,13 +163,12 @@ class BwrapBackend(SandboxBackend):
             "--proc", "/proc",
             "--dev", "/dev",
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
-            "--ro-bind", str(spec.code_dir.resolve()), "/code",
+            "--ro-bind", str(code_dir), "/code",
         ]  # fmt: skip
         if spec.deps_dir is not None:
             args += ["--ro-bind", str(spec.deps_dir.resolve()), "/deps"]
         # /dev is a tmpfs bwrap populates; once set up, nothing but /tmp stays writable.
         args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp"]
-        args += [self.python, "-I", "-S", "-B", "-c", runner_source()]
         return args
 
     def start(self, spec: SandboxSpec) -> RunnerSandbox:
@@ -162,6 +187,17 @@ class BwrapBackend(SandboxBackend):
             rlimits["AS"] = limits.memory_bytes
             rlimits["NPROC"] = user_process_count(os.getuid()) + limits.pids
         procs_files = group.procs_files if group else []
+        # The code is staged under a neutral folder: the sandbox's mount table shows where its
+        # /code comes from, which must not be the worker's code cache.
+        try:
+            staged = stage_code(spec.code_dir, self.stage_dir)
+        except OSError as exc:
+            if group:
+                group.remove()
+            raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
+        # bwrap is pid 1 of the sandbox: its arguments (host paths among them) would be in the
+        # job's /proc/1/cmdline. They go through a memory file instead (`--args`).
+        arguments = _memory_file("\0".join(self._args(spec, staged / "code")) + "\0")
 
         config = runner_config(
             spec,
@@ -176,15 +212,28 @@ class BwrapBackend(SandboxBackend):
         )
         try:
             process = spawn(
-                [*_JOIN_CGROUPS, str(len(procs_files)), *procs_files, *self._args(spec)],
+                [
+                    *_JOIN_CGROUPS,
+                    str(len(procs_files)),
+                    *procs_files,
+                    self.bwrap,
+                    "--args",
+                    str(arguments),
+                    # The command stays here (bwrap wants it last): neutral paths only.
+                    *(self.python, "-I", "-S", "-B", "-c", runner_source()),
+                ],
                 env={},
                 cwd="/",
                 start_new_session=True,
+                pass_fds=(arguments,),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             if group:
                 group.remove()
+            remove_staged(staged)
             raise SandboxError("infrastructure_error", f"cannot start bwrap: {exc}") from exc
+        finally:
+            os.close(arguments)
         channel = PipeChannel(process)
 
         def kill() -> None:
@@ -197,6 +246,7 @@ class BwrapBackend(SandboxBackend):
             channel.close()
             if group:
                 group.remove()
+            remove_staged(staged)
 
         def oom_killed() -> bool:
             return group.oom_killed() if group else False

@@ -5,7 +5,9 @@ A job takes an idle sandbox of its function version *for its user* (the spec's `
 starts one), runs on it alone, and gives it back: jobs of different users never share a sandbox
 process, its memory or its /tmp (contract section 8), even for one public function. A sandbox
 that died (timeout, out of memory, crash) is not given back. At most
-`max_size` idle sandboxes are kept (the specification's warm container cache of 200).
+`max_size` idle sandboxes are kept (the specification's warm container cache of 200), and
+none longer than `max_idle_seconds` (contract section 8b: a warm sandbox idle for 10 minutes
+is stopped), by a reaper thread that wakes as the oldest idle one comes due.
 """
 
 from __future__ import annotations
@@ -40,22 +42,32 @@ class PoolStats:
     """Idle sandboxes closed to stay within the size."""
     discarded: int = 0
     """Sandboxes not given back because they died or their version's spec changed."""
+    expired: int = 0
+    """Idle sandboxes stopped after `max_idle_seconds` without a job."""
 
 
 class WarmPool:
     """Thread-safe; one sandbox runs one job at a time."""
 
-    def __init__(self, backend: SandboxBackend, max_size: int = 200) -> None:
+    def __init__(
+        self, backend: SandboxBackend, max_size: int = 200, max_idle_seconds: float = 600.0
+    ) -> None:
         if max_size < 0:
             raise ValueError("max_size must be >= 0")
+        if max_idle_seconds <= 0:
+            raise ValueError("max_idle_seconds must be > 0")
         self.backend = backend
         self.max_size = max_size
+        self.max_idle_seconds = max_idle_seconds
         self.stats = PoolStats()
         self._lock = threading.Lock()
         # Insertion order is recency: the first entry is the least recently used idle sandbox.
         # Entries are keyed by (function version, tenant).
         self._idle: OrderedDict[int, tuple[tuple[str, str], Sandbox]] = OrderedDict()
+        self._idle_since: dict[int, float] = {}
         self._closed = False
+        self._wake = threading.Condition(self._lock)
+        self._reaper: threading.Thread | None = None
 
     def __len__(self) -> int:
         with self._lock:
@@ -80,10 +92,12 @@ class WarmPool:
                 if sandbox.spec == spec and sandbox.alive and found is None:
                     found = sandbox
                     del self._idle[ident]
+                    self._idle_since.pop(ident, None)
                 elif sandbox.spec != spec or not sandbox.alive:
                     stale.append(sandbox)
             for sandbox in stale:
                 self._idle.pop(id(sandbox), None)
+                self._idle_since.pop(id(sandbox), None)
             self.stats.discarded += len(stale)
             if found is not None:
                 self.stats.hits += 1
@@ -98,10 +112,17 @@ class WarmPool:
                     self.stats.discarded += 1
             else:
                 self._idle[id(sandbox)] = ((key, sandbox.spec.tenant), sandbox)
+                self._idle_since[id(sandbox)] = time.monotonic()
                 while len(self._idle) > self.max_size:
-                    _, (_, oldest) = self._idle.popitem(last=False)
+                    ident, (_, oldest) = self._idle.popitem(last=False)
+                    self._idle_since.pop(ident, None)
                     evicted.append(oldest)
                     self.stats.evictions += 1
+                if self._reaper is None:
+                    self._reaper = threading.Thread(
+                        target=self._reap, name="warm-pool-reaper", daemon=True
+                    )
+                    self._reaper.start()
         for old in evicted:
             old.close()
 
@@ -165,6 +186,7 @@ class WarmPool:
             doomed = [(i, s) for i, ((k, _), s) in self._idle.items() if k == key]
             for ident, _ in doomed:
                 del self._idle[ident]
+                self._idle_since.pop(ident, None)
         for _, sandbox in doomed:
             sandbox.close()
 
@@ -174,5 +196,40 @@ class WarmPool:
             self._closed = True
             doomed = [sandbox for _, sandbox in self._idle.values()]
             self._idle.clear()
+            self._idle_since.clear()
+            self._wake.notify_all()
         for sandbox in doomed:
             sandbox.close()
+
+    def expire(self, now: float | None = None) -> int:
+        """Stop every sandbox idle for `max_idle_seconds` or more by `now` (monotonic); how
+        many. The reaper calls it; a sandbox running a job is not idle."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            due = [
+                i for i, since in self._idle_since.items() if now - since >= self.max_idle_seconds
+            ]
+            doomed = [self._idle.pop(ident)[1] for ident in due]
+            for ident in due:
+                del self._idle_since[ident]
+            self.stats.expired += len(doomed)
+        for sandbox in doomed:
+            sandbox.close()
+        return len(doomed)
+
+    def _reap(self) -> None:
+        """Sleep until the oldest idle sandbox comes due, expire, again; until `close`."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                oldest = min(self._idle_since.values(), default=None)
+                wait = (
+                    self.max_idle_seconds
+                    if oldest is None
+                    else oldest + self.max_idle_seconds - time.monotonic()
+                )
+                if wait > 0:
+                    self._wake.wait(wait)
+                    continue
+            self.expire()

@@ -36,6 +36,7 @@ from calcgraph.workers.sandbox.base import (
 )
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
 from calcgraph.workers.sandbox.staging import (
+    STAGE_DIR,
     allocate_uid,
     remove_staged,
     remove_stale_staging,
@@ -50,7 +51,6 @@ _ALWAYS_UNENFORCEABLE = frozenset({"read_only_fs", "user_namespaces"})
 # Shared writable folders of the host, and /run with its service sockets (PostgreSQL's among
 # them), that a root-run sandbox sees as empty read-only mounts.
 HIDDEN_DIRS = ("/var/tmp", "/dev/shm", "/run")
-STAGE_DIR = Path("/var/lib/calcgraph/sandboxes")
 WEAK_WARNING = (
     "CALCGRAPH_SANDBOX=process: the `process` sandbox is for a SINGLE TRUSTED USER only. Jobs run "
     "as plain subprocesses with rlimits; not enforced: %s. For other users' code install "

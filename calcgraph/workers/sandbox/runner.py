@@ -45,7 +45,10 @@ class _Drainer:
 
     def __init__(self) -> None:
         self._captures: queue.SimpleQueue[_Capture] = queue.SimpleQueue()
-        threading.Thread(target=self._loop, daemon=True).start()
+        thread = threading.Thread(target=self._loop, daemon=True)
+        thread.start()
+        if thread.native_id is not None:
+            _OWN_TASKS.add(thread.native_id)
 
     def _loop(self) -> None:
         while True:
@@ -58,6 +61,11 @@ class _Drainer:
 
 
 _drainer: _Drainer | None = None
+_OWN_TASKS: set[int] = set()
+"""Kernel task ids of the runner's own threads (main, drainers) and of the threads the handler's
+module started when it was imported: after a job, any other task is one the job left running."""
+_PR_SET_CHILD_SUBREAPER = 36
+_SWEEP_SECONDS = 2.0
 
 
 class _Capture:
@@ -114,6 +122,74 @@ class _Capture:
         if self.dropped:
             text += f"\n[calcgraph: {self.dropped} more bytes of output dropped]\n"
         return text
+
+
+def _children() -> list[int]:
+    """The runner's child processes (of every thread of it), from /proc."""
+    me = os.getpid()
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                # pid (comm) state ppid ...: comm may hold spaces and parentheses.
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[1] == str(me):
+            found.append(int(entry))
+    return found
+
+
+def _reap() -> bool:
+    """Collect every child that has exited; True while children remain."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def _sweep(config: Mapping[str, Any]) -> dict[str, int]:
+    """End every process the job started, and count the threads it left (contract section 8b:
+    when a job ends, every process and thread its handler started is gone before the sandbox
+    serves another job).
+
+    The runner is a child subreaper, so whatever the job forked (double forks and `setsid`
+    included) stays below it: SIGKILL to every process it may signal (`kill_all`: the sandbox
+    has a pid namespace or a uid of its own) or, generation by generation, to its children,
+    until none is left to reap. Threads cannot be killed: the host stops a sandbox whose job
+    left one (its answer's `stray_threads`)."""
+    import signal
+
+    left: dict[str, int] = {}
+    if _reap():
+        deadline = time.monotonic() + _SWEEP_SECONDS
+        killed = 0
+        while _reap():
+            if time.monotonic() > deadline:
+                left["stray_processes"] = len(_children()) or 1
+                break
+            targets = [-1] if config.get("kill_all") else _children()
+            for pid in targets:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.001)
+        left["killed_processes"] = killed
+    try:
+        tasks = {int(task) for task in os.listdir("/proc/self/task")}
+    except OSError:
+        tasks = set()
+    stray = len(tasks - _OWN_TASKS)
+    if stray:
+        left["stray_threads"] = stray
+    return left
 
 
 def _proc_status() -> dict[str, str]:
@@ -184,7 +260,12 @@ def _unshare(config: Mapping[str, Any]) -> None:
 
 
 def _confine(config: Mapping[str, Any]) -> None:
+    import ctypes
     import signal
+
+    # Orphans of what a job forks come back to the runner, which ends them after the job.
+    if ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_CHILD_SUBREAPER) failed")
 
     # Past RLIMIT_FSIZE a write must fail with EFBIG, not kill the runner with SIGXFSZ.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -304,6 +385,8 @@ def _run_job(
     except BaseException as exc:  # the handler's failure is the job's result, whatever it is
         error, trace = _error(exc)
         reply = {"type": "result", "status": "failed", "error": error}
+    # Before the capture ends: a process the job left may hold its pipe open.
+    reply.update(_sweep(config))
     logs = capture.stop(devnull)
     reply["logs"] = logs + trace
     reply["duration"] = time.perf_counter() - began
@@ -354,6 +437,9 @@ def main() -> None:
         _send(proto_out, {**failed, "nonce": nonce})
         return
     logs = capture.stop(devnull)
+    # What the import left running belongs to the sandbox; jobs are measured against it.
+    _sweep(config)
+    _OWN_TASKS.update(int(task) for task in os.listdir("/proc/self/task"))
     ready = {"type": "ready", "status": status, "logs": logs, "python": sys.version}
     _send(proto_out, {**ready, "nonce": nonce})
     del nonce

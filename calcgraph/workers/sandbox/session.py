@@ -155,6 +155,19 @@ def verify_status(status: Mapping[str, str]) -> str | None:
     return None
 
 
+def _left_running(reply: Mapping[str, Any]) -> str:
+    """What a job left running that its runner could not end (threads cannot be killed), as
+    words; empty when nothing."""
+    parts = []
+    for key, noun in (("stray_threads", "thread"), ("stray_processes", "process")):
+        count = reply.get(key)
+        if isinstance(count, int) and count > 0:
+            parts.append(
+                f"{count} {noun}{'es' if noun == 'process' else 's'}" if count > 1 else f"1 {noun}"
+            )
+    return " and ".join(parts)
+
+
 class RunnerSandbox(Sandbox):
     """A runner reached over a channel. Backends give it how to kill and inspect the sandbox."""
 
@@ -281,11 +294,15 @@ class RunnerSandbox(Sandbox):
                 return exc.result(time.monotonic() - began)
             except (TypeError, ValueError) as exc:  # inputs that are not JSON
                 return RunResult.failed("infrastructure_error", f"inputs are not JSON: {exc}")
-            if self.foreign_lines:
-                # Whatever wrote them may write again: the next job gets a fresh sandbox.
+            left = _left_running(reply)
+            if self.foreign_lines or left:
+                # Whatever wrote them may write again, and a thread cannot be killed: the next
+                # job gets a fresh sandbox (contract section 8b).
                 self.close()
         duration = time.monotonic() - began
         logs = truncate_logs(str(reply.get("logs", "")), limits.output_bytes)
+        if left:
+            logs += f"\n[calcgraph: the job left {left} running; its sandbox was stopped]\n"
         if self.foreign_lines:
             logs += (
                 f"\n[calcgraph: ignored {self.foreign_lines} line(s) written on the runner's "

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 from pathlib import Path
 
 _PREFIX = "calcgraph-sbx-"
+STAGE_DIR = Path("/var/lib/calcgraph/sandboxes")
+"""Where a root-run worker stages code (bwrap, process): outside /tmp, under a neutral path."""
 _uid_lock = threading.Lock()
 _uid_counter = itertools.count()
 
@@ -87,3 +91,45 @@ def user_process_count(uid: int) -> int:
                 if os.stat(f"/proc/{entry}").st_uid == uid:
                     count += 1
     return count
+
+
+_INTERPRETER_DIR = Path("/var/lib/calcgraph/python")
+# Not needed to run a handler: the base interpreter's own packages, tests, GUI and tooling.
+_NOT_NEEDED = ("site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3")
+
+
+def neutral_interpreter(prefix: Path) -> Path:
+    """A copy of what a sandbox needs of the interpreter installed at `prefix` (its python3,
+    libpython, the standard library), under a neutral folder made once per installation: a
+    sandbox's mount table names the source of each bind, which must not be the host's install
+    folder (a home directory, say). Root only; reused while the installation is unchanged."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    binary = prefix / "bin" / version
+    marker = f"{prefix}:{binary.stat().st_mtime_ns}".encode()
+    target = _INTERPRETER_DIR / f"{version}-{hashlib.sha256(marker).hexdigest()[:16]}"
+    if target.is_dir():
+        return target
+    _INTERPRETER_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=".build-", dir=_INTERPRETER_DIR))
+    try:
+        (building / "bin").mkdir()
+        shutil.copy2(binary, building / "bin" / version)
+        os.symlink(version, building / "bin" / "python3")
+        (building / "lib").mkdir()
+        for library in prefix.glob(f"lib/lib{version}*.so*"):
+            shutil.copy2(library, building / "lib" / library.name, follow_symlinks=True)
+        shutil.copytree(
+            prefix / "lib" / version,
+            building / "lib" / version,
+            symlinks=True,
+            ignore=shutil.ignore_patterns(*_NOT_NEEDED, "config-*"),
+        )
+        os.chmod(building, 0o755)
+        try:
+            os.rename(building, target)
+        except OSError:  # another worker made it first
+            shutil.rmtree(building, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return target

@@ -30,6 +30,9 @@ class ClaimedRow:
     workflow_run_id: str | None = None
     node_key: str | None = None
     """What its `calcgraph.calculation.started` event says (from the claim's RETURNING)."""
+    refused: bool = False
+    """Its owner may no longer execute the function version: the claim recorded the job
+    failed with kind `permission_denied`; the worker runs nothing."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.service import access_service
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.errors import NotFound
 from calcgraph.domain.events.service import (
@@ -236,9 +237,49 @@ class JobExecutionService:
         now = utcnow()
         finished = await repository.finish_many(finishes, now) if finishes else {}
         claimed = await repository.claim_many(claims, now, lease) if claims else {}
-        # Their events in the same commit, from what the UPDATEs returned: one INSERT.
-        await record_rows(session, transition_rows(claimed.values(), finishes, finished))
+        if claimed:
+            claimed = await self._refuse_lost_rights(session, repository, claimed, now)
+        # Their events in the same commit, from what the UPDATEs returned: one INSERT. A job
+        # refused at its claim never started: its event is its end.
+        await record_rows(
+            session,
+            transition_rows((c for c in claimed.values() if not c.refused), finishes, finished),
+        )
+        refused = [c.job_id for c in claimed.values() if c.refused]
+        if refused:
+            await record_job_transitions(session, ended=refused)
         return claimed, set(finished)
+
+    async def _refuse_lost_rights(
+        self,
+        session: AsyncSession,
+        repository: JobExecutionRepository,
+        claimed: dict[str, ClaimedRow],
+        now: datetime,
+    ) -> dict[str, ClaimedRow]:
+        """Access at every act (contract section 8b): a job waited in the queue since its
+        owner's request, and the owner may have lost the right to execute its function version
+        meanwhile (left the organization, the package went private). Checked in the claim's
+        transaction, one statement per owner in the batch; a refused job is recorded failed
+        with kind `permission_denied` there and then, and never runs."""
+        by_owner: dict[str, set[str]] = {}
+        for row in claimed.values():
+            by_owner.setdefault(row.user_id, set()).add(row.function_version_id)
+        refused = {
+            owner: await access_service.refused_executions(session, owner, versions)
+            for owner, versions in by_owner.items()
+        }
+        for job_id, row in list(claimed.items()):
+            if row.function_version_id not in refused[row.user_id]:
+                continue
+            error = {
+                "kind": "permission_denied",
+                "message": "the job's owner may no longer execute function version "
+                f"{row.function_version_id!r}: its package is not visible to them now",
+            }
+            await repository.finish(Finish(job_id, "failed", None, error, "", row.lease), now)
+            claimed[job_id] = replace(row, refused=True)
+        return claimed
 
     async def heartbeat(self, session: AsyncSession, leases: Collection[str]) -> int:
         """A worker process's sign of life for the jobs it runs (one statement)."""

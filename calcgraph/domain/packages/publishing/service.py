@@ -7,7 +7,7 @@ policy), to keep both modules small; both doors call `publishing_service`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -116,6 +116,12 @@ class PublishingService:
         )
         packages = PackageVersionRepository.from_session(session)
         functions = FunctionVersionRepository.from_session(session)
+        _refuse_names_differing_in_case(parsed.functions, "in the manifest")
+        other = await packages.name_in_other_case(parsed.package.name)
+        if other is not None:
+            raise Conflict(
+                f"a package {other!r} exists: package names are unique without regard to case"
+            )
         try:
             # Insert-if-missing, then lock: two first deployments of one package at once
             # both proceed (one creates the row, the other finds it) instead of one failing.
@@ -144,6 +150,9 @@ class PublishingService:
                     [FieldError(("organization",), "required when visibility is internal")],
                 )
             rows = await functions.functions_of_package(package.id)
+            _refuse_names_differing_in_case(
+                {*parsed.functions, *(f.name for f in rows)}, f"in package {package.name!r}"
+            )
             history = _history(
                 await packages.versions_of(package.id),
                 rows,
@@ -367,3 +376,16 @@ def sha256_hex(data: bytes) -> str:
 
 
 publishing_service = PublishingService()
+
+
+def _refuse_names_differing_in_case(names: Iterable[str], where: str) -> None:
+    """Function names are unique without regard to case (contract section 8b): `Inc` beside
+    `inc` is a conflict, whether both are in the manifest or one was published before."""
+    seen: dict[str, str] = {}
+    for name in sorted(names):
+        earlier = seen.setdefault(name.lower(), name)
+        if earlier != name:
+            raise Conflict(
+                f"functions {earlier!r} and {name!r} {where} differ only in case: function "
+                "names are unique without regard to case"
+            )

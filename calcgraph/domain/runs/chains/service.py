@@ -23,10 +23,11 @@ the tick's own rule) as soon as the predecessor succeeded, and run it before any
   execution. With `queued`, the next job is written `queued` (after an infrastructure failure,
   for the retry; with `send`, a hand-off: a new chain message for it leaves after the commit,
   so a long chain spans several messages, each within the actor's time limit).
-- Access at every act (contract section 3): the run owner's right to execute the chain ahead
-  is checked once per batch, in one statement, at `start` and in each `record` that starts a
-  next batch. A refused node is never run nor answered from the cache: its job is written
-  born `failed` with kind `permission_denied`, the tick adopts it and fails the run.
+- Access at every act (contract sections 3 and 8b): the run owner's right to execute the chain
+  ahead, the claimed head included, is checked once per batch, in one statement, at `start` and
+  in each `record` that starts a next batch. A refused node is never run nor answered from the
+  cache: its job is written born `failed` (the head's recorded failed) with kind
+  `permission_denied`, the tick adopts it and fails the run.
 """
 
 from __future__ import annotations
@@ -82,8 +83,9 @@ class ChainStep:
     rest: tuple[str, ...]
     """The nodes of the chain after this one."""
     refused: frozenset[str] = frozenset()
-    """Function versions of `rest` the run's owner may not execute, as checked when this
-    step's batch began (its job was claimed or started): the batch runs none of them."""
+    """Function versions of this step and `rest` the run's owner may not execute, as checked
+    when this step's batch began (its job was claimed or started): the batch runs none of
+    them."""
 
 
 @dataclass(frozen=True)
@@ -160,8 +162,9 @@ class ChainService:
             if claimed is None:
                 return None
         await record_job_transitions(session, started=[job_id])
+        # The head too: its job waited in the queue since the tick that submitted it.
         refused = await access_service.refused_executions(
-            session, context.user_id, _versions(context.plan, rest)
+            session, context.user_id, _versions(context.plan, (node_key, *rest))
         )
         step = ChainStep(
             job_id,

@@ -1,0 +1,43 @@
+"""Issue 27, point 6: a job never shows the host's paths (contract section 8b).
+
+bwrap was pid 1 of its sandbox with every bind's host path on its command line, and the mount
+table named the interpreter's install folder and the worker's code cache. On bwrap and docker
+(the process backend shares the host's /proc and mounts: docs/sandboxes.md says so)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from calcgraph.workers.sandbox import Limits, RunRequest, SandboxBackend
+from tests.sandbox.conftest import TEST_TIMEOUT
+
+SOURCE = """
+def main():
+    with open("/proc/1/cmdline", "rb") as cmdline, open("/proc/self/mountinfo") as mounts:
+        text = cmdline.read().replace(b"\\0", b" ").decode("utf-8", "replace")
+        return {"cmdline": text, "mounts": mounts.read()}
+"""
+
+
+def test_proc_1_cmdline_and_mountinfo_name_no_host_folder(
+    sandbox_backend: SandboxBackend, tmp_path: Path
+) -> None:
+    if sandbox_backend.name == "process":
+        pytest.skip("the process backend shares the host's /proc (documented)")
+    code = tmp_path / "host-only-folder-7f3a" / "code-cache"
+    code.mkdir(parents=True)
+    (code / "job.py").write_text(SOURCE)
+    request = RunRequest(code, "job:main", {}, (), Limits(timeout_seconds=TEST_TIMEOUT))
+    result = sandbox_backend.run(request)
+    assert result.status == "success", result
+    assert result.outputs is not None
+    seen = result.outputs
+    for where in ("cmdline", "mounts"):
+        text = seen[where]
+        assert "host-only-folder-7f3a" not in text, text
+        assert str(tmp_path) not in text, text
+        if not sys.base_prefix.startswith("/usr"):
+            assert sys.base_prefix not in text, text
