@@ -50,4 +50,5 @@ class ExecuteMutation:
         principal = principal_of(info)
         address = _address(function_id, package, function)
         execution = info.context.services.execution
-        return JobType.from_view(await execution.execute(principal, address, inputs, wait))
+        executed = await execution.execute(principal, address, inputs, wait)
+        return JobType.from_view(executed.job)

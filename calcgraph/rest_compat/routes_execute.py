@@ -36,10 +36,14 @@ class ExecuteQuery(Query):
 
 async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddress) -> Reply:
     execution = call.services.execution
-    job = await execution.execute(
+    executed = await execution.execute(
         call.principal, address, call.body.inputs, call.query.wait, where=WAIT
     )
-    return Reply(200 if job.status in TERMINAL else 202, job)
+    status = 200 if executed.job.status in TERMINAL else 202
+    # Contract 11: a deprecated version says so in a header (RFC 9745) and in `warnings`.
+    deprecation = executed.deprecation
+    headers = {"Deprecation": deprecation.header} if deprecation is not None else {}
+    return Reply(status, executed, headers)
 
 
 rest = Operations(tag="execute")

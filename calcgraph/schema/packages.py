@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -213,6 +214,10 @@ class DeploymentReportType:
         description="Functions of earlier versions that this one no longer declares."
     )
     warnings: list[str] = strawberry.field(description="Things the author should know.")
+    breaking_changes: JSON = strawberry.field(
+        description="Interface breaks against the current versions: function, change, port, "
+        "breaking, reason."
+    )
 
     @classmethod
     def from_view(cls, r: DeploymentReport) -> DeploymentReportType:
@@ -222,6 +227,7 @@ class DeploymentReportType:
             functions=[FunctionDeploymentType.from_view(f) for f in r.functions],
             removed_functions=list(r.removed_functions),
             warnings=list(r.warnings),
+            breaking_changes=cast(JSON, list(r.breaking_changes)),
         )
 
 

@@ -249,6 +249,7 @@ class PublishingService:
             git_ref=git_ref,
             git_commit=git_commit,
             functions=tuple(lines),
+            breaking_changes=tuple(c.as_dict() for c in plan.breaking_changes),
         )
 
     async def publish_from_git(
