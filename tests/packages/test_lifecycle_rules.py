@@ -189,3 +189,46 @@ class TestRemoval:
         quiet = {"beam": {"handler": "beam:run", "inputs": IN, "outputs": OUT}}
         with pytest.raises(ValidationError):
             plan_deployment(make("2.0.1", "auto", quiet), {"beam": A}, history(old))
+
+
+class TestNotYetSupported:
+    """Keys the server cannot honour yet are refused with 422, never accepted and ignored."""
+
+    def manifest(self, **package: Any) -> Any:
+        from calcgraph.domain.packages.manifest import parse_manifest
+
+        return parse_manifest(
+            {
+                "kind": "package",
+                "version": 1,
+                "package": {"name": "demo", "version": "1.0.0", **package},
+                "functions": {"beam": {"handler": "beam:run", "inputs": IN, "outputs": OUT}},
+            }
+        )
+
+    @pytest.mark.parametrize(
+        ("package", "loc"),
+        [
+            ({"dependencies": {"other": "^1.0"}}, "dependencies"),
+            ({"deployment": {"strategy": "blue-green"}}, "deployment"),
+            (
+                {
+                    "deployment": {
+                        "strategy": "canary",
+                        "canary": {"traffic_split": {"1.0.0": 10, "0.9.0": 90}},
+                    }
+                },
+                "deployment",
+            ),
+        ],
+    )
+    def test_refused(self, package: dict[str, Any], loc: str) -> None:
+        with pytest.raises(ValidationError) as caught:
+            plan_deployment(self.manifest(**package), {"beam": A})
+        assert caught.value.errors[0].loc[2] == loc
+        assert "not supported by this server yet" in caught.value.message
+
+    def test_rolling_and_a_disabled_canary_deploy(self) -> None:
+        plan_deployment(self.manifest(deployment={"strategy": "rolling"}), {"beam": A})
+        disabled = {"strategy": "canary", "canary": {"enabled": False}}
+        plan_deployment(self.manifest(deployment=disabled), {"beam": A})

@@ -43,6 +43,38 @@ def is_major_bump(before: Version, after: Version) -> bool:
     return after.major == 0 and after.minor > before.minor
 
 
+def check_supported(manifest: Manifest) -> None:
+    """Keys this server parses but cannot honour yet are refused, never accepted and ignored:
+    `package.dependencies`, and the `blue-green` and enabled `canary` strategies."""
+    package = manifest.package
+    errors: list[FieldError] = []
+    if package.dependencies:
+        errors.append(
+            FieldError(
+                ("manifest", "package", "dependencies"),
+                "dependencies are not supported by this server yet: bundle the modules you "
+                f"need in the package instead of depending on {', '.join(package.dependencies)}",
+            )
+        )
+    deployment = package.deployment
+    canary_on = deployment.canary is not None and deployment.canary.enabled
+    if deployment.strategy == "blue-green" or (deployment.strategy == "canary" and canary_on):
+        errors.append(
+            FieldError(
+                ("manifest", "package", "deployment", "strategy"),
+                f"the {deployment.strategy} strategy is not supported by this server yet: "
+                "use rolling (each deployment becomes current at once) and pin versions with "
+                "@version where callers must stay on one",
+            )
+        )
+    if errors:
+        raise ValidationError(
+            "the manifest asks for what this server does not do yet: "
+            + "; ".join(e.msg for e in errors),
+            errors,
+        )
+
+
 def check_removals(manifest: Manifest, history: PackageHistory) -> None:
     version = parse_version(manifest.package.version)
     errors: list[FieldError] = []

@@ -31,7 +31,11 @@ from typing import Any, Literal
 
 from calcgraph.domain.errors import Conflict
 from calcgraph.domain.packages.interface_diff import InterfaceChange, breaking, function_changes
-from calcgraph.domain.packages.lifecycle_rules import breaking_changes, check_removals
+from calcgraph.domain.packages.lifecycle_rules import (
+    breaking_changes,
+    check_removals,
+    check_supported,
+)
 from calcgraph.domain.packages.manifest import FunctionSpec, Manifest
 from calcgraph.domain.packages.manifest_package import Release
 from calcgraph.domain.packages.semver_rules import (
@@ -288,6 +292,7 @@ def plan_deployment(
     if conflicts:
         raise Conflict("; ".join(conflicts), {"functions": conflicts})
     removed = tuple(sorted(set(history.functions) - set(manifest.functions)))
+    check_supported(manifest)
     check_removals(manifest, history)
     changes = breaking_changes(manifest, plans, removed, history)
     return DeploymentPlan(
