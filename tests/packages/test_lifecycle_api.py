@@ -250,3 +250,47 @@ class TestNotYetSupported:
         response = await client.post("/packages", json=request, headers=alice)
         assert response.status_code == 422
         assert "canary" in response.json()["detail"]
+
+
+class TestResourcesInTheManifest:
+    async def test_hostile_values_are_422(self, client: httpx.AsyncClient, bearer: Bearer) -> None:
+        alice = bearer("alice")
+        hostile: list[dict[str, Any]] = [
+            {"resources": {"memory_mb": -1}},
+            {"resources": {"memory_mb": 4096}},
+            {"resources": {"memory_mb": 10**30}},
+            {"resources": {"memory_mb": "256"}},
+            {"resources": {"memory_mb": 100.5}},
+            {"resources": {"cpus": 3}},
+            {"resources": {"cpus": 0}},
+            {"resources": {"cpus": "half"}},
+            {"resources": {"cpus": True}},
+            {"resources": {"timeout_s": 301}},
+            {"resources": {"timeout_s": -5}},
+            {"resources": {"timeout_s": 1e308}},
+            {"resources": {"gpus": 1}},
+            {"resources": {}},
+            {"resources": "big"},
+            {"profile": "turbo"},
+            {"profile": "compute", "resources": {"memory_mb": 512}},
+        ]
+        for fn in hostile:
+            response = await client.post(
+                "/packages", json=body("res-bad", "1.0.0", **fn), headers=alice
+            )
+            assert response.status_code == 422, (fn, response.text)
+            assert response.json()["detail"].startswith("ValidationError: ")
+        assert (await client.get("/packages/res-bad", headers=alice)).status_code == 404
+
+    async def test_declared_resources_are_part_of_the_version(
+        self, client: httpx.AsyncClient, bearer: Bearer
+    ) -> None:
+        alice = bearer("alice")
+        first = await publish(client, alice, body("res-ok", "1.0.0", profile="compute"))
+        same = await publish(client, alice, body("res-ok", "1.0.1", profile="compute"))
+        assert same["functions"][0]["status"] == "unchanged"
+        limits = {"memory_mb": 512, "cpus": 1, "timeout_s": 60}
+        changed = await publish(client, alice, body("res-ok", "1.0.2", resources=limits))
+        # The code is the same, but the limits are part of the immutable version.
+        assert changed["functions"][0]["status"] == "updated"
+        assert changed["functions"][0]["version_id"] != first["functions"][0]["version_id"]

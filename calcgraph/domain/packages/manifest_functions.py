@@ -11,6 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from calcgraph.domain.functions.resources import (
+    MAXIMA,
+    MINIMA,
+    PROFILES,
+    RESOURCE_KEYS,
+    resolved,
+)
 from calcgraph.domain.packages.manifest_package import STRATEGIES, Strategy
 from calcgraph.domain.packages.manifest_reader import Loc, Problems, describe
 from calcgraph.domain.types.expr import TypeExprError, from_json
@@ -27,6 +34,8 @@ FUNCTION_KEYS = (
     "removal_version",
     "inputs",
     "outputs",
+    "resources",
+    "profile",
 )
 
 
@@ -57,6 +66,9 @@ class FunctionSpec:
     removal_version: str | None = None
     inputs: tuple[Port, ...] | None = None
     outputs: tuple[Port, ...] | None = None
+    resources: Mapping[str, Any] | None = None
+    """Resolved per-function limits (`functions.resources`): `resources` or `profile`."""
+    profile: str | None = None
 
     @property
     def typed(self) -> bool:
@@ -110,6 +122,10 @@ def function_as_json(spec: FunctionSpec) -> dict[str, Any]:
         "outputs": _ports_as_json(spec.outputs),
     }
     result.update({k: v for k, v in optional.items() if v is not None})
+    if spec.profile is not None:
+        result["profile"] = spec.profile
+    elif spec.resources is not None:
+        result["resources"] = dict(spec.resources)
     if spec.changelog is not None:
         changelog = spec.changelog
         result["changelog"] = changelog if isinstance(changelog, str) else dict(changelog)
@@ -165,6 +181,27 @@ def _ports(p: Problems, value: object, loc: Loc, *, inputs: bool) -> tuple[Port,
         if type_text is not None:
             ports.append(Port(name, type_text, description, required))
     return tuple(ports)
+
+
+def _resources(p: Problems, value: object, loc: Loc) -> dict[str, float] | None:
+    raw = p.mapping(value, loc, required=(), optional=RESOURCE_KEYS)
+    if raw is None:
+        return None
+    found: dict[str, float] = {}
+    for key in RESOURCE_KEYS:
+        if key not in raw:
+            continue
+        here = (*loc, key)
+        number = p.number(raw[key], here, minimum=MINIMA[key], maximum=MAXIMA[key])
+        if number is None:
+            continue
+        if key == "memory_mb" and number != int(number):
+            p.add(here, f"must be a whole number of megabytes, not {number!r}")
+            continue
+        found[key] = int(number) if key == "memory_mb" else float(number)
+    if not raw:
+        p.add(loc, f"names no limit; give one or more of {', '.join(RESOURCE_KEYS)}")
+    return found
 
 
 def _function_changelog(p: Problems, value: object, loc: Loc) -> str | Mapping[str, str] | None:
@@ -225,6 +262,12 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
             + ("inputs" if missing == "outputs" else "outputs")
             + ": declare both blocks (typed function) or neither (untyped)",
         )
+    declared = _resources(p, raw["resources"], (*loc, "resources")) if "resources" in raw else None
+    profile = (
+        p.choice(raw["profile"], (*loc, "profile"), tuple(PROFILES)) if "profile" in raw else None
+    )
+    if "resources" in raw and "profile" in raw:
+        p.add((*loc, "profile"), "give resources or a profile, not both")
     if handler is None or module is None or callable_ is None:
         return None
     return FunctionSpec(
@@ -241,4 +284,6 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
         removal_version=removal,
         inputs=inputs,
         outputs=outputs,
+        resources=resolved(declared, profile),
+        profile=profile,
     )

@@ -64,6 +64,7 @@ class ExistingFunctionVersion:
     removal_version: str | None = None
     changelog: str | None = None
     id: str | None = None
+    resources: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ class FunctionPlan:
     """Whether `Function.current_version` moves to this version."""
     interface_changes: tuple[InterfaceChange, ...] = ()
     """How its typed interface differs from the previous current version's."""
+    resources: dict[str, Any] | None = None
+    """Declared per-function limits (contract 11)."""
 
     def report(self) -> dict[str, Any]:
         """One entry of the deployment response's `functions` (spec, Versioning 8)."""
@@ -145,6 +148,7 @@ def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> lis
         "deprecated": spec.deprecated,
         "deprecated_message": spec.deprecated_message,
         "removal_version": spec.removal_version,
+        "resources": dict(spec.resources) if spec.resources is not None else None,
     }
     stored = {
         "handler": old.handler,
@@ -153,6 +157,7 @@ def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> lis
         "deprecated": old.deprecated,
         "deprecated_message": old.deprecated_message,
         "removal_version": old.removal_version,
+        "resources": dict(old.resources) if old.resources is not None else None,
     }
     return [key for key in new if new[key] != stored[key]]
 
@@ -335,6 +340,7 @@ def _function_plan(
             removal_version=previous.removal_version,
             previous_version=previous.version,
             becomes_current=becomes_current,
+            resources=dict(previous.resources) if previous.resources is not None else None,
         )
     entries = _changelog_entries(release, spec.name)
     reasons = [f"changelog: {text}" for kind, text in entries if kind == "breaking"]
@@ -365,4 +371,5 @@ def _function_plan(
         previous_version=previous.version if previous is not None else None,
         becomes_current=becomes_current,
         interface_changes=tuple(changes),
+        resources=dict(spec.resources) if spec.resources is not None else None,
     )

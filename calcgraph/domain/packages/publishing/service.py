@@ -216,6 +216,7 @@ class PublishingService:
                         deprecated=fp.deprecated,
                         deprecated_message=fp.deprecated_message,
                         removal_version=fp.removal_version,
+                        resources=fp.resources,
                         created_at=now,
                         deployed_at=now,
                     )
