@@ -68,6 +68,9 @@ class FunctionVersionType:
     removal_version: str | None = strawberry.field(description="Version that removes it.")
     created_at: datetime = strawberry.field(description="Creation time.")
     deployed_at: datetime = strawberry.field(description="First deployment time.")
+    resources: JSON | None = strawberry.field(
+        description="Declared limits {memory_mb, cpus, timeout_s}; null: the worker's."
+    )
 
     @strawberry.field(description="The function this is a version of.")
     async def function(self, info: Info) -> FunctionType | None:

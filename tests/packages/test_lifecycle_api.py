@@ -294,3 +294,23 @@ class TestResourcesInTheManifest:
         # The code is the same, but the limits are part of the immutable version.
         assert changed["functions"][0]["status"] == "updated"
         assert changed["functions"][0]["version_id"] != first["functions"][0]["version_id"]
+        function = await client.get(f"/functions/{first['functions'][0]['id']}", headers=alice)
+        assert function.json()["current"]["resources"] == {
+            "memory_mb": 512,
+            "cpus": 1.0,
+            "timeout_s": 60.0,
+        }
+        gql = await client.post(
+            "/graphql",
+            json={
+                "query": "query($id: ID!) { package(id: $id) { functions { versions "
+                "{ version resources } } } }",
+                "variables": {"id": first["package_id"]},
+            },
+            headers=alice,
+        )
+        (fn,) = gql.json()["data"]["package"]["functions"]
+        assert [v["resources"] for v in fn["versions"]] == [
+            {"memory_mb": 256, "cpus": 0.5, "timeout_s": 30},
+            {"memory_mb": 512, "cpus": 1.0, "timeout_s": 60.0},
+        ]
