@@ -12,6 +12,7 @@ from starlette.routing import Route
 from calcgraph.rest_compat import (
     routes_auth,
     routes_builds,
+    routes_deployments,
     routes_execute,
     routes_health,
     routes_jobs,
@@ -35,6 +36,7 @@ MODULES = (
     routes_organizations,
     routes_packages,
     routes_publish,
+    routes_deployments,
     routes_jobs,
     routes_execute,
     routes_builds,

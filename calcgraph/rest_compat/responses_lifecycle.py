@@ -3,9 +3,13 @@ small: each writes its domain view as it is (`as_viewed`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from calcgraph.domain.packages.views import (
+    DeploymentHistoryEntry,
+    DeploymentStateView,
     FunctionInterfaceView,
     PackageVersionDetailView,
 )
@@ -37,3 +41,16 @@ class PackageDiffOut(Out):
     from_version: str
     to_version: str
     changes: list[InterfaceChangeOut]
+
+
+class DeploymentHistoryOut(Out):
+    __annotations__ = as_viewed(DeploymentHistoryEntry)
+
+
+class DeploymentStateOut(Out):
+    __annotations__ = as_viewed(
+        DeploymentStateView,
+        history=list[DeploymentHistoryOut],
+        traffic_split=dict[str, float] | None,
+        observed=dict[str, Any] | None,
+    )

@@ -210,7 +210,6 @@ class TestNotYetSupported:
         ("package", "loc"),
         [
             ({"dependencies": {"other": "^1.0"}}, "dependencies"),
-            ({"deployment": {"strategy": "blue-green"}}, "deployment"),
             (
                 {
                     "deployment": {
@@ -228,7 +227,8 @@ class TestNotYetSupported:
         assert caught.value.errors[0].loc[2] == loc
         assert "not supported by this server yet" in caught.value.message
 
-    def test_rolling_and_a_disabled_canary_deploy(self) -> None:
+    def test_rolling_blue_green_and_a_disabled_canary_deploy(self) -> None:
         plan_deployment(self.manifest(deployment={"strategy": "rolling"}), {"beam": A})
+        plan_deployment(self.manifest(deployment={"strategy": "blue-green"}), {"beam": A})
         disabled = {"strategy": "canary", "canary": {"enabled": False}}
         plan_deployment(self.manifest(deployment=disabled), {"beam": A})

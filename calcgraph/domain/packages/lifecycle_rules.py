@@ -45,7 +45,7 @@ def is_major_bump(before: Version, after: Version) -> bool:
 
 def check_supported(manifest: Manifest) -> None:
     """Keys this server parses but cannot honour yet are refused, never accepted and ignored:
-    `package.dependencies`, and the `blue-green` and enabled `canary` strategies."""
+    `package.dependencies` and an enabled `canary` strategy."""
     package = manifest.package
     errors: list[FieldError] = []
     if package.dependencies:
@@ -58,7 +58,7 @@ def check_supported(manifest: Manifest) -> None:
         )
     deployment = package.deployment
     canary_on = deployment.canary is not None and deployment.canary.enabled
-    if deployment.strategy == "blue-green" or (deployment.strategy == "canary" and canary_on):
+    if deployment.strategy == "canary" and canary_on:
         errors.append(
             FieldError(
                 ("manifest", "package", "deployment", "strategy"),

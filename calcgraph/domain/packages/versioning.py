@@ -282,6 +282,10 @@ def plan_deployment(
     is_latest = same_version(
         latest_version([*history.versions, package.version]) or "", package.version
     )
+    if package.deployment.strategy == "blue-green" and history.versions:
+        # Contract 11: hosted and reachable by @version, off until promoted (the first
+        # deployment of a package has nothing to stay behind, so it is current at once).
+        is_latest = False
     release = package.release(package.version)
     warnings: list[str] = []
     conflicts: list[str] = []

@@ -142,3 +142,29 @@ class PackageDiffView:
     to_version: str
     changes: tuple[dict[str, Any], ...]
     """`function`, `change`, `port`, `breaking`, `reason` (see `interface_diff`)."""
+
+
+@dataclass(frozen=True)
+class DeploymentHistoryEntry:
+    version: str
+    action: str
+    """`deployed`, `promoted` or `rolled_back`."""
+    at: datetime
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class DeploymentStateView:
+    """`GET /packages/{id}/deployment` (contract 11)."""
+
+    package_id: str
+    strategy: str
+    state: str
+    """`stable`, or `awaiting_promotion` while a blue-green candidate is hosted and off."""
+    current: str | None
+    candidate: str | None
+    traffic_split: dict[str, float] | None
+    started_at: datetime | None
+    ends_at: datetime | None
+    observed: dict[str, Any] | None
+    history: tuple[DeploymentHistoryEntry, ...]

@@ -25,6 +25,7 @@ from calcgraph.domain.errors import (
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.checksums import function_checksums
+from calcgraph.domain.packages.deployments.service import deployment_service
 from calcgraph.domain.packages.files import clean_files
 from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest
 from calcgraph.domain.packages.manifest_json import release_as_json
@@ -241,6 +242,13 @@ class PublishingService:
             await session.flush()
         package.updated_at = now
         await session.flush()
+        await deployment_service.record_deployed(
+            session,
+            package,
+            plan.package_version,
+            manifest.package.deployment.strategy,
+            current=plan.is_latest,
+        )
         return from_attributes(
             DeploymentReport,
             plan,
