@@ -232,3 +232,21 @@ class TestNotYetSupported:
         plan_deployment(self.manifest(deployment={"strategy": "blue-green"}), {"beam": A})
         disabled = {"strategy": "canary", "canary": {"enabled": False}}
         plan_deployment(self.manifest(deployment=disabled), {"beam": A})
+
+
+class TestDeprecationRule:
+    def test_header_is_an_rfc9745_unix_time(self) -> None:
+        from datetime import UTC, datetime
+
+        from calcgraph.domain.functions.deprecation import Deprecation, deprecation_warning
+
+        aware = Deprecation(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "w")
+        # SQLite reads naive UTC.
+        naive = Deprecation(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).replace(tzinfo=None), "w")
+        assert aware.header == naive.header == "@1767323045"
+        assert deprecation_warning("f", None, None) == "f is deprecated"
+        assert deprecation_warning("f", "use g", None) == "f is deprecated: use g"
+        assert deprecation_warning("f", None, "2.0.0") == "f is deprecated; removed in 2.0.0"
+        # The message goes into the JSON body only: the header carries nothing the author wrote.
+        hostile = Deprecation(datetime(2026, 1, 1, tzinfo=UTC), "x\r\nSet-Cookie: a=b")
+        assert hostile.header == "@1767225600"

@@ -74,7 +74,11 @@ class DeploymentService:
             "its organization and admins decide which version is current"
         )
         await access_service.require(session, principal, ("manage_package", refusal), on=package)
-        return package
+        # Promote, roll back and deploy of one package take turns (the row lock deployments
+        # take), so the package's and its functions' current versions always agree.
+        locked = await PackageVersionRepository.from_session(session).lock_package(package.name)
+        assert locked is not None  # found above, in this unit of work
+        return locked
 
     async def state(
         self, session: AsyncSession, principal: Principal, package_ref: str
