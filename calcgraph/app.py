@@ -27,7 +27,11 @@ from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_
 from calcgraph.ops.units import cache_units
 from calcgraph.rest_compat import api as rest_api
 from calcgraph.rest_compat import errors
-from calcgraph.rest_compat.middleware import BodyLimitMiddleware, MediaTypeMiddleware
+from calcgraph.rest_compat.middleware import (
+    BodyLimitMiddleware,
+    MediaTypeMiddleware,
+    VersionPrefixMiddleware,
+)
 from calcgraph.services import Services
 from calcgraph.settings import Settings, get_settings
 from calcgraph.sources.git import GitSources
@@ -83,10 +87,11 @@ def create_app(
         events=EventFeed(db, execution.notifier),
     )
 
+    rest_routes = rest_api.routes()
     routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
-        *rest_api.routes(),
+        *rest_routes,
         *webui.routes,
     ]
 
@@ -120,6 +125,8 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=[
+            # `/api/v1/<route>` is `<route>` for everything below (contract 11).
+            Middleware(VersionPrefixMiddleware, routes=rest_routes),
             *cors,
             # Outermost: request id, metrics and access log see every answer, errors included.
             Middleware(RequestMiddleware, routes=routes, metrics=metrics),

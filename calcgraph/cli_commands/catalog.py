@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
 from calcgraph.cli_commands.common import (
     FAILED,
@@ -92,6 +94,38 @@ def _deploy_git(context: Context, args: argparse.Namespace) -> int:
     return OK
 
 
+def _diff(context: Context, args: argparse.Namespace) -> int:
+    diff = context.client.diff_package(args.name, args.from_version, args.to_version)
+
+    def human() -> None:
+        context.console.print(
+            f"{diff.package} {diff.from_version} -> {diff.to_version}: "
+            f"{len(diff.changes)} interface change(s), "
+            f"{sum(c.breaking for c in diff.changes)} breaking",
+            markup=False,
+            highlight=False,
+        )
+        if diff.changes:
+            context.console.print(
+                table(
+                    ("function", "change", "port", "breaking", "reason"),
+                    (
+                        (
+                            escape(c.function),
+                            c.change,
+                            escape(c.port or ""),
+                            "yes" if c.breaking else "",
+                            escape(c.reason),
+                        )
+                        for c in diff.changes
+                    ),
+                )
+            )
+
+    context.emit(diff, human)
+    return OK
+
+
 def show_job(console: Console, job_id: str, status: str, outputs: Any, error: Any) -> None:
     console.print(f"job {job_id} [bold]{status}[/]", highlight=False)
     if outputs:
@@ -109,6 +143,10 @@ def _execute(context: Context, args: argparse.Namespace) -> int:
     client = context.client
     started = time.monotonic()
     result = client.execute(args.function, inputs, wait=args.wait, refresh=args.refresh)
+    for warning in result.warnings:
+        # Contract 11: a deprecated function says so, in yellow, on stderr (stdout stays the
+        # answer, JSON with --json).
+        context.errors.print(Text(f"warning: {warning}", style="yellow"))
     document: Any = result
     remaining = args.wait - (time.monotonic() - started)
     if not result.done and remaining > 0:
@@ -116,7 +154,11 @@ def _execute(context: Context, args: argparse.Namespace) -> int:
         try:
             job = client.wait_for_job(result.job_id, timeout=remaining)
             document = m.ExecuteResult(
-                job_id=job.id, status=job.status, outputs=job.outputs, error=job.error
+                job_id=job.id,
+                status=job.status,
+                outputs=job.outputs,
+                error=job.error,
+                warnings=result.warnings,
             )
         except TimeoutError:
             pass
@@ -225,6 +267,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     git.add_argument("ref", metavar="REF", help="tag, branch or commit SHA")
     add_ownership_options(git)
     git.set_defaults(func=command(_deploy_git))
+    diff = packages.add_parser(
+        "diff", parents=common, help="interface changes between two versions of a package"
+    )
+    diff.add_argument("name", metavar="NAME", help="package name or id")
+    diff.add_argument("from_version", metavar="A", help="the older version")
+    diff.add_argument("to_version", metavar="B", help="the newer version")
+    diff.set_defaults(func=command(_diff))
     add_listing(
         packages,
         "packages you can see",

@@ -198,6 +198,7 @@ class ClientBase(Generic[H]):
     deploy_git = Method(ops.deploy_git)
     list_packages = Method(ops.list_packages)
     get_package = Method(ops.get_package)
+    diff_package = Method(ops.diff_package)
     list_functions = Method(ops.list_functions)
     get_function = Method(ops.get_function)
     execute = Method(ops.execute)

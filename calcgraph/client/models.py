@@ -102,6 +102,24 @@ class DeploymentReport(Model):
     functions: list[FunctionDeployment] = Field(default_factory=list)
     removed_functions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    breaking_changes: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class InterfaceChange(Model):
+    function: str
+    change: str
+    port: str | None = None
+    breaking: bool
+    reason: str
+
+
+class PackageDiff(Model):
+    """The interface changes between two versions of a package."""
+
+    package: str
+    from_version: str
+    to_version: str
+    changes: list[InterfaceChange] = Field(default_factory=list)
 
 
 class Package(Model):
@@ -140,6 +158,8 @@ class ExecuteResult(Model):
     status: str
     outputs: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    warnings: list[str] = []
+    """Set when the function version is deprecated (the `Deprecation` header's reason)."""
 
     @property
     def done(self) -> bool:

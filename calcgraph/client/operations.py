@@ -208,6 +208,16 @@ def get_package(package_id: str) -> Call[m.Package]:
     return Call("GET", f"/packages/{_segment(package_id)}", _model(m.Package))
 
 
+def diff_package(package: str, from_version: str, to_version: str) -> Call[m.PackageDiff]:
+    """The interface changes of `package` (name or id) from one version to another."""
+    return Call(
+        "GET",
+        f"/packages/{_segment(package)}/diff",
+        _model(m.PackageDiff),
+        params=[("from_version", from_version), ("to_version", to_version)],
+    )
+
+
 def list_functions(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Function]]:
     return _listing("/functions", m.Function, limit, cursor)
 

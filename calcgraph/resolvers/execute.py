@@ -55,8 +55,8 @@ class ExecuteMutation:
         address = _address(function_id, package, function)
         refresh = cache_refresh(cache)
         execution = info.context.services.execution
-        job = await execution.execute(principal, address, inputs, wait, refresh=refresh)
-        return JobType.from_view(job)
+        executed = await execution.execute(principal, address, inputs, wait, refresh=refresh)
+        return JobType.from_view(executed.job)
 
     @strawberry.mutation(
         description="Cancel a `queued` or `running` job of the caller's: it ends `failed` "

@@ -12,6 +12,7 @@ from starlette.routing import Route
 from calcgraph.rest_compat import (
     routes_auth,
     routes_builds,
+    routes_deployments,
     routes_events,
     routes_execute,
     routes_health,
@@ -37,6 +38,7 @@ MODULES = (
     routes_organizations,
     routes_packages,
     routes_publish,
+    routes_deployments,
     routes_jobs,
     routes_execute,
     routes_builds,

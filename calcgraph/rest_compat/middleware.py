@@ -1,8 +1,12 @@
-"""Transport rules that hold for every route: body size limit and header versioning."""
+"""Transport rules that hold for every route: body size limit, header versioning and the
+`/api/v1` prefix."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calcgraph.domain.errors import NotAcceptable, PayloadTooLarge
@@ -71,3 +75,29 @@ class BodyLimitMiddleware(HttpMiddleware):
             return message
 
         await self.app(scope, limited_receive, send)
+
+
+API_PREFIX = "/api/v1"
+"""The specification's planned URL prefix (contract 11): every REST route answers under it too."""
+
+
+class VersionPrefixMiddleware(HttpMiddleware):
+    """`/api/v1/<path>` is `/<path>` when `<path>` is a REST route (any method: a wrong one
+    gets the route's 405), answered identically by everything behind this middleware. Any
+    other path under the prefix (`/api/v1/graphql`, `/api/v1/ui/`, `/api/v2/...`) is left as
+    it is, so the router answers 404."""
+
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+        super().__init__(app)
+        self.routes = list(routes)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        if path.startswith(API_PREFIX + "/"):
+            stripped = {**scope, "path": path[len(API_PREFIX) :]}
+            if any(route.matches(stripped)[0] != Match.NONE for route in self.routes):
+                raw = scope.get("raw_path")
+                if isinstance(raw, bytes) and raw.startswith(API_PREFIX.encode()):
+                    stripped["raw_path"] = raw[len(API_PREFIX) :]
+                scope = stripped
+        await self.app(scope, receive, send)

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from calcgraph import __version__
-from calcgraph.rest_compat.middleware import VENDOR_MEDIA_TYPE
+from calcgraph.rest_compat.middleware import API_PREFIX, VENDOR_MEDIA_TYPE
 from calcgraph.rest_compat.operations import Operation
 from calcgraph.rest_compat.responses import ErrorBody
 
@@ -150,6 +150,8 @@ def build_document(operations: Sequence[Operation]) -> dict[str, Any]:
                 "type; GraphQL is at /graphql."
             ),
         },
+        # Every path answers at the root and, identically, under the planned prefix.
+        "servers": [{"url": "/"}, {"url": API_PREFIX}],
         "paths": paths,
         "components": {
             "schemas": definitions.get("$defs", {}),

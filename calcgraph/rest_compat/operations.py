@@ -90,6 +90,8 @@ class Reply:
 
     status: int
     value: object
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Response headers beyond those of the JSON body."""
 
 
 def _serialiser(model: type[BaseModel]) -> Callable[[object], bytes]:
@@ -153,12 +155,15 @@ class Operation:
         status, value = (
             (result.status, result.value) if isinstance(result, Reply) else (self.success, result)
         )
+        headers = result.headers if isinstance(result, Reply) else None
         if self.answers[status] is None:
-            return Response(status_code=status)
+            return Response(status_code=status, headers=headers)
         serialise = self._serialisers.get(status)
         if serialise is None:
             raise TypeError(f"{self.method} {self.path}: a {status} answer is a Response")
-        return Response(serialise(value), status_code=status, media_type="application/json")
+        return Response(
+            serialise(value), status_code=status, media_type="application/json", headers=headers
+        )
 
 
 def _request_models(handler: Handler) -> tuple[Any, Any]:

@@ -29,7 +29,7 @@ from calcgraph.domain.functions.views import (
     FunctionVersionView,
     FunctionView,
 )
-from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.jobs.views import Executed, JobView
 from calcgraph.domain.packages.views import DeploymentReport
 from calcgraph.domain.runs.state import NodeStatus, RunStatus
 from calcgraph.domain.workflows.validation import Report
@@ -124,6 +124,10 @@ class ValidationReport(Out):
     unknown_ports: list[Problem]
     duplicate_bindings: list[Problem]
     invalid_retry_policies: list[Problem]
+    deprecated_functions: list[Problem] = Field(
+        default_factory=list,
+        description="nodes on deprecated function versions: a notice, the graph stays valid",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -373,10 +377,18 @@ class ExecuteOut(Out):
     status: JobStatus
     outputs: dict[str, Any] | None = Field(default=None, exclude_if=_is_none)
     error: JobErrorOut | None = Field(default=None, exclude_if=_is_none)
+    warnings: list[str] | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="present when the function version is deprecated (contract 11)",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _from_job(cls, value: Any) -> Any:
+        warnings: tuple[str, ...] = ()
+        if isinstance(value, Executed):
+            value, warnings = value.job, value.warnings
         if not isinstance(value, JobView):
             return value
         body: dict[str, Any] = {"job_id": value.id, "status": value.status}
@@ -384,6 +396,8 @@ class ExecuteOut(Out):
             body["outputs"] = value.outputs
         elif value.status == "failed":
             body["error"] = value.error
+        if warnings:
+            body["warnings"] = list(warnings)
         return body
 
 

@@ -41,7 +41,7 @@ class ExecuteQuery(Query):
 
 async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddress) -> Reply:
     execution = call.services.execution
-    job = await execution.execute(
+    executed = await execution.execute(
         call.principal,
         address,
         call.body.inputs,
@@ -49,7 +49,11 @@ async def _execute(call: Call[ExecuteBody, ExecuteQuery], address: ExecuteAddres
         where=WAIT,
         refresh=call.query.cache == "refresh",
     )
-    return Reply(200 if job.status in TERMINAL else 202, job)
+    status = 200 if executed.job.status in TERMINAL else 202
+    # Contract 11: a deprecated version says so in a header (RFC 9745) and in `warnings`.
+    deprecation = executed.deprecation
+    headers = {"Deprecation": deprecation.header} if deprecation is not None else {}
+    return Reply(status, executed, headers)
 
 
 rest = Operations(tag="execute")

@@ -8,7 +8,14 @@ from pydantic import Field
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import FunctionDetailView, FunctionVersionsView
 from calcgraph.domain.packages.publishing.service import publishing_service
-from calcgraph.domain.packages.views import DeploymentReport, PackageVersionsView, PackageView
+from calcgraph.domain.packages.versions.service import package_version_service
+from calcgraph.domain.packages.views import (
+    DeploymentReport,
+    PackageDiffView,
+    PackageVersionDetailView,
+    PackageVersionsView,
+    PackageView,
+)
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.parsing import Query
 from calcgraph.rest_compat.responses import (
@@ -18,6 +25,7 @@ from calcgraph.rest_compat.responses import (
     PackageOut,
     PackageVersionsOut,
 )
+from calcgraph.rest_compat.responses_lifecycle import PackageDiffOut, PackageVersionDetailOut
 from calcgraph.rest_compat.schemas import (
     PatchPackageBody,
     PublishFromGitBody,
@@ -113,3 +121,35 @@ async def function_versions(call: Call[None, FunctionVersionsQuery]) -> Function
 )
 async def get_function(call: Call[None, None]) -> FunctionDetailView:
     return await call.read(function_version_service.function_detail, call.path("function_id"))
+
+
+@rest(
+    "GET",
+    "/packages/{package_id}/versions/{version}",
+    "One package version: compatibility, migration guide, changelog, function interfaces",
+    {200: PackageVersionDetailOut},
+)
+async def package_version(call: Call[None, None]) -> PackageVersionDetailView:
+    return await call.read(
+        package_version_service.version_detail, call.path("package_id"), call.path("version")
+    )
+
+
+class DiffQuery(Query):
+    from_version: str = Field(description="the older version (or `latest`)")
+    to_version: str = Field(default="latest", description="the newer version (default: latest)")
+
+
+@rest(
+    "GET",
+    "/packages/{package_id}/diff",
+    "Interface changes between two versions of a package, breaking or not",
+    {200: PackageDiffOut},
+)
+async def package_diff(call: Call[None, DiffQuery]) -> PackageDiffView:
+    return await call.read(
+        package_version_service.diff,
+        call.path("package_id"),
+        call.query.from_version,
+        call.query.to_version,
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -67,6 +68,9 @@ class FunctionVersionType:
     removal_version: str | None = strawberry.field(description="Version that removes it.")
     created_at: datetime = strawberry.field(description="Creation time.")
     deployed_at: datetime = strawberry.field(description="First deployment time.")
+    resources: JSON | None = strawberry.field(
+        description="Declared limits {memory_mb, cpus, timeout_s}; null: the worker's."
+    )
 
     @strawberry.field(description="The function this is a version of.")
     async def function(self, info: Info) -> FunctionType | None:
@@ -213,6 +217,10 @@ class DeploymentReportType:
         description="Functions of earlier versions that this one no longer declares."
     )
     warnings: list[str] = strawberry.field(description="Things the author should know.")
+    breaking_changes: JSON = strawberry.field(
+        description="Interface breaks against the current versions: function, change, port, "
+        "breaking, reason."
+    )
 
     @classmethod
     def from_view(cls, r: DeploymentReport) -> DeploymentReportType:
@@ -222,6 +230,7 @@ class DeploymentReportType:
             functions=[FunctionDeploymentType.from_view(f) for f in r.functions],
             removed_functions=list(r.removed_functions),
             warnings=list(r.warnings),
+            breaking_changes=cast(JSON, list(r.breaking_changes)),
         )
 
 

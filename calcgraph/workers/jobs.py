@@ -128,12 +128,17 @@ def _execute(
 ) -> RunResult:
     try:
         target = runtime.target(function_version_id)
+        refusal = runtime.backend.resource_refusal
+        if target.limits is not None and refusal is not None:
+            # Contract 11: declared resources are enforced or the job is refused, never run
+            # under other limits.
+            return RunResult.failed("sandbox_error", refusal)
         request = RunRequest(
             target.code_dir,
             target.handler,
             inputs,
             target.output_ports,
-            runtime.limits,
+            target.limits or runtime.limits,
             image=target.image,
             deps_dir=target.deps_dir,
             tenant=user_id,

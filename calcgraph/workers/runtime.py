@@ -37,6 +37,7 @@ from calcgraph.workers.notify import Notifier
 from calcgraph.workers.result_cache import ResultCache
 from calcgraph.workers.running import Running
 from calcgraph.workers.sandbox import SandboxBackend, WarmPool, create_backend, limits_from
+from calcgraph.workers.sandbox.base import Limits, declared_limits
 
 log = logging.getLogger("calcgraph.workers")
 T = TypeVar("T")
@@ -54,6 +55,9 @@ class Target:
     """docker: the function version's built image (its dependencies are inside)."""
     deps_dir: Path | None = None
     """bwrap/process: the built artifact's installed dependencies, mounted read-only."""
+    limits: Limits | None = None
+    """The worker's limits narrowed by the version's declared resources (contract 11); None:
+    it declares none, the worker's limits apply."""
 
 
 class WorkerRuntime:
@@ -146,7 +150,12 @@ class CodeRuntime(WorkerRuntime):
         code_dir = self.code_cache.stage(
             code.files, lambda digests: self.call(self._blobs(digests))
         )
-        found = Target(code_dir, code.handler, output_ports(code.outputs_schema))
+        found = Target(
+            code_dir,
+            code.handler,
+            output_ports(code.outputs_schema),
+            limits=declared_limits(self.limits, code.resources),
+        )
         if code.build_reference is not None:
             build = runnable(self.settings.build_dir, code.build_reference)
             found = replace(found, image=build.image, deps_dir=build.deps_dir)

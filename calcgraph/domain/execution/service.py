@@ -23,10 +23,11 @@ from calcgraph.domain.execution.waiting import (
     wait_for_run,
 )
 from calcgraph.domain.execution.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
+from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
-from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.jobs.views import Executed, JobView
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 
@@ -69,24 +70,28 @@ class ExecutionService:
         *,
         where: Where = WAIT,
         refresh: bool = False,
-    ) -> JobView:
+    ) -> Executed:
         """The job, finished, or as it stands once `wait` seconds (default 30, capped by the
         operator) have passed. `refresh`: never answered from the result cache (the job runs
         and its worker stores the new result)."""
         seconds = self.execute_wait.seconds(wait, where)
         async with self.database.write_session() as session:
-            job = await job_execution_service.submit(
+            submitted = await job_execution_service.submit_call(
                 session, principal, address, inputs, REFRESH if refresh else self.cache
             )
+        target = submitted.target
+        deprecation = deprecation_of(target.function.name, target.version)
+        job = submitted.job
         if job.status in TERMINAL or seconds <= 0:
-            return job
+            return Executed(job, deprecation)
 
         async def read() -> JobView:
             async with self.database.read_session() as session:
                 return await job_execution_service.view(session, job.id)
 
         # Submitted just now: its notification cannot have been missed (`fresh`).
-        return await wait_for_job(self.notifications, job.id, seconds, read, fresh=True)
+        finished = await wait_for_job(self.notifications, job.id, seconds, read, fresh=True)
+        return Executed(finished, deprecation)
 
     async def tick(
         self,

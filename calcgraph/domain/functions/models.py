@@ -41,4 +41,6 @@ class FunctionVersion(IdMixin, TimestampMixin, Base):
     deprecated: Mapped[bool] = mapped_column(Boolean, default=False)
     deprecated_message: Mapped[str | None] = mapped_column(String(2000))
     removal_version: Mapped[str | None] = mapped_column(String(100))
+    resources: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    """Declared limits `{memory_mb, cpus, timeout_s}` (contract 11); None: the worker's."""
     deployed_at: Mapped[datetime] = mapped_column(default=utcnow)

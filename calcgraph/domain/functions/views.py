@@ -40,6 +40,9 @@ class FunctionVersionView:
     removal_version: str | None
     created_at: datetime
     deployed_at: datetime
+    resources: dict[str, Any] | None = None
+    """Declared per-function limits `{memory_mb, cpus, timeout_s}` (contract 11); None: the
+    worker's limits."""
 
 
 @dataclass(frozen=True)

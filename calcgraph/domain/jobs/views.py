@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from calcgraph.domain.functions.deprecation import Deprecation
+
 JOB_FIELDS = (
     "id",
     "status",
@@ -44,3 +46,16 @@ class JobView:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Executed:
+    """An execute call's answer: the job, and the deprecation of the version it ran (contract
+    11: the doors show it as a `Deprecation` header and `warnings`)."""
+
+    job: JobView
+    deprecation: Deprecation | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return (self.deprecation.warning,) if self.deprecation is not None else ()

@@ -11,6 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from calcgraph.domain.functions.resources import (
+    MAXIMA,
+    MINIMA,
+    PROFILES,
+    RESOURCE_KEYS,
+    resolved,
+)
 from calcgraph.domain.packages.manifest_package import STRATEGIES, Strategy
 from calcgraph.domain.packages.manifest_reader import Loc, Problems, describe
 from calcgraph.domain.types.expr import TypeExprError, from_json
@@ -30,6 +37,8 @@ FUNCTION_KEYS = (
     "inputs",
     "outputs",
     "retry",
+    "resources",
+    "profile",
 )
 
 
@@ -62,6 +71,9 @@ class FunctionSpec:
     outputs: tuple[Port, ...] | None = None
     retry: RetryPolicy | None = None
     """The default retry policy of its workflow nodes (contract section 10)."""
+    resources: Mapping[str, Any] | None = None
+    """Resolved per-function limits (`functions.resources`): `resources` or `profile`."""
+    profile: str | None = None
 
     @property
     def typed(self) -> bool:
@@ -116,6 +128,10 @@ def function_as_json(spec: FunctionSpec) -> dict[str, Any]:
         "retry": None if spec.retry is None else spec.retry.as_dict(),
     }
     result.update({k: v for k, v in optional.items() if v is not None})
+    if spec.profile is not None:
+        result["profile"] = spec.profile
+    elif spec.resources is not None:
+        result["resources"] = dict(spec.resources)
     if spec.changelog is not None:
         changelog = spec.changelog
         result["changelog"] = changelog if isinstance(changelog, str) else dict(changelog)
@@ -171,6 +187,27 @@ def _ports(p: Problems, value: object, loc: Loc, *, inputs: bool) -> tuple[Port,
         if type_text is not None:
             ports.append(Port(name, type_text, description, required))
     return tuple(ports)
+
+
+def _resources(p: Problems, value: object, loc: Loc) -> dict[str, float] | None:
+    raw = p.mapping(value, loc, required=(), optional=RESOURCE_KEYS)
+    if raw is None:
+        return None
+    found: dict[str, float] = {}
+    for key in RESOURCE_KEYS:
+        if key not in raw:
+            continue
+        here = (*loc, key)
+        number = p.number(raw[key], here, minimum=MINIMA[key], maximum=MAXIMA[key])
+        if number is None:
+            continue
+        if key == "memory_mb" and number != int(number):
+            p.add(here, f"must be a whole number of megabytes, not {number!r}")
+            continue
+        found[key] = int(number) if key == "memory_mb" else float(number)
+    if not raw:
+        p.add(loc, f"names no limit; give one or more of {', '.join(RESOURCE_KEYS)}")
+    return found
 
 
 def _function_changelog(p: Problems, value: object, loc: Loc) -> str | Mapping[str, str] | None:
@@ -236,6 +273,12 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
         retry, reasons = retry_rules.parse(raw["retry"])
         for reason in reasons:
             p.add((*loc, "retry"), reason)
+    declared = _resources(p, raw["resources"], (*loc, "resources")) if "resources" in raw else None
+    profile = (
+        p.choice(raw["profile"], (*loc, "profile"), tuple(PROFILES)) if "profile" in raw else None
+    )
+    if "resources" in raw and "profile" in raw:
+        p.add((*loc, "profile"), "give resources or a profile, not both")
     if handler is None or module is None or callable_ is None:
         return None
     return FunctionSpec(
@@ -253,4 +296,6 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
         inputs=inputs,
         outputs=outputs,
         retry=retry,
+        resources=resolved(declared, profile),
+        profile=profile,
     )

@@ -62,3 +62,17 @@ class CodeBlob(Base):
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     content: Mapped[bytes] = mapped_column(LargeBinary)
     size: Mapped[int] = mapped_column(Integer)
+
+
+class PackageDeploymentEvent(IdMixin, TimestampMixin, Base):
+    """What happened to a package's current version (contract 11): `deployed` (hosted),
+    `promoted` (made current, by a rolling deployment or a promote), `rolled_back` (the
+    previous current made current again). `GET /packages/{id}/deployment` shows them."""
+
+    __tablename__ = "package_deployment_events"
+    __table_args__ = (Index("ix_package_deployment_events_package", "package_id", "created_at"),)
+
+    package_id: Mapped[str] = mapped_column(ForeignKey("packages.id", ondelete="CASCADE"))
+    version: Mapped[str] = mapped_column(String(100))
+    action: Mapped[str] = mapped_column(String(20))
+    reason: Mapped[str | None] = mapped_column(String(500))

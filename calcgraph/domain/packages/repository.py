@@ -19,6 +19,7 @@ from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import (
     CodeBlob,
     Package,
+    PackageDeploymentEvent,
     PackageVersion,
     PackageVersionFunction,
 )
@@ -203,6 +204,54 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
         )
         contents = {b.sha256: b.content for b in blobs}
         return {path: contents[sha] for path, sha in sorted(paths.items())}
+
+
+class DeploymentRepository(RepositoryBase[PackageDeploymentEvent]):
+    """SQL of which version of a package is current, and its history (contract 11)."""
+
+    model = PackageDeploymentEvent
+
+    async def record(self, package_id: str, version: str, action: str, reason: str) -> None:
+        self.session.add(
+            PackageDeploymentEvent(
+                package_id=package_id, version=version, action=action, reason=reason[:500]
+            )
+        )
+        await self.session.flush()
+
+    async def history(self, package_id: str) -> list[PackageDeploymentEvent]:
+        rows = await self.session.scalars(
+            select(PackageDeploymentEvent)
+            .where(PackageDeploymentEvent.package_id == package_id)
+            .order_by(PackageDeploymentEvent.created_at, PackageDeploymentEvent.id)
+        )
+        return list(rows)
+
+    async def make_current(self, package_id: str, deployment: PackageVersion) -> None:
+        """`deployment` becomes what unpinned calls get: the package's latest, and each of
+        its functions' current version."""
+        await self.session.execute(
+            update(PackageVersion)
+            .where(PackageVersion.package_id == package_id)
+            .values(is_latest=PackageVersion.id == deployment.id)
+            .execution_options(synchronize_session=False)
+        )
+        carried = await self.session.execute(
+            select(FunctionVersion.function_id, FunctionVersion.id, FunctionVersion.version)
+            .join(
+                PackageVersionFunction,
+                PackageVersionFunction.function_version_id == FunctionVersion.id,
+            )
+            .where(PackageVersionFunction.package_version_id == deployment.id)
+        )
+        for function_id, version_id, version in carried:
+            await self.session.execute(
+                update(Function)
+                .where(Function.id == function_id)
+                .values(current_version=version, current_version_id=version_id)
+                .execution_options(synchronize_session=False)
+            )
+        await self.session.flush()
 
 
 def version_view(

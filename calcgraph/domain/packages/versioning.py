@@ -16,8 +16,9 @@ Decisions where the specification is silent:
   follows the latest package version.
 - A function is a breaking change when the package changelog entry of the deployed version has
   a `breaking` change naming it (or naming no function: package wide), when its MAJOR number
-  grows, or when its typed interface breaks callers (an input added as required, an input or
-  output removed, a port type changed, typed I/O dropped).
+  grows, or when its typed interface breaks callers by the type rules (`interface_diff`).
+- Contract 11 (`lifecycle_rules`): a removal version reached refuses the deployment; interface
+  breaks under `manual` need a MAJOR bump.
 - A package version equal in precedence to an existing one (`1.0.0+b2` after `1.0.0+b1`)
   already exists: 409.
 """
@@ -29,6 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calcgraph.domain.errors import Conflict
+from calcgraph.domain.packages.interface_diff import InterfaceChange, breaking, function_changes
+from calcgraph.domain.packages.lifecycle_rules import (
+    breaking_changes,
+    check_removals,
+    check_supported,
+)
 from calcgraph.domain.packages.manifest import FunctionSpec, Manifest
 from calcgraph.domain.packages.manifest_package import Release
 from calcgraph.domain.packages.semver_rules import (
@@ -57,6 +64,7 @@ class ExistingFunctionVersion:
     removal_version: str | None = None
     changelog: str | None = None
     id: str | None = None
+    resources: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,10 @@ class FunctionPlan:
     previous_version: str | None
     becomes_current: bool
     """Whether `Function.current_version` moves to this version."""
+    interface_changes: tuple[InterfaceChange, ...] = ()
+    """How its typed interface differs from the previous current version's."""
+    resources: dict[str, Any] | None = None
+    """Declared per-function limits (contract 11)."""
 
     def report(self) -> dict[str, Any]:
         """One entry of the deployment response's `functions` (spec, Versioning 8)."""
@@ -118,6 +130,8 @@ class DeploymentPlan:
     """Functions of the package's history that this manifest no longer declares."""
     changelog: Release | None
     warnings: tuple[str, ...] = ()
+    breaking_changes: tuple[InterfaceChange, ...] = ()
+    """Interface breaks against the current versions (contract 11), removed functions too."""
 
     def report(self) -> dict[str, Any]:
         return {
@@ -134,6 +148,7 @@ def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> lis
         "deprecated": spec.deprecated,
         "deprecated_message": spec.deprecated_message,
         "removal_version": spec.removal_version,
+        "resources": dict(spec.resources) if spec.resources is not None else None,
     }
     stored = {
         "handler": old.handler,
@@ -142,31 +157,18 @@ def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> lis
         "deprecated": old.deprecated,
         "deprecated_message": old.deprecated_message,
         "removal_version": old.removal_version,
+        "resources": dict(old.resources) if old.resources is not None else None,
     }
     return [key for key in new if new[key] != stored[key]]
 
 
-def _interface_breaks(spec: FunctionSpec, old: ExistingFunctionVersion) -> list[str]:
-    if old.inputs_schema is None or old.outputs_schema is None:
-        return []  # nothing typed was promised before
-    new_in, new_out = spec.inputs_schema(), spec.outputs_schema()
-    if new_in is None or new_out is None:
-        return ["typed inputs and outputs were removed"]
-    reasons = [f"output {port!r} was removed" for port in old.outputs_schema if port not in new_out]
-    reasons += [f"input {port!r} was removed" for port in old.inputs_schema if port not in new_in]
-    for port, schema in new_in.items():
-        before = old.inputs_schema.get(port)
-        if before is None and schema["required"]:
-            reasons.append(f"input {port!r} was added as required")
-        elif before is not None and before.get("type") != schema["type"]:
-            reasons.append(f"input {port!r} changed type {before.get('type')} -> {schema['type']}")
-        elif before is not None and schema["required"] and not before.get("required", True):
-            reasons.append(f"input {port!r} became required")
-    for port, schema in new_out.items():
-        before = old.outputs_schema.get(port)
-        if before is not None and before.get("type") != schema["type"]:
-            reasons.append(f"output {port!r} changed type {before.get('type')} -> {schema['type']}")
-    return reasons
+def _interface_changes(spec: FunctionSpec, old: ExistingFunctionVersion) -> list[InterfaceChange]:
+    """How the typed interface moved from the stored version (contract 11: the type rules)."""
+    return function_changes(
+        spec.name,
+        (old.inputs_schema, old.outputs_schema),
+        (spec.inputs_schema(), spec.outputs_schema()),
+    )
 
 
 def _changelog_entries(release: Release | None, name: str) -> list[tuple[str, str]]:
@@ -280,6 +282,10 @@ def plan_deployment(
     is_latest = same_version(
         latest_version([*history.versions, package.version]) or "", package.version
     )
+    if package.deployment.strategy == "blue-green" and history.versions:
+        # Contract 11: hosted and reachable by @version, off until promoted (the first
+        # deployment of a package has nothing to stay behind, so it is current at once).
+        is_latest = False
     release = package.release(package.version)
     warnings: list[str] = []
     conflicts: list[str] = []
@@ -295,6 +301,9 @@ def plan_deployment(
     if conflicts:
         raise Conflict("; ".join(conflicts), {"functions": conflicts})
     removed = tuple(sorted(set(history.functions) - set(manifest.functions)))
+    check_supported(manifest)
+    check_removals(manifest, history)
+    changes = breaking_changes(manifest, plans, removed, history)
     return DeploymentPlan(
         package_name=package.name,
         package_version=package.version,
@@ -304,6 +313,7 @@ def plan_deployment(
         removed_functions=removed,
         changelog=release,
         warnings=tuple(warnings),
+        breaking_changes=changes,
     )
 
 
@@ -334,13 +344,16 @@ def _function_plan(
             removal_version=previous.removal_version,
             previous_version=previous.version,
             becomes_current=becomes_current,
+            resources=dict(previous.resources) if previous.resources is not None else None,
         )
     entries = _changelog_entries(release, spec.name)
     reasons = [f"changelog: {text}" for kind, text in entries if kind == "breaking"]
+    changes: list[InterfaceChange] = []
     if previous is not None:
         if parse_version(decision.version).major > parse_version(previous.version).major:
             reasons.append(f"MAJOR version {decision.version} after {previous.version}")
-        reasons += _interface_breaks(spec, previous)
+        changes = _interface_changes(spec, previous)
+        reasons += [c.reason for c in breaking(changes)]
     changelog = spec.changelog_for(decision.version)
     if changelog is None and entries:
         changelog = "\n".join(f"{kind}: {text}" for kind, text in entries)
@@ -361,4 +374,6 @@ def _function_plan(
         removal_version=spec.removal_version,
         previous_version=previous.version if previous is not None else None,
         becomes_current=becomes_current,
+        interface_changes=tuple(changes),
+        resources=dict(spec.resources) if spec.resources is not None else None,
     )

@@ -90,3 +90,81 @@ class DeploymentReport:
     functions: tuple[FunctionDeployment, ...]
     removed_functions: tuple[str, ...]
     warnings: tuple[str, ...]
+    breaking_changes: tuple[dict[str, Any], ...] = ()
+    """Interface breaks against the current versions (contract 11): `function`, `change`,
+    `port`, `breaking`, `reason`."""
+
+
+@dataclass(frozen=True)
+class FunctionInterfaceView:
+    """One function of a deployment with its typed interface and deprecation."""
+
+    name: str
+    version: str
+    version_id: str
+    typed: bool
+    inputs_schema: dict[str, Any] | None
+    outputs_schema: dict[str, Any] | None
+    deprecated: bool
+    deprecated_message: str | None
+    removal_version: str | None
+
+
+@dataclass(frozen=True)
+class PackageVersionDetailView:
+    """`GET /packages/{id}/versions/{version}` (contract 11): one deployment with what its
+    manifest said of compatibility, migration and changes, and each function's interface."""
+
+    id: str
+    package_id: str
+    package: str
+    version: str
+    is_latest: bool
+    is_stable: bool
+    git_ref: str | None
+    git_commit: str | None
+    created_at: datetime
+    changelog: dict[str, Any] | None
+    """The `package.changelog` entry of this version."""
+    compatibility: dict[str, Any] | None
+    migration_guide: str | dict[str, str] | None
+    dependencies: dict[str, str]
+    """Declared ranges, by package name."""
+    functions: tuple[FunctionInterfaceView, ...]
+
+
+@dataclass(frozen=True)
+class PackageDiffView:
+    """`GET /packages/{id}/diff`: the interface changes from one version to another."""
+
+    package: str
+    from_version: str
+    to_version: str
+    changes: tuple[dict[str, Any], ...]
+    """`function`, `change`, `port`, `breaking`, `reason` (see `interface_diff`)."""
+
+
+@dataclass(frozen=True)
+class DeploymentHistoryEntry:
+    version: str
+    action: str
+    """`deployed`, `promoted` or `rolled_back`."""
+    at: datetime
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class DeploymentStateView:
+    """`GET /packages/{id}/deployment` (contract 11)."""
+
+    package_id: str
+    strategy: str
+    state: str
+    """`stable`, or `awaiting_promotion` while a blue-green candidate is hosted and off."""
+    current: str | None
+    candidate: str | None
+    traffic_split: dict[str, float] | None
+    started_at: datetime | None
+    ends_at: datetime | None
+    observed: dict[str, Any] | None
+    history: tuple[DeploymentHistoryEntry, ...]

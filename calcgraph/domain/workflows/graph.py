@@ -49,13 +49,16 @@ Category = Literal[
     "invalid_retry_policies",
 ]
 CATEGORIES: tuple[str, ...] = get_args(Category)
+Notice = Literal["deprecated_functions"]
+"""Report entries that do not make a graph invalid (contract 11)."""
+NOTICES: tuple[str, ...] = get_args(Notice)
 
 
 @dataclass(frozen=True)
 class Problem:
     """One entry of a validation report, filed under `category`."""
 
-    category: Category
+    category: Category | Notice
     node_key: str | None
     """None only when the problem is not attached to a node (the document, a keyless node)."""
     reason: str

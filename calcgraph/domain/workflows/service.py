@@ -36,6 +36,7 @@ from calcgraph.domain.errors import (
     NotFound,
     ValidationError,
 )
+from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import FunctionVersionView
 from calcgraph.domain.types.expr import TypeExprError
@@ -107,8 +108,12 @@ class WorkflowService:
                 signatures[ref] = None
                 continue
             try:
+                deprecation = deprecation_of(ref, version)
                 signatures[ref] = FunctionSignature.from_schemas(
-                    version.inputs_schema, version.outputs_schema, typed=version.typed
+                    version.inputs_schema,
+                    version.outputs_schema,
+                    typed=version.typed,
+                    deprecation=deprecation.warning if deprecation is not None else None,
                 )
             except TypeExprError:
                 signatures[ref] = None

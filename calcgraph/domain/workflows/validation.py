@@ -15,6 +15,8 @@ Rules decided here where the contract is silent:
   extract nodes only: the specification passes input values verbatim, without projection.
 - Problems that follow from an earlier one are not repeated: a port on an unknown or untyped
   function is not checked, nor is an edge whose source type is unknown.
+- A node on a deprecated function version is listed under `deprecated_functions` (contract 11),
+  a notice: it does not make the graph invalid.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from calcgraph.domain.workflows.extract import Shape, filter_shape, pick_shape
 from calcgraph.domain.workflows.graph import (
     CATEGORIES,
     INPUT_PORT,
+    NOTICES,
     Binding,
     Category,
     ExtractNode,
@@ -52,12 +55,15 @@ class FunctionSignature:
     typed: bool
     inputs: Mapping[str, InputPort] = field(default_factory=dict)
     outputs: Mapping[str, TypeExpr] = field(default_factory=dict)
+    deprecation: str | None = None
+    """The deprecation warning of the version, when it is deprecated."""
 
     @staticmethod
     def from_schemas(
         inputs_schema: Mapping[str, Any] | None,
         outputs_schema: Mapping[str, Any] | None,
         typed: bool | None = None,
+        deprecation: str | None = None,
     ) -> FunctionSignature:
         """From manifest schemas `{port: {"type": ..., "required": ...}}` (or `{port: type}`).
 
@@ -71,7 +77,7 @@ class FunctionSignature:
             for port, spec in (inputs_schema or {}).items()
         }
         outputs = {port: from_json(_type_of(spec)) for port, spec in (outputs_schema or {}).items()}
-        return FunctionSignature(typed, inputs, outputs)
+        return FunctionSignature(typed, inputs, outputs, deprecation)
 
 
 def _type_of(spec: object) -> object:
@@ -85,6 +91,8 @@ def _required(spec: object) -> bool:
 @dataclass(frozen=True)
 class Report:
     problems: tuple[Problem, ...] = ()
+    notices: tuple[Problem, ...] = ()
+    """Entries that do not make the graph invalid (`deprecated_functions`)."""
 
     @property
     def valid(self) -> bool:
@@ -100,8 +108,8 @@ class Report:
 
     def as_dict(self) -> dict[str, list[dict[str, Any]]]:
         """Every category, empty ones included, so clients can index without checking."""
-        out: dict[str, list[dict[str, Any]]] = {name: [] for name in CATEGORIES}
-        for problem in self.problems:
+        out: dict[str, list[dict[str, Any]]] = {name: [] for name in (*CATEGORIES, *NOTICES)}
+        for problem in (*self.problems, *self.notices):
             out[problem.category].append(problem.as_dict())
         return out
 
@@ -117,6 +125,7 @@ class _Validator:
         self.functions = functions
         self.nodes: dict[str, Node] = graph.by_key()
         self.problems: list[Problem] = list(graph.problems)
+        self.notices: list[Problem] = []
         self.shapes: dict[str, Shape | None] = {}
         self.signatures: dict[str, FunctionSignature] = {}
 
@@ -149,7 +158,10 @@ class _Validator:
                 self.extract_node(node)
         for node in self.graph.function_nodes():
             self.ports(node)
-        return Report(tuple(sorted(self.problems, key=lambda p: CATEGORIES.index(p.category))))
+        return Report(
+            tuple(sorted(self.problems, key=lambda p: CATEGORIES.index(p.category))),
+            tuple(self.notices),
+        )
 
     def input_node(self, node: InputNode) -> None:
         try:
@@ -183,6 +195,16 @@ class _Validator:
         else:
             self.signatures[node.node_key] = signature
             self.shapes[node.node_key] = Shape.of({p: [t] for p, t in signature.outputs.items()})
+        if signature is not None and signature.deprecation is not None:
+            self.notices.append(
+                Problem(
+                    "deprecated_functions",
+                    node.node_key,
+                    signature.deprecation,
+                    None,
+                    {"function": node.function},
+                )
+            )
 
     def upstream(self, node: Node) -> set[str]:
         """Function and extract nodes this node reads from; reports references that cannot be."""

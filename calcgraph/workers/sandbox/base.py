@@ -66,6 +66,26 @@ class Limits:
     open_files: int = 1024
 
 
+def declared_limits(worker: Limits, resources: Mapping[str, Any] | None) -> Limits | None:
+    """`worker` narrowed by a function's declared `resources` (contract 11): the smaller of
+    each; None when it declares none."""
+    if not resources:
+        return None
+    memory = resources.get("memory_mb")
+    cpus = resources.get("cpus")
+    timeout = resources.get("timeout_s")
+    return replace(
+        worker,
+        memory_bytes=min(worker.memory_bytes, int(memory * MiB))
+        if memory is not None
+        else worker.memory_bytes,
+        cpus=min(worker.cpus, float(cpus)) if cpus is not None else worker.cpus,
+        timeout_seconds=min(worker.timeout_seconds, float(timeout))
+        if timeout is not None
+        else worker.timeout_seconds,
+    )
+
+
 @dataclass(frozen=True)
 class SandboxSpec:
     """What a warm sandbox is started for: one function version."""
@@ -258,6 +278,9 @@ class SandboxBackend(ABC):
     unenforceable: frozenset[str] = frozenset()
     """Limits this backend documents as not enforced (docs/sandboxes.md); a backend may
     narrow or widen it per machine (the process backend running as root or not)."""
+    resource_refusal: ClassVar[str | None] = None
+    """Why this backend cannot enforce a function's declared `resources` (contract 11), or
+    None when it enforces them: a job of such a function then fails, never runs unconfined."""
 
     @abstractmethod
     def enforcement(self) -> dict[str, str]:

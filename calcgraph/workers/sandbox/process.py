@@ -62,6 +62,10 @@ _SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 class ProcessBackend(SandboxBackend):
     name = "process"
+    resource_refusal = (
+        "the process sandbox cannot enforce a function's declared resources (memory as a "
+        "cgroup, a fraction of a CPU); run it with CALCGRAPH_SANDBOX=bwrap or docker"
+    )
 
     def __init__(self, *, python: str | None = None, uid_base: int = 1_900_000_000) -> None:
         self.as_root = os.geteuid() == 0

@@ -48,6 +48,8 @@ class CodeRow:
     build_reference: str | None = None
     """`docker:<image>` or `artifact:<sha256>` of the newest successful build, when the
     version was built from submitted code (POST /functions): its dependencies live there."""
+    resources: dict[str, Any] | None = None
+    """The version's declared limits (contract 11); None: the worker's."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,10 @@ class JobExecutionRepository(RepositoryBase[Job]):
         row = (
             await self.session.execute(
                 select(
-                    FunctionVersion.handler, FunctionVersion.outputs_schema, PackageVersion.files
+                    FunctionVersion.handler,
+                    FunctionVersion.outputs_schema,
+                    PackageVersion.files,
+                    FunctionVersion.resources,
                 )
                 .join(PackageVersion, PackageVersion.id == FunctionVersion.package_version_id)
                 .where(FunctionVersion.id == function_version_id)
@@ -206,7 +211,7 @@ class JobExecutionRepository(RepositoryBase[Job]):
         ).first()
         if row is None:
             return None
-        return CodeRow(function_version_id, row[0], row[1], dict(row[2] or {}))
+        return CodeRow(function_version_id, row[0], row[1], dict(row[2] or {}), resources=row[3])
 
     async def blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
         wanted = sorted(set(digests))

@@ -63,6 +63,14 @@ fetched and not yet acknowledged); None when the broker cannot say (it is down).
 
 
 @dataclass(frozen=True)
+class Submitted:
+    """An execute call's job as submitted, and the function version it runs."""
+
+    job: JobView
+    target: ResolvedFunction
+
+
+@dataclass(frozen=True)
 class NodeJob:
     """A workflow node's job, as a tick asks for it (the id is already on the node state)."""
 
@@ -105,6 +113,17 @@ class JobExecutionService:
         inputs: object,
         cache: ResultLookup,
     ) -> JobView:
+        return (await self.submit_call(session, principal, address, inputs, cache)).job
+
+    async def submit_call(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        address: ExecuteAddress,
+        inputs: object,
+        cache: ResultLookup,
+    ) -> Submitted:
+        """The job of an execute call, with the function version it runs."""
         target = await self.resolve(session, principal, address)
         version, function = target.version, target.function
         schema = version.inputs_schema if version.typed else None
@@ -135,7 +154,7 @@ class JobExecutionService:
             enqueue_job(RUN_ACTOR, row["id"], 1)
         else:
             await record_job_rows(session, [row])
-        return _view_of_new(row)
+        return Submitted(_view_of_new(row), target)
 
     async def submit_node_jobs(
         self, session: AsyncSession, jobs: list[NodeJob], cache: ResultLookup

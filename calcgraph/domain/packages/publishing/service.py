@@ -27,6 +27,7 @@ from calcgraph.domain.events.service import record, upload_data
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.checksums import function_checksums
+from calcgraph.domain.packages.deployments.service import deployment_service
 from calcgraph.domain.packages.files import clean_files
 from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest
 from calcgraph.domain.packages.manifest_json import release_as_json
@@ -239,6 +240,7 @@ class PublishingService:
                         deprecated=fp.deprecated,
                         deprecated_message=fp.deprecated_message,
                         removal_version=fp.removal_version,
+                        resources=fp.resources,
                         created_at=now,
                         deployed_at=now,
                     )
@@ -263,6 +265,13 @@ class PublishingService:
             await session.flush()
         package.updated_at = now
         await session.flush()
+        await deployment_service.record_deployed(
+            session,
+            package,
+            plan.package_version,
+            manifest.package.deployment.strategy,
+            current=plan.is_latest,
+        )
         return from_attributes(
             DeploymentReport,
             plan,
@@ -272,6 +281,7 @@ class PublishingService:
             git_ref=git_ref,
             git_commit=git_commit,
             functions=tuple(lines),
+            breaking_changes=tuple(c.as_dict() for c in plan.breaking_changes),
         )
 
     async def publish_from_git(

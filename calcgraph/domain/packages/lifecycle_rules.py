@@ -1,0 +1,147 @@
+"""What a deployment may not do to callers (contract 11, Removal and Breaking changes). Pure.
+
+- Removal: a deployment whose package version is at or past a function's `removal_version`
+  (declared in this manifest, or by the function's current version) and that still contains
+  the function is refused with 422 naming it.
+- Breaking changes: each function's typed I/O is compared with its current version's by the
+  type rules (`interface_diff`); a function the package no longer declares is a break too.
+  Under `manual`, a break without a MAJOR bump of the function's version (a MINOR bump while
+  MAJOR is 0) is refused with 409 listing each; under `auto` the report lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from calcgraph.domain.errors import Conflict, FieldError, ValidationError
+from calcgraph.domain.packages.interface_diff import InterfaceChange, breaking, function_changes
+from calcgraph.domain.packages.semver_rules import Version, parse_version
+
+if TYPE_CHECKING:
+    from calcgraph.domain.packages.manifest import Manifest
+    from calcgraph.domain.packages.versioning import PackageHistory
+
+
+class Planned(Protocol):
+    """What these rules read of a function's plan (`versioning.FunctionPlan`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def previous_version(self) -> str | None: ...
+    @property
+    def interface_changes(self) -> tuple[InterfaceChange, ...]: ...
+
+
+def is_major_bump(before: Version, after: Version) -> bool:
+    """A MAJOR bump, or a MINOR one below 1.0.0 (semver: 0.y.z may break at any MINOR)."""
+    if after.major != before.major:
+        return after.major > before.major
+    return after.major == 0 and after.minor > before.minor
+
+
+def check_supported(manifest: Manifest) -> None:
+    """Keys this server parses but cannot honour yet are refused, never accepted and ignored:
+    `package.dependencies` and an enabled `canary` strategy."""
+    package = manifest.package
+    errors: list[FieldError] = []
+    if package.dependencies:
+        errors.append(
+            FieldError(
+                ("manifest", "package", "dependencies"),
+                "dependencies are not supported by this server yet: bundle the modules you "
+                f"need in the package instead of depending on {', '.join(package.dependencies)}",
+            )
+        )
+    deployment = package.deployment
+    canary_on = deployment.canary is not None and deployment.canary.enabled
+    if deployment.strategy == "canary" and canary_on:
+        errors.append(
+            FieldError(
+                ("manifest", "package", "deployment", "strategy"),
+                f"the {deployment.strategy} strategy is not supported by this server yet: "
+                "use rolling (each deployment becomes current at once) and pin versions with "
+                "@version where callers must stay on one",
+            )
+        )
+    if errors:
+        raise ValidationError(
+            "the manifest asks for what this server does not do yet: "
+            + "; ".join(e.msg for e in errors),
+            errors,
+        )
+
+
+def check_removals(manifest: Manifest, history: PackageHistory) -> None:
+    version = parse_version(manifest.package.version)
+    errors: list[FieldError] = []
+    for name, spec in manifest.functions.items():
+        declared = {spec.removal_version}
+        past = history.functions.get(name)
+        current = past.versions.get(past.current) if past is not None else None
+        if current is not None:
+            declared.add(current.removal_version)
+        due = sorted(
+            (v for v in declared if v is not None and version >= parse_version(v)),
+            key=parse_version,
+        )
+        if due:
+            errors.append(
+                FieldError(
+                    ("manifest", "functions", name, "removal_version"),
+                    f"function {name!r} is declared for removal in {due[0]}; version "
+                    f"{manifest.package.version} must not contain it",
+                )
+            )
+    if errors:
+        raise ValidationError(
+            "functions past their removal version: "
+            + ", ".join(str(e.loc[2]) for e in errors)
+            + f" (package version {manifest.package.version}); remove them from the manifest",
+            errors,
+        )
+
+
+def breaking_changes(
+    manifest: Manifest,
+    plans: Sequence[Planned],
+    removed: Sequence[str],
+    history: PackageHistory,
+) -> tuple[InterfaceChange, ...]:
+    """Every break against the current versions; raises Conflict for those `manual` refuses."""
+    found: list[InterfaceChange] = []
+    refused: list[str] = []
+    for plan in plans:
+        breaks = breaking(list(plan.interface_changes))
+        found += breaks
+        if (
+            breaks
+            and manifest.strategy_of(plan.name) == "manual"
+            and plan.previous_version is not None
+            and not is_major_bump(parse_version(plan.previous_version), parse_version(plan.version))
+        ):
+            refused += [
+                f"{c.reason} (function {plan.name!r} {plan.previous_version} -> {plan.version})"
+                for c in breaks
+            ]
+    latest = max((parse_version(v) for v in history.versions), default=None)
+    package_version = parse_version(manifest.package.version)
+    for name in removed:
+        gone = function_changes(name, (None, None), None)
+        found += gone
+        if (
+            manifest.package.versioning_strategy == "manual"
+            and latest is not None
+            and not is_major_bump(latest, package_version)
+        ):
+            refused += [f"{c.reason} (package {latest} -> {package_version})" for c in gone]
+    if refused:
+        raise Conflict(
+            "breaking changes need a MAJOR version bump (a MINOR one below 1.0.0) under manual "
+            "versioning: " + "; ".join(refused),
+            {"breaking_changes": [c.as_dict() for c in found]},
+        )
+    return tuple(found)
