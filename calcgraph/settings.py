@@ -109,6 +109,19 @@ class Settings(BaseSettings):
         description="estimated cost of a document: fields, list fields times their limit or 20",
     )
 
+    # Contract 8b, what one user may spend (docs/configuration.md#limits).
+    limit_socket_init_seconds: float = Field(
+        default=5.0, gt=0, description="a WebSocket without connection_init by then closes 4408"
+    )
+    limit_sockets_per_user: int = Field(
+        default=20, gt=0, description="open GraphQL WebSockets per user, per serve process"
+    )
+    limit_pending_sockets_per_address: int = Field(
+        default=50,
+        gt=0,
+        description="WebSockets not yet authenticated per client address, per serve process",
+    )
+
     cors_origins: str | None = Field(
         default=None,
         description="comma-separated origins allowed to call the API from a browser; "

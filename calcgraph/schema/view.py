@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pydantic_core
@@ -18,7 +19,7 @@ from calcgraph.domain.errors import ValidationError
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.build import build_schema
 from calcgraph.schema.context import Context
-from calcgraph.schema.websocket import AuthenticatedTransportWS
+from calcgraph.schema.websocket import AuthenticatedTransportWS, SocketCensus
 from calcgraph.services import Services
 
 
@@ -32,7 +33,12 @@ class GraphQLView(GraphQL[Context, None]):
             graphql_ide="graphiql" if settings.graphql_ide else None,
             # Cross-origin WebSocket handshakes: the same origins CORS lets call the API.
             allowed_origins=settings.cors_origin_list,
+            connection_init_wait_timeout=timedelta(seconds=settings.limit_socket_init_seconds),
             **kwargs,
+        )
+        self.sockets = SocketCensus(
+            per_user=settings.limit_sockets_per_user,
+            pending_per_address=settings.limit_pending_sockets_per_address,
         )
         self.services = services
         self.database = services.database

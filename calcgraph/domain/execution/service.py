@@ -18,6 +18,7 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.execution.ports import Notifications, ResultLookup
 from calcgraph.domain.execution.waiting import (
     RunTickers,
+    Updates,
     unfinished,
     wait_for_job,
     wait_for_run,
@@ -30,8 +31,6 @@ from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 
 if TYPE_CHECKING:
-    import asyncio
-
     from calcgraph.db.engine import Database
 
 WAIT: Where = ("wait",)
@@ -114,21 +113,23 @@ class ExecutionService:
     @contextlib.asynccontextmanager
     async def follow(
         self, principal: Principal, run_id: str, interval: float | None = None
-    ) -> AsyncIterator[asyncio.Queue[RunView | None]]:
+    ) -> AsyncIterator[Updates]:
         """The run's states as its shared ticking loop pushes them (None: the loop ended),
-        ticked every `interval` seconds and sooner when one of its jobs finishes."""
+        ticked every `interval` seconds and sooner when one of its jobs finishes, until the
+        caller's token expires (then Unauthenticated, and its caller ticks no more)."""
         every = FOLLOW_INTERVAL.seconds(interval, ("interval",))
         async with self.database.read_session() as session:
             await run_service.get(session, principal, run_id)  # access, before any loop starts
 
         async def tick() -> RunView:
+            principal.require_current()
             return await self.tick(principal, run_id)
 
         async def wait(seconds: float) -> None:
             await self._wait_for_run(principal, run_id, seconds)
 
-        async with self.tickers.subscribe(run_id, every, tick, wait) as updates:
-            yield updates
+        async with self.tickers.subscribe(run_id, every, tick, wait) as queue:
+            yield Updates(queue, principal)
 
     async def _wait_for_run(self, principal: Principal, run_id: str, seconds: float) -> None:
         async def read() -> list[str] | None:
