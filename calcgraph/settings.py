@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from calcgraph.domain.builds import limits
+from calcgraph.domain.quotas.limits import GIB, Quotas
 
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
@@ -120,6 +121,18 @@ class Settings(BaseSettings):
         default=50,
         gt=0,
         description="WebSockets not yet authenticated per client address, per serve process",
+    )
+    limit_runs_per_user: int = Field(
+        default=200, gt=0, description="workflow runs of one user not yet terminal"
+    )
+    limit_nodes_per_workflow: int = Field(
+        default=20_000, gt=0, description="nodes of one workflow version"
+    )
+    limit_queued_jobs_per_user: int = Field(
+        default=1_000, gt=0, description="jobs of one user submitted and not yet started"
+    )
+    limit_stored_bytes_per_user: int = Field(
+        default=5 * GIB, gt=0, description="inputs, outputs and logs of one user's jobs"
     )
 
     cors_origins: str | None = Field(
@@ -251,6 +264,15 @@ class Settings(BaseSettings):
         if self.database_url.startswith("sqlite+aiosqlite"):
             return "sqlite+aiosqlite"
         return "postgresql+asyncpg"
+
+    @property
+    def quotas(self) -> Quotas:
+        return Quotas(
+            runs=self.limit_runs_per_user,
+            nodes=self.limit_nodes_per_workflow,
+            queued_jobs=self.limit_queued_jobs_per_user,
+            stored_bytes=self.limit_stored_bytes_per_user,
+        )
 
     @property
     def cors_origin_list(self) -> list[str]:

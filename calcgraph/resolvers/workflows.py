@@ -109,19 +109,29 @@ class WorkflowMutation:
             graph=_graph(info, graph),
             visibility=visibility.value if visibility is not None else None,
             organization_slug=organization,
+            quotas=info.context.settings.quotas,
         )
         return WorkflowType.from_detail(detail)
 
     @strawberry.mutation(description="Save a new latest version of a workflow.")
     async def update_workflow(self, info: Info, slug: str, graph: JSON) -> WorkflowType:
-        detail = await write(info, workflow_service.update, slug, _graph(info, graph))
+        detail = await write(
+            info,
+            workflow_service.update,
+            slug,
+            _graph(info, graph),
+            quotas=info.context.settings.quotas,
+        )
         return WorkflowType.from_detail(detail)
 
     @strawberry.mutation(
         description="Start a run of a workflow's latest version; nothing runs before a tick."
     )
     async def create_workflow_run(self, info: Info, workflow: str, inputs: JSON) -> WorkflowRunType:
-        return WorkflowRunType.from_view(await write(info, run_service.create, workflow, inputs))
+        run = await write(
+            info, run_service.create, workflow, inputs, quotas=info.context.settings.quotas
+        )
+        return WorkflowRunType.from_view(run)
 
     @strawberry.mutation(
         description="Advance a run once. `wait` (seconds, up to 30) first waits until a job of "

@@ -96,6 +96,7 @@ async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetai
         graph=body.graph,
         visibility=body.visibility,
         organization_slug=body.organization,
+        quotas=call.services.settings.quotas,
     )
 
 
@@ -128,7 +129,12 @@ async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
     errors=_GRAPH_ERRORS,
 )
 async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetailView:
-    return await call.write(workflow_service.update, call.path("slug"), call.body.graph)
+    return await call.write(
+        workflow_service.update,
+        call.path("slug"),
+        call.body.graph,
+        quotas=call.services.settings.quotas,
+    )
 
 
 @rest(
@@ -140,7 +146,12 @@ async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetail
     tag="runs",
 )
 async def create_run(call: Call[CreateRunBody, None]) -> RunView:
-    return await call.write(run_service.create, call.path("slug"), call.body.inputs)
+    return await call.write(
+        run_service.create,
+        call.path("slug"),
+        call.body.inputs,
+        quotas=call.services.settings.quotas,
+    )
 
 
 @rest(

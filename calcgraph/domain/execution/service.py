@@ -27,6 +27,8 @@ from calcgraph.domain.execution.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.quotas.limits import Quotas
+from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 
@@ -46,6 +48,7 @@ class ExecutionService:
         execute_max_wait: float,
         chains: bool = False,
         tick_timer: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+        quotas: Quotas | None = None,
     ) -> None:
         self.database = database
         self.cache = cache
@@ -54,6 +57,8 @@ class ExecutionService:
         self.chains = chains
         """Ticks submit a chain's remaining nodes as one chain job (`chain_execution`)."""
         self.tick_timer = tick_timer
+        self.quotas = quotas or Quotas()
+        """Per-user quotas asked before a job is submitted (`CALCGRAPH_LIMIT_*`)."""
         """Times each tick's unit of work (/metrics)."""
         self.tickers = RunTickers()
         """At most one ticking loop per followed run in this process."""
@@ -71,6 +76,7 @@ class ExecutionService:
         operator) have passed."""
         seconds = self.execute_wait.seconds(wait, where)
         async with self.database.write_session() as session:
+            await quota_service.require_job_room(session, principal, self.quotas)
             job = await job_execution_service.submit(
                 session, principal, address, inputs, self.cache
             )

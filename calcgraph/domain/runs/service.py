@@ -39,6 +39,8 @@ from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
 from calcgraph.domain.jobs.inputs import refuse_mismatches
+from calcgraph.domain.quotas.limits import Quotas
+from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
@@ -103,14 +105,24 @@ def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dic
     return resolved
 
 
+DEFAULT_QUOTAS = Quotas()
+
+
 class RunService:
     def __init__(self) -> None:
         self.memo = RunMemo()
 
     async def create(
-        self, session: AsyncSession, principal: Principal, slug: str, inputs: object
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        slug: str,
+        inputs: object,
+        *,
+        quotas: Quotas = DEFAULT_QUOTAS,
     ) -> RunView:
         workflow = await workflow_service.visible(session, principal, slug)
+        await quota_service.require_run_room(session, principal, quotas)
         version = await WorkflowRepository.from_session(session).version(
             workflow.id, workflow.latest_version
         )
