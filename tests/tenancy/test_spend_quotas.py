@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from calcgraph.db.engine import Database
 from calcgraph.settings import Settings
 from tests.access.factories import create_package, create_user
 from tests.auth.idp import LocalIdentityProvider
+from tests.execution.conftest import default_sandbox, running_platform
 from tests.packages.publishing import small_body
 from tests.tenancy.test_spend_answers import add_jobs
 from tests.workflows.graphs import fn, inp
@@ -186,3 +188,36 @@ class TestUsage:
         query = "{ usage { username storedBytes } }"
         answer = (await limited.post("/graphql", json={"query": query}, headers=bearer())).json()
         assert answer["errors"][0]["extensions"]["code"] == "PermissionDenied"
+
+
+BIG_CODE = "def big(n):\n    return {'y': 'x' * int(n)}\n"
+
+
+class TestStoredResults:
+    async def test_a_result_past_the_storage_quota_fails_quota_exceeded(
+        self, exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+    ) -> None:
+        user = f"store-{uuid.uuid4().hex[:6]}"
+        async with running_platform(
+            exec_url,
+            identity_provider,
+            tmp_path,
+            default_sandbox(),
+            limit_stored_bytes_per_user=100_000,
+        ) as platform:
+            headers = platform.headers(user)
+            name = f"big-{uuid.uuid4().hex[:8]}"
+            body = small_body(
+                name, "1.0.0", code=BIG_CODE, functions={"big": {"handler": "main:big"}}
+            )
+            published = await platform.client.post("/packages", json=body, headers=headers)
+            assert published.status_code == 201, published.text
+            path = f"/packages/{name}/functions/big/execute"
+            small = await platform.execute(path, {"n": 10}, wait=60, headers=headers)
+            assert small.json()["status"] == "success", small.text
+            big = await platform.execute(path, {"n": 150_000}, wait=60, headers=headers)
+            job = big.json()
+            assert job["status"] == "failed", big.text[:300]
+            assert job["error"]["kind"] == "quota_exceeded"
+            stored = (await platform.client.get(f"/jobs/{job['job_id']}", headers=headers)).json()
+            assert stored["outputs"] is None

@@ -47,6 +47,13 @@ class QuotaService:
         self._stored[user_id] = (stored, now)
         return stored
 
+    def cached(self, user_id: str) -> int | None:
+        """The user's stored bytes when read less than STORED_FRESH_SECONDS ago, else None."""
+        known = self._stored.get(user_id)
+        if known is not None and time.monotonic() - known[1] < STORED_FRESH_SECONDS:
+            return known[0]
+        return None
+
     def forget(self, user_id: str) -> None:
         """The user's stored bytes changed a lot (a big result): read them afresh next time."""
         self._stored.pop(user_id, None)

@@ -22,7 +22,12 @@ from typing import Any, ClassVar, Literal
 from calcgraph.domain.read_models import from_attributes
 
 ErrorKind = Literal[
-    "user_error", "timeout", "out_of_memory", "sandbox_error", "infrastructure_error"
+    "user_error",
+    "timeout",
+    "out_of_memory",
+    "sandbox_error",
+    "infrastructure_error",
+    "quota_exceeded",
 ]
 Status = Literal["success", "failed"]
 
