@@ -309,3 +309,11 @@ def stored_bytes(dialect_name: str, column: Any) -> Any:
     if dialect_name == "postgresql":
         return func.coalesce(func.octet_length(cast(column, Text)), 0)
     return func.coalesce(func.length(cast(column, LargeBinary)), 0)
+
+
+def disk_bytes(dialect_name: str, column: Any) -> Any:
+    """The bytes a column's value takes as stored (0 when NULL): PostgreSQL's datum size,
+    compressed or not, read without detoasting the value; SQLite's stored text."""
+    if dialect_name == "postgresql":
+        return func.coalesce(func.pg_column_size(column), 0)
+    return stored_bytes(dialect_name, column)

@@ -7,6 +7,7 @@ before execution with `ValidationError`."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -27,8 +28,16 @@ BIG = 1 * MIB  # 20 jobs of 1 MiB inputs and 1 MiB outputs: 40 MiB as a page on 
 
 
 async def add_jobs(
-    database: Database, rows: PackageRows, user_id: str, count: int, *, size: int
+    database: Database,
+    rows: PackageRows,
+    user_id: str,
+    count: int,
+    *,
+    size: int,
+    incompressible: bool = False,
 ) -> list[str]:
+    """`count` finished jobs whose inputs and outputs hold `size` characters each (random hex
+    when `incompressible`: PostgreSQL stores repeated text compressed)."""
     ids = []
     async with database.write_session() as session:
         for n in range(count):
@@ -38,14 +47,18 @@ async def add_jobs(
                 package_id=rows.package_id,
                 user_id=user_id,
                 status="success",
-                inputs={"n": n, "text": "i" * size},
+                inputs={"n": n, "text": _text("i", size, incompressible)},
                 resolved_inputs={"n": n},
-                outputs={"n": n, "text": "o" * size},
+                outputs={"n": n, "text": _text("o", size, incompressible)},
             )
             session.add(job)
             await session.flush()
             ids.append(job.id)
     return ids
+
+
+def _text(char: str, size: int, incompressible: bool) -> str:
+    return os.urandom(size // 2).hex() if incompressible else char * size
 
 
 @pytest.fixture

@@ -153,7 +153,7 @@ class TestJobsPerUser:
     ) -> None:
         alice = await create_user(database, identity_provider, "alice")
         rows = await create_package(database, alice, f"store-{uuid.uuid4().hex[:8]}", "private")
-        await add_jobs(database, rows, alice.user_id, 1, size=40 * 1024)  # 80 KiB stored
+        await add_jobs(database, rows, alice.user_id, 1, size=40 * 1024, incompressible=True)
         headers = bearer("alice")
         pkg = await package(limited, headers)
         refused = await limited.post(

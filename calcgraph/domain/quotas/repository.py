@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.db.dialect import stored_bytes
+from calcgraph.db.dialect import disk_bytes
 from calcgraph.domain.access.models import User
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.quotas.views import UsageView
@@ -26,9 +26,9 @@ class QuotaRepository:
     def _job_bytes(self) -> Any:
         dialect = self.session.get_bind().dialect.name
         return (
-            stored_bytes(dialect, Job.inputs)
-            + stored_bytes(dialect, Job.outputs)
-            + stored_bytes(dialect, Job.logs)
+            disk_bytes(dialect, Job.inputs)
+            + disk_bytes(dialect, Job.outputs)
+            + disk_bytes(dialect, Job.logs)
         )
 
     async def unfinished_runs(self, user_id: str) -> int:
