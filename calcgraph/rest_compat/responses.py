@@ -467,6 +467,11 @@ class RunSummaryOut(Out):
     error_message: str | None
     first_failed_node_key: str | None
     revision: int
+    terminal_outputs_omitted: bool = Field(
+        default=False,
+        description="a listing left terminal_outputs out (over 64 KiB); GET /workflow-runs/{id} "
+        "reads them",
+    )
 
 
 class RunOut(RunSummaryOut):

@@ -209,6 +209,11 @@ class WorkflowRunType:
         resolver=_plan_snapshot, description="The frozen plan: `chains`, `waves`."
     )
     revision: int = strawberry.field(description="Bumped by every tick that changed something.")
+    terminal_outputs_omitted: bool = strawberry.field(
+        default=False,
+        description="The terminal outputs are over 64 KiB and left out of this listing; "
+        "`workflowRun(id)` reads them.",
+    )
     states: strawberry.Private[Mapping[str, NodeState] | None]
     known_plan: strawberry.Private[dict[str, Any] | None]
     """The plan snapshot when in hand (a tick's answer); else read when a field needs it."""

@@ -17,8 +17,11 @@ import pytest
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.models import WorkflowRun
 from tests.access.factories import PackageRows, create_package, create_user
 from tests.auth.idp import LocalIdentityProvider
+from tests.packages.publishing import small_body
+from tests.workflows.graphs import fn, inp
 
 pytestmark = pytest.mark.db
 
@@ -198,3 +201,41 @@ class TestGraphQLEstimate:
         query = "{ jobs(limit: 100) { items { id outputs } nextCursor } }"
         body = (await client.post("/graphql", json={"query": query}, headers=bearer())).json()
         assert "errors" not in body, body
+
+
+class TestRunListing:
+    async def test_big_terminal_outputs_are_left_out_of_the_listing(
+        self, client: httpx.AsyncClient, bearer: Callable[..., dict[str, str]], database: Database
+    ) -> None:
+        headers = bearer("alice")
+        pkg = f"runs-{uuid.uuid4().hex[:8]}"
+        published = await client.post("/packages", json=small_body(pkg, "1.0.0"), headers=headers)
+        assert published.status_code == 201, published.text
+        slug = f"runs-{uuid.uuid4().hex[:8]}"
+        graph = {"nodes": [inp("x"), fn("A", f"{pkg}/run", x="x")]}
+        body = {"slug": slug, "name": slug, "graph": graph}
+        assert (await client.post("/workflows", json=body, headers=headers)).status_code == 201
+        ids = []
+        for _ in range(2):
+            run = await client.post(
+                f"/workflows/{slug}/runs", json={"inputs": {"x": 1}}, headers=headers
+            )
+            assert run.status_code == 201, run.text
+            ids.append(run.json()["id"])
+        async with database.write_session() as session:
+            big = await session.get(WorkflowRun, ids[0])
+            assert big is not None
+            big.terminal_outputs = {"A": {"y": "o" * BIG}}
+        listing = (await client.get("/workflow-runs", headers=headers)).json()
+        listed = {item["id"]: item for item in listing["items"]}
+        assert listed[ids[0]]["terminal_outputs"] is None
+        assert listed[ids[0]]["terminal_outputs_omitted"] is True
+        assert listed[ids[1]]["terminal_outputs_omitted"] is False
+        whole = (await client.get(f"/workflow-runs/{ids[0]}", headers=headers)).json()
+        assert whole["terminal_outputs"] == {"A": {"y": "o" * BIG}}
+        query = (
+            "{ workflowRuns(limit: 10) { items { id terminalOutputs terminalOutputsOmitted } } }"
+        )
+        answer = (await client.post("/graphql", json={"query": query}, headers=headers)).json()
+        [item] = [i for i in answer["data"]["workflowRuns"]["items"] if i["id"] == ids[0]]
+        assert item == {"id": ids[0], "terminalOutputs": None, "terminalOutputsOmitted": True}

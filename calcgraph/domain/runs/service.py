@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access import policy
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import FieldError, NotFound, PermissionDenied, ValidationError
@@ -42,6 +42,7 @@ from calcgraph.domain.jobs.inputs import refuse_mismatches
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
+from calcgraph.domain.runs.listing.repository import RunListRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
@@ -212,10 +213,9 @@ class RunService:
         workflow_id = None
         if workflow_slug is not None:
             workflow_id = (await workflow_service.visible(session, principal, workflow_slug)).id
-        rows = await RunRepository.from_session(session).list_visible(
+        return await RunListRepository.from_session(session).list_visible(
             principal, page.limit, page.after, statuses, workflow_id
         )
-        return make_page(rows, page.limit, RunView.sort_key)
 
     async def tick(
         self,
