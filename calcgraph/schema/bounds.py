@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
 
 from graphql import (
     DocumentNode,
@@ -66,6 +67,16 @@ _WHOLE_VALUE_BYTES = {
 wrote 1.9 MB of graph)."""
 _SIZED_TEXT = {"logs"}
 """Text fields that hold up to 64 KiB (captured output)."""
+
+
+_ESTIMATES: WeakKeyDictionary[DocumentNode, int] = WeakKeyDictionary()
+"""The estimated answer bytes of each checked document (the document cache keeps the checked
+document object, so a remembered text keeps its estimate)."""
+
+
+def estimated_bytes(document: DocumentNode | None) -> int:
+    """The largest estimated answer of the document's operations (0: not checked)."""
+    return _ESTIMATES.get(document, 0) if document is not None else 0
 
 
 @dataclass
@@ -225,6 +236,7 @@ def check_document(
     }
     walk = _Walk(schema, fragments)
     errors: list[GraphQLError] = []
+    largest = 0
     for definition in document.definitions:
         if isinstance(definition, FragmentDefinitionNode):
             walk.fragment(FragmentSpreadNode(name=definition.name))
@@ -233,6 +245,7 @@ def check_document(
             continue
         root = schema.get_root_type(definition.operation)
         size = walk.selection_set(definition.selection_set, root)
+        largest = max(largest, size.bytes)
         label = f"operation {definition.name.value!r}" if definition.name else "the operation"
         if size.selections > max_selections:
             errors.append(
@@ -268,6 +281,7 @@ def check_document(
                 spread,
             )
         )
+    _ESTIMATES[document] = largest
     values = _ValueCheck()
     visit(document, values)
     return errors + values.errors
@@ -295,4 +309,11 @@ class DocumentBounds(SchemaExtension):
             )
             if errors:
                 context.pre_execution_errors = errors
+        yield
+
+    def on_execute(self) -> Iterator[None]:
+        # The door writes a large answer off the event loop (contract 8b): it reads this.
+        request = getattr(self.execution_context.context, "request", None)
+        if request is not None:
+            request.state.answer_estimate = estimated_bytes(self.execution_context.graphql_document)
         yield
