@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from calcgraph.domain.builds import limits
 from calcgraph.domain.events.destinations import AllowList
 from calcgraph.domain.events.schedule import DEFAULT_RETRY_SCHEDULE
+from calcgraph.domain.quotas.limits import GIB, Quotas
 
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
@@ -120,6 +121,31 @@ class Settings(BaseSettings):
         default=1_000_000,
         gt=0,
         description="estimated cost of a document: fields, list fields times their limit or 20",
+    )
+
+    # Contract 8b, what one user may spend (docs/configuration.md#limits).
+    limit_socket_init_seconds: float = Field(
+        default=5.0, gt=0, description="a WebSocket without connection_init by then closes 4408"
+    )
+    limit_sockets_per_user: int = Field(
+        default=20, gt=0, description="open GraphQL WebSockets per user, per serve process"
+    )
+    limit_pending_sockets_per_address: int = Field(
+        default=50,
+        gt=0,
+        description="WebSockets not yet authenticated per client address, per serve process",
+    )
+    limit_runs_per_user: int = Field(
+        default=200, gt=0, description="workflow runs of one user not yet terminal"
+    )
+    limit_nodes_per_workflow: int = Field(
+        default=20_000, gt=0, description="nodes of one workflow version"
+    )
+    limit_queued_jobs_per_user: int = Field(
+        default=1_000, gt=0, description="jobs of one user submitted and not yet started"
+    )
+    limit_stored_bytes_per_user: int = Field(
+        default=5 * GIB, gt=0, description="inputs, outputs and logs of one user's jobs"
     )
 
     cors_origins: str | None = Field(
@@ -319,6 +345,15 @@ class Settings(BaseSettings):
         if self.database_url.startswith("sqlite+aiosqlite"):
             return "sqlite+aiosqlite"
         return "postgresql+asyncpg"
+
+    @property
+    def quotas(self) -> Quotas:
+        return Quotas(
+            runs=self.limit_runs_per_user,
+            nodes=self.limit_nodes_per_workflow,
+            queued_jobs=self.limit_queued_jobs_per_user,
+            stored_bytes=self.limit_stored_bytes_per_user,
+        )
 
     @property
     def cors_origin_list(self) -> list[str]:

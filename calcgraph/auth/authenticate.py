@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from sqlalchemy.exc import IntegrityError
 from starlette.datastructures import Headers
@@ -61,7 +62,10 @@ class Authenticator:
 
     async def authenticate(self, authorization: str) -> Principal:
         claims = await self.verifier.verify(bearer_token(authorization))
-        return await self.principal_for(Identity.from_claims(claims))
+        principal = await self.principal_for(Identity.from_claims(claims))
+        # The caller holds until its token would be refused: what a socket or a subscription
+        # authenticated once checks before each act (contract 8b).
+        return replace(principal, expires_at=float(claims["exp"]) + self.verifier.leeway)
 
     async def principal_for(self, identity: Identity) -> Principal:
         known = self._known.get(identity.subject)

@@ -182,6 +182,8 @@ class Job(Model):
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    outputs_omitted: bool = False
+    """A listing left the outputs out (over 64 KiB): `client.get_job(id)` reads them whole."""
 
     @property
     def done(self) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from sqlalchemy import (
     ARRAY,
     JSON,
+    LargeBinary,
     Select,
     String,
     Text,
@@ -300,3 +301,19 @@ def insert_from_arrays(table: Any, arrays: Sequence[str], scalars: Sequence[str]
 
     selected = [value(name, True) for name in arrays] + [value(name, False) for name in scalars]
     return insert(table).from_select([*arrays, *scalars], select(*selected))
+
+
+def stored_bytes(dialect_name: str, column: Any) -> Any:
+    """The size in bytes of a JSON or text column's stored text (0 when NULL), computed by the
+    database so that a listing can leave big values out without reading them."""
+    if dialect_name == "postgresql":
+        return func.coalesce(func.octet_length(cast(column, Text)), 0)
+    return func.coalesce(func.length(cast(column, LargeBinary)), 0)
+
+
+def disk_bytes(dialect_name: str, column: Any) -> Any:
+    """The bytes a column's value takes as stored (0 when NULL): PostgreSQL's datum size,
+    compressed or not, read without detoasting the value; SQLite's stored text."""
+    if dialect_name == "postgresql":
+        return func.coalesce(func.pg_column_size(column), 0)
+    return stored_bytes(dialect_name, column)

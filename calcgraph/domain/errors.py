@@ -66,6 +66,12 @@ class RateLimited(DomainError):
     kind = "RateLimited"
 
 
+class QuotaExceeded(DomainError):
+    """A per-user quota (contract 8b) is used up; `retry_after` in `extra` when waiting helps."""
+
+    kind = "QuotaExceeded"
+
+
 class Unavailable(DomainError):
     """A transient condition (a busy database, a broker that does not answer): retry later."""
 

@@ -9,12 +9,14 @@ from calcgraph.domain.access.service import access_service
 from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.packages.service import package_read_service
+from calcgraph.domain.quotas.service import quota_service
 from calcgraph.resolvers.unit import read, read_page, write
 from calcgraph.schema.access import (
     MemberRole,
     MemberType,
     OrganizationType,
     UserType,
+    UserUsageType,
 )
 from calcgraph.schema.context import Info
 from calcgraph.schema.jobs import JobPage, JobType
@@ -69,6 +71,13 @@ class AccessQuery:
         return await read_page(
             info, job_read_service.list_jobs, limit, cursor, JobPage, JobType.from_view
         )
+
+    @strawberry.field(
+        description="What every user holds now against the quotas (contract 8b), most stored "
+        "bytes first; admins only (PermissionDenied otherwise)."
+    )
+    async def usage(self, info: Info) -> list[UserUsageType]:
+        return [UserUsageType.from_view(u) for u in await read(info, quota_service.usage)]
 
     @strawberry.field(description="A job; PermissionDenied when its package is not visible.")
     async def job(self, info: Info, id: strawberry.ID) -> JobType:

@@ -121,12 +121,19 @@ class WorkflowMutation:
             graph=_graph(info, graph),
             visibility=visibility.value if visibility is not None else None,
             organization_slug=organization,
+            quotas=info.context.settings.quotas,
         )
         return WorkflowType.from_detail(detail)
 
     @strawberry.mutation(description="Save a new latest version of a workflow.")
     async def update_workflow(self, info: Info, slug: str, graph: JSON) -> WorkflowType:
-        detail = await write(info, workflow_service.update, slug, _graph(info, graph))
+        detail = await write(
+            info,
+            workflow_service.update,
+            slug,
+            _graph(info, graph),
+            quotas=info.context.settings.quotas,
+        )
         return WorkflowType.from_detail(detail)
 
     @strawberry.mutation(
@@ -140,7 +147,14 @@ class WorkflowMutation:
         cache: str | None = None,
     ) -> WorkflowRunType:
         refresh = cache_refresh(cache)
-        run = await write(info, run_service.create, workflow, inputs, refresh=refresh)
+        run = await write(
+            info,
+            run_service.create,
+            workflow,
+            inputs,
+            refresh=refresh,
+            quotas=info.context.settings.quotas,
+        )
         return WorkflowRunType.from_view(run)
 
     @strawberry.mutation(

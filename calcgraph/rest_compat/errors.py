@@ -30,6 +30,7 @@ STATUS: dict[type[e.DomainError], int] = {
     e.PayloadTooLarge: 413,
     e.ValidationError: 422,
     e.RateLimited: 429,
+    e.QuotaExceeded: 429,
     e.Unavailable: 503,
 }
 
@@ -57,6 +58,8 @@ def render(exc: e.DomainError) -> JSONResponse:
         headers["WWW-Authenticate"] = 'Bearer realm="calcgraph"'
     if isinstance(exc, e.RateLimited | e.Unavailable):
         headers["Retry-After"] = str(int(exc.extra.get("retry_after", 1)))
+    elif isinstance(exc, e.QuotaExceeded) and "retry_after" in exc.extra:
+        headers["Retry-After"] = str(int(exc.extra["retry_after"]))
     return JSONResponse(body, status_code=status_of(exc), headers=headers)
 
 

@@ -31,7 +31,7 @@ ERROR_TEXT = {
     409: "Conflict",
     413: "PayloadTooLarge: body over the configured limit",
     422: "ValidationError: body, query or inputs do not match their schema",
-    429: "RateLimited (header Retry-After)",
+    429: "RateLimited (header Retry-After) or QuotaExceeded (Retry-After when waiting helps)",
     500: "InternalError: never carries internal detail",
     503: "Unavailable: the database is busy; retry (header Retry-After)",
 }

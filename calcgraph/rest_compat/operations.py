@@ -13,6 +13,7 @@ handler returns (through its response model) and the OpenAPI entry (rest_compat.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
 from calcgraph.rest_compat.state import database_of, services_of
 from calcgraph.services import P, R, Services, UseCase
 
+LARGE_ANSWER_BYTES = 1024 * 1024
+"""A listing page whose values take more is serialised on a thread, not the event loop."""
 B = TypeVar("B")
 Q = TypeVar("Q")
 
@@ -147,7 +150,11 @@ class Operation:
             if self.body is None
             else await parse_body(request, self.body, required=self.body_required)
         )
-        return self.respond(await self.handler(Call(request, body, query)))
+        result = await self.handler(Call(request, body, query))
+        if getattr(result, "size_hint", 0) > LARGE_ANSWER_BYTES:
+            # Contract 8b: a large answer is written off the event loop (/health meanwhile).
+            return await asyncio.to_thread(self.respond, result)
+        return self.respond(result)
 
     def respond(self, result: object) -> Response:
         if isinstance(result, Response):

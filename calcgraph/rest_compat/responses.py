@@ -501,6 +501,11 @@ class RunSummaryOut(Out):
     retry_at: TimestampZ | None = Field(
         default=None, description="the earliest retry of its nodes still to be submitted"
     )
+    terminal_outputs_omitted: bool = Field(
+        default=False,
+        description="a listing left terminal_outputs out (over 64 KiB); GET /workflow-runs/{id} "
+        "reads them",
+    )
 
 
 class RunOut(RunSummaryOut):

@@ -98,6 +98,7 @@ async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetai
         graph=body.graph,
         visibility=body.visibility,
         organization_slug=body.organization,
+        quotas=call.services.settings.quotas,
     )
 
 
@@ -130,7 +131,12 @@ async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
     errors=_GRAPH_ERRORS,
 )
 async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetailView:
-    return await call.write(workflow_service.update, call.path("slug"), call.body.graph)
+    return await call.write(
+        workflow_service.update,
+        call.path("slug"),
+        call.body.graph,
+        quotas=call.services.settings.quotas,
+    )
 
 
 @rest(
@@ -147,6 +153,7 @@ async def create_run(call: Call[CreateRunBody, None]) -> RunView:
         call.path("slug"),
         call.body.inputs,
         refresh=call.body.cache == "refresh",
+        quotas=call.services.settings.quotas,
     )
 
 

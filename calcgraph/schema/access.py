@@ -19,6 +19,7 @@ import strawberry
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.views import MemberView, OrganizationView, UserView
 from calcgraph.domain.errors import Unauthenticated
+from calcgraph.domain.quotas.views import UsageView
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.context import Info
@@ -97,3 +98,21 @@ class OrganizationType:
     @classmethod
     def from_view(cls, org: OrganizationView) -> OrganizationType:
         return from_attributes(cls, org, members=[MemberType.from_view(m) for m in org.members])
+
+
+@strawberry.type(
+    name="UserUsage", description="What one user holds now against the quotas (contract 8b)."
+)
+class UserUsageType:
+    user_id: str = strawberry.field(description="Identifier in calcgraph.")
+    username: str = strawberry.field(description="`preferred_username` of the token.")
+    unfinished_runs: int = strawberry.field(description="Workflow runs not yet terminal.")
+    jobs: int = strawberry.field(description="Jobs kept.")
+    queued_jobs: int = strawberry.field(description="Jobs submitted and not yet started.")
+    stored_bytes: float = strawberry.field(
+        description="Bytes of the jobs' inputs, outputs and logs (a Float: Int is 32 bits)."
+    )
+
+    @classmethod
+    def from_view(cls, usage: UsageView) -> UserUsageType:
+        return from_attributes(cls, usage, stored_bytes=float(usage.stored_bytes))

@@ -11,6 +11,10 @@ Checked here, all in one walk:
 - the number of field selections once every fragment is expanded;
 - a cost estimate: each field costs 1, a list-typed field multiplies what it selects by
   LIST_ESTIMATE (a listing's `limit` literal when given), so nested lists add up fast;
+- an estimate of the answer's size (contract 8b): each leaf its typical bytes, a JSON value
+  the most a listing shows of one (64 KiB), the whole-run values (a plan, a graph) their
+  `_WHOLE_VALUE_BYTES`, times the rows its listings hold (a page's `limit`, else
+  LIST_ESTIMATE); over the answer bound (16 MiB) the document is refused before execution;
 - inline values: nested at most 64 levels, strings without NUL or lone surrogates.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
 
 from graphql import (
     DocumentNode,
@@ -45,16 +50,40 @@ from graphql import (
 from graphql.type import GraphQLOutputType
 from strawberry.extensions import SchemaExtension
 
+from calcgraph.domain.answers import ANSWER_MAX_BYTES, LISTED_VALUE_MAX_BYTES
 from calcgraph.domain.json_limits import MAX_DEPTH, bad_text
 
 LIST_ESTIMATE = 20
 """The elements a list field is assumed to hold when the query does not say (`limit`)."""
+_LEAF_BYTES = 64
+"""A leaf that is not a JSON value: an id, a name, a time, a status."""
+_WHOLE_VALUE_BYTES = {
+    "planSnapshot": 2 * 1024 * 1024,
+    "graph": 2 * 1024 * 1024,
+    "resolvedFunctions": 256 * 1024,
+    "inputNodes": 256 * 1024,
+}
+"""JSON values read whole, never left out: a plan or a graph of a large workflow (12,000 nodes
+wrote 1.9 MB of graph)."""
+_SIZED_TEXT = {"logs"}
+"""Text fields that hold up to 64 KiB (captured output)."""
+
+
+_ESTIMATES: WeakKeyDictionary[DocumentNode, int] = WeakKeyDictionary()
+"""The estimated answer bytes of each checked document (the document cache keeps the checked
+document object, so a remembered text keeps its estimate)."""
+
+
+def estimated_bytes(document: DocumentNode | None) -> int:
+    """The largest estimated answer of the document's operations (0: not checked)."""
+    return _ESTIMATES.get(document, 0) if document is not None else 0
 
 
 @dataclass
 class _Size:
     selections: int
     cost: int
+    bytes: int = 0
 
 
 @dataclass
@@ -83,42 +112,80 @@ class _Walk:
         self.memo[name] = size
         return size
 
-    def selection_set(self, selections: SelectionSetNode | None, parent: object) -> _Size:
+    def selection_set(
+        self, selections: SelectionSetNode | None, parent: object, *, page: bool = False
+    ) -> _Size:
         total = _Size(0, 0)
         for selection in selections.selections if selections is not None else ():
             if isinstance(selection, FieldNode):
-                part = self.field(selection, parent)
+                part = self.field(selection, parent, page=page)
             elif isinstance(selection, InlineFragmentNode):
                 condition = selection.type_condition
                 inner = self.schema.get_type(condition.name.value) if condition else parent
-                part = self.selection_set(selection.selection_set, inner)
+                part = self.selection_set(selection.selection_set, inner, page=page)
             elif isinstance(selection, FragmentSpreadNode):
                 part = self.fragment(selection)
             else:  # pragma: no cover - the grammar has no other selection
                 continue
             total.selections += part.selections
             total.cost += part.cost
+            total.bytes += part.bytes
         return total
 
-    def field(self, node: FieldNode, parent: object) -> _Size:
+    def field(self, node: FieldNode, parent: object, *, page: bool = False) -> _Size:
+        """`page`: the field is in a listing page whose `limit` already counted its rows."""
         definition = (
             parent.fields.get(node.name.value)
             if isinstance(parent, GraphQLObjectType | GraphQLInterfaceType)
             else None
         )
         if definition is None or node.selection_set is None:
-            return _Size(1, 1)
-        inner = self.selection_set(node.selection_set, get_named_type(definition.type))
-        return _Size(1 + inner.selections, 1 + _factor(node, definition.type) * inner.cost)
+            return _Size(1, 1, _leaf_bytes(node, definition))
+        # A page (a field taking `limit` that is no list): its rows are its limit, or
+        # LIST_ESTIMATE; its `items` list counts them once, not again.
+        paged = "limit" in definition.args and not _is_list(definition.type)
+        inner = self.selection_set(node.selection_set, get_named_type(definition.type), page=paged)
+        factor = _factor(node, definition.type)
+        rows = factor
+        if paged and factor == 1:
+            rows = LIST_ESTIMATE
+        elif page and _is_list(definition.type):
+            rows = 1
+        return _Size(
+            1 + inner.selections,
+            1 + factor * inner.cost,
+            _LEAF_BYTES + rows * inner.bytes,
+        )
+
+
+def _is_list(output: GraphQLOutputType) -> bool:
+    while isinstance(output, GraphQLNonNull):
+        output = output.of_type
+    return isinstance(output, GraphQLList)
+
+
+def _leaf_bytes(node: FieldNode, definition: object) -> int:
+    name = node.name.value
+    if name in _WHOLE_VALUE_BYTES:
+        return _WHOLE_VALUE_BYTES[name]
+    if name in _SIZED_TEXT:
+        return LISTED_VALUE_MAX_BYTES
+    output = getattr(definition, "type", None)
+    named = get_named_type(output) if output is not None else None
+    if named is not None and named.name == "JSON":
+        return LISTED_VALUE_MAX_BYTES
+    return _LEAF_BYTES
 
 
 def _factor(node: FieldNode, output: GraphQLOutputType) -> int:
     for argument in node.arguments or ():
-        if argument.name.value == "limit" and isinstance(argument.value, IntValueNode):
+        if argument.name.value in _ROW_ARGUMENTS and isinstance(argument.value, IntValueNode):
             return max(1, int(argument.value.value))
-    while isinstance(output, GraphQLNonNull):
-        output = output.of_type
-    return LIST_ESTIMATE if isinstance(output, GraphQLList) else 1
+    return LIST_ESTIMATE if _is_list(output) else 1
+
+
+_ROW_ARGUMENTS = ("limit", "first")
+"""A listing's literal row count: `limit` of a page, `first` of a run's node states."""
 
 
 class _ValueCheck(Visitor):
@@ -156,7 +223,12 @@ class _ValueCheck(Visitor):
 
 
 def check_document(
-    schema: GraphQLSchema, document: DocumentNode, *, max_selections: int, max_cost: int
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    *,
+    max_selections: int,
+    max_cost: int,
+    max_bytes: int = ANSWER_MAX_BYTES,
 ) -> list[GraphQLError]:
     """The document's violations of the bounds above; empty when it may be validated."""
     fragments = {
@@ -164,6 +236,7 @@ def check_document(
     }
     walk = _Walk(schema, fragments)
     errors: list[GraphQLError] = []
+    largest = 0
     for definition in document.definitions:
         if isinstance(definition, FragmentDefinitionNode):
             walk.fragment(FragmentSpreadNode(name=definition.name))
@@ -172,6 +245,7 @@ def check_document(
             continue
         root = schema.get_root_type(definition.operation)
         size = walk.selection_set(definition.selection_set, root)
+        largest = max(largest, size.bytes)
         label = f"operation {definition.name.value!r}" if definition.name else "the operation"
         if size.selections > max_selections:
             errors.append(
@@ -189,6 +263,16 @@ def check_document(
                     definition,
                 )
             )
+        elif size.bytes > max_bytes:
+            errors.append(
+                GraphQLError(
+                    f"{label} could answer about {size.bytes // (1024 * 1024)} MiB (JSON "
+                    f"values such as planSnapshot, graph and outputs, times the rows of their "
+                    f"listings); an answer is at most {max_bytes // (1024 * 1024)} MiB: ask "
+                    "for fewer rows (limit) or fewer values, or read them one at a time",
+                    definition,
+                )
+            )
     for name, spread in {s.name.value: s for s in walk.unknown}.items():
         errors.append(
             GraphQLError(
@@ -197,6 +281,7 @@ def check_document(
                 spread,
             )
         )
+    _ESTIMATES[document] = largest
     values = _ValueCheck()
     visit(document, values)
     return errors + values.errors
@@ -224,4 +309,11 @@ class DocumentBounds(SchemaExtension):
             )
             if errors:
                 context.pre_execution_errors = errors
+        yield
+
+    def on_execute(self) -> Iterator[None]:
+        # The door writes a large answer off the event loop (contract 8b): it reads this.
+        request = getattr(self.execution_context.context, "request", None)
+        if request is not None:
+            request.state.answer_estimate = estimated_bytes(self.execution_context.graphql_document)
         yield

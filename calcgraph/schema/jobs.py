@@ -24,13 +24,20 @@ class JobType:
     function_version_id: str = strawberry.field(description="Exact version executed.")
     package_id: str = strawberry.field(description="Package of the function.")
     inputs: JSON = strawberry.field(description="Inputs as sent.")
-    outputs: JSON | None = strawberry.field(description="Outputs on success.")
+    outputs: JSON | None = strawberry.field(
+        description="Outputs on success; null in a listing when over 64 KiB (`outputsOmitted`)."
+    )
     error: JSON | None = strawberry.field(description="`kind` and `message` on failure.")
     logs: str | None = strawberry.field(description="Captured output, truncated to 64 KiB.")
     cache_hit: bool = strawberry.field(description="Answered from the result cache.")
     created_at: datetime = strawberry.field(description="Submission time.")
     started_at: datetime | None = strawberry.field(description="Start of execution.")
     finished_at: datetime | None = strawberry.field(description="End of execution.")
+    outputs_omitted: bool = strawberry.field(
+        default=False,
+        description="The outputs are over 64 KiB and left out of this listing; `job(id)` "
+        "reads them whole.",
+    )
 
     @strawberry.field(description="The package of the job's function.")
     async def package(self, info: Info) -> PackageType:

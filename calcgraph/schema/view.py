@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+from datetime import timedelta
+from typing import Any, cast
 
 import pydantic_core
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.types import ExecutionResult
 
 from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
@@ -18,8 +22,19 @@ from calcgraph.domain.errors import ValidationError
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.build import build_schema
 from calcgraph.schema.context import Context
-from calcgraph.schema.websocket import AuthenticatedTransportWS
+from calcgraph.schema.websocket import AuthenticatedTransportWS, SocketCensus
 from calcgraph.services import Services
+
+LARGE_ANSWER_BYTES = 1024 * 1024
+"""An operation estimated to answer more is written on a thread, not the event loop."""
+
+
+class _Encoded(dict[str, object]):
+    """An answer already written as JSON (off the event loop); `encode_json` passes it on."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -32,12 +47,30 @@ class GraphQLView(GraphQL[Context, None]):
             graphql_ide="graphiql" if settings.graphql_ide else None,
             # Cross-origin WebSocket handshakes: the same origins CORS lets call the API.
             allowed_origins=settings.cors_origin_list,
+            connection_init_wait_timeout=timedelta(seconds=settings.limit_socket_init_seconds),
             **kwargs,
+        )
+        self.sockets = SocketCensus(
+            per_user=settings.limit_sockets_per_user,
+            pending_per_address=settings.limit_pending_sockets_per_address,
         )
         self.services = services
         self.database = services.database
 
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        data = await super().process_result(request, result)
+        large = getattr(request.state, "answer_estimate", 0) > LARGE_ANSWER_BYTES
+        if large and isinstance(request, Request):  # HTTP answers; socket messages as they are
+            # Contract 8b: a large answer is written off the event loop (/health meanwhile).
+            text = await asyncio.to_thread(self.encode_json, data)
+            return cast(GraphQLHTTPResponse, _Encoded(text))
+        return data
+
     def encode_json(self, data: object) -> str:
+        if isinstance(data, _Encoded):
+            return data.text
         # A whole 10,000-node run answers 2 MB: pydantic-core writes it in Rust several times
         # faster than json.dumps (the same JSON, unescaped UTF-8 instead of \u escapes). Text,
         # not bytes: WebSocket messages must go out as text frames. Anything it refuses (a lone

@@ -227,6 +227,11 @@ class WorkflowRunType:
     retry_at: datetime | None = strawberry.field(
         default=None, description="The earliest retry of its nodes still to be submitted."
     )
+    terminal_outputs_omitted: bool = strawberry.field(
+        default=False,
+        description="The terminal outputs are over 64 KiB and left out of this listing; "
+        "`workflowRun(id)` reads them.",
+    )
     states: strawberry.Private[Mapping[str, NodeState] | None]
     known_plan: strawberry.Private[dict[str, Any] | None]
     """The plan snapshot when in hand (a tick's answer); else read when a field needs it."""

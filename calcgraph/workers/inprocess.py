@@ -67,6 +67,7 @@ class Execution:
             execute_max_wait=settings.execute_max_wait_seconds,
             chains=settings.chain_execution == "chain",
             tick_timer=self.metrics.tick_seconds.time,
+            quotas=settings.quotas,
         )
         self.workers: Workers | None = None
         self._redis_seen: tuple[float, bool] | None = None

@@ -17,6 +17,7 @@ it with backoff, at most `job_max_retries` times; the last attempt records the f
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from calcgraph.domain.jobs.cache_key import CachedResult, result_key
 from calcgraph.domain.jobs.execution.repository import ClaimedRow, Finish
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.domain.quotas.limits import over_storage
+from calcgraph.domain.quotas.service import quota_service
 from calcgraph.ops import logs
 from calcgraph.settings import Settings
 from calcgraph.workers.actor import ActorSpec
@@ -145,7 +148,7 @@ def _execute(
         )
         runtime.count_run()
         began = time.perf_counter()
-        result = run(function_version_id, request, attach)
+        result = within_storage(runtime, user_id, run(function_version_id, request, attach))
         seconds = time.perf_counter() - began
         kind = result.error.kind if result.error is not None else None
         runtime.metrics.job_finished(result.status, kind, seconds)
@@ -160,6 +163,34 @@ def _execute(
     except Exception as exc:
         log.exception("job %s could not be run", job_id)
         return RunResult.failed("infrastructure_error", f"the worker could not run the job: {exc}")
+
+
+def within_storage(runtime: CodeRuntime, user_id: str, result: RunResult) -> RunResult:
+    """Contract 8b: a result that would take its user past the storage quota is not kept; the
+    job fails `quota_exceeded` instead (its logs are kept, at most 64 KiB)."""
+    if result.status != "success":
+        return result
+    quotas = runtime.settings.quotas
+    adding = len(json.dumps(result.outputs, separators=(",", ":"))) + len(result.logs)
+    stored = quota_service.cached(user_id)
+    if stored is None:
+        stored = runtime.call(_stored(runtime, user_id))
+    if not over_storage(stored, adding, quotas):
+        return result
+    quota_service.forget(user_id)
+    return RunResult.failed(
+        "quota_exceeded",
+        f"QuotaExceeded: the outputs ({adding} bytes) would take your stored inputs, outputs "
+        f"and logs ({stored} bytes) past {quotas.stored_bytes} bytes, the most one user may "
+        "store; they are not kept",
+        result.logs,
+        result.duration,
+    )
+
+
+async def _stored(runtime: CodeRuntime, user_id: str) -> int:
+    async with runtime.database.read_session() as session:
+        return await quota_service.stored_bytes(session, user_id)
 
 
 def retries_left(settings: Settings) -> bool:

@@ -33,6 +33,9 @@ class PageRequest:
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None
+    size_hint: int = 0
+    """About how many bytes its values take when a listing measured them (0: small or not
+    measured): a door writes a large answer off its event loop."""
 
 
 def parse_limit(raw: int | str | None) -> int:

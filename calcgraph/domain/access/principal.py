@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from calcgraph.domain.errors import Unauthenticated
@@ -62,7 +63,23 @@ class Principal:
     subject: str
     username: str
     roles: frozenset[str]
+    expires_at: float | None = field(default=None, compare=False)
+    """When the token that names this caller stops being accepted (Unix seconds, its `exp`
+    plus the verifier's leeway); None for a principal no token carries (workers, tests)."""
 
     @property
     def is_admin(self) -> bool:
         return ADMIN_ROLE in self.roles
+
+    def seconds_left(self, now: float | None = None) -> float | None:
+        """Seconds until the token expires (0 or less: expired); None when it never does."""
+        if self.expires_at is None:
+            return None
+        return self.expires_at - (time.time() if now is None else now)
+
+    def require_current(self) -> None:
+        """Contract 8b: no operation runs on an expired token, on any door (a socket or a
+        subscription authenticated once lives past its token)."""
+        left = self.seconds_left()
+        if left is not None and left <= 0:
+            raise Unauthenticated("the token has expired; sign in again")

@@ -18,6 +18,7 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.execution.ports import Notifications, ResultLookup
 from calcgraph.domain.execution.waiting import (
     RunTickers,
+    Updates,
     unfinished,
     wait_for_job,
     wait_for_run,
@@ -28,12 +29,12 @@ from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
 from calcgraph.domain.jobs.views import Executed, JobView
+from calcgraph.domain.quotas.limits import Quotas
+from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 
 if TYPE_CHECKING:
-    import asyncio
-
     from calcgraph.db.engine import Database
 
 WAIT: Where = ("wait",)
@@ -49,6 +50,7 @@ class ExecutionService:
         execute_max_wait: float,
         chains: bool = False,
         tick_timer: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+        quotas: Quotas | None = None,
     ) -> None:
         self.database = database
         self.cache = cache
@@ -57,6 +59,8 @@ class ExecutionService:
         self.chains = chains
         """Ticks submit a chain's remaining nodes as one chain job (`chain_execution`)."""
         self.tick_timer = tick_timer
+        self.quotas = quotas or Quotas()
+        """Per-user quotas asked before a job is submitted (`CALCGRAPH_LIMIT_*`)."""
         """Times each tick's unit of work (/metrics)."""
         self.tickers = RunTickers()
         """At most one ticking loop per followed run in this process."""
@@ -76,6 +80,7 @@ class ExecutionService:
         and its worker stores the new result)."""
         seconds = self.execute_wait.seconds(wait, where)
         async with self.database.write_session() as session:
+            await quota_service.require_job_room(session, principal, self.quotas)
             submitted = await job_execution_service.submit_call(
                 session, principal, address, inputs, REFRESH if refresh else self.cache
             )
@@ -122,21 +127,23 @@ class ExecutionService:
     @contextlib.asynccontextmanager
     async def follow(
         self, principal: Principal, run_id: str, interval: float | None = None
-    ) -> AsyncIterator[asyncio.Queue[RunView | None]]:
+    ) -> AsyncIterator[Updates]:
         """The run's states as its shared ticking loop pushes them (None: the loop ended),
-        ticked every `interval` seconds and sooner when one of its jobs finishes."""
+        ticked every `interval` seconds and sooner when one of its jobs finishes, until the
+        caller's token expires (then Unauthenticated, and its caller ticks no more)."""
         every = FOLLOW_INTERVAL.seconds(interval, ("interval",))
         async with self.database.read_session() as session:
             await run_service.get(session, principal, run_id)  # access, before any loop starts
 
         async def tick() -> RunView:
+            principal.require_current()
             return await self.tick(principal, run_id)
 
         async def wait(seconds: float) -> None:
             await self._wait_for_run(principal, run_id, seconds)
 
-        async with self.tickers.subscribe(run_id, every, tick, wait) as updates:
-            yield updates
+        async with self.tickers.subscribe(run_id, every, tick, wait) as queue:
+            yield Updates(queue, principal)
 
     async def _wait_for_run(self, principal: Principal, run_id: str, seconds: float) -> None:
         async def read() -> list[str] | None:

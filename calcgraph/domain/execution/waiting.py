@@ -9,10 +9,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 
-from calcgraph.domain.errors import DomainError
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.errors import DomainError, Unauthenticated
 from calcgraph.domain.execution.ports import Notifications
-from calcgraph.domain.execution.waits import FOLLOW_INTERVAL
 from calcgraph.domain.jobs.execution.service import TERMINAL
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.state import RUN_TERMINAL
@@ -103,23 +104,30 @@ Wait = Callable[[float], Awaitable[None]]
 """Sleep up to the given seconds, less when a job of the run finishes first."""
 
 
-class _Loop:
-    """The ticking loop of one run, with the queues of its subscribers."""
+@dataclass(eq=False)
+class _Subscriber:
+    queue: asyncio.Queue[RunView | None]
+    interval: float
+    tick: Tick
+    wait: Wait
 
-    def __init__(self, run_id: str, tick: Tick, wait: Wait) -> None:
+
+class _Loop:
+    """The ticking loop of one run, with its subscribers. It ticks and waits on behalf of the
+    oldest subscriber still there: each subscriber's caller acts for itself, so one whose
+    token expired (contract 8b) stops acting when it leaves, and the next caller takes over."""
+
+    def __init__(self, run_id: str) -> None:
         self.run_id = run_id
-        self.tick = tick
-        self.wait = wait
-        self.queues: list[asyncio.Queue[RunView | None]] = []
-        self.intervals: list[float] = []
+        self.subscribers: list[_Subscriber] = []
         self.last: RunView | None = None
         self.task: asyncio.Task[None] | None = None
         self.ticking = False
         self.stopped = False
 
     def push(self, view: RunView | None) -> None:
-        for queue in self.queues:
-            queue.put_nowait(view)
+        for subscriber in self.subscribers:
+            subscriber.queue.put_nowait(view)
 
     def stop(self) -> None:
         """End the loop between two ticks: now if it waits, else once its tick is committed.
@@ -130,10 +138,18 @@ class _Loop:
             self.task.cancel()
 
     async def run(self) -> None:
-        while not self.stopped:
+        while not self.stopped and self.subscribers:
+            acting = self.subscribers[0]
             self.ticking = True
             try:
-                view = await self.tick()
+                view = await acting.tick()
+            except Unauthenticated:
+                # The acting subscriber's token expired: it hears so and leaves; the next
+                # subscriber's caller acts from the next round.
+                if acting in self.subscribers:
+                    self.subscribers.remove(acting)
+                acting.queue.put_nowait(None)
+                continue
             except DomainError:
                 return  # the run vanished from the subscriber's sight: end the stream
             except Exception:
@@ -147,9 +163,10 @@ class _Loop:
                     return
             finally:
                 self.ticking = False
-            if self.stopped:
+            if self.stopped or not self.subscribers:
                 return
-            await self.wait(min(self.intervals, default=FOLLOW_INTERVAL.default))
+            every = min(s.interval for s in self.subscribers)
+            await self.subscribers[0].wait(every)
 
 
 class RunTickers:
@@ -169,21 +186,23 @@ class RunTickers:
         self, run_id: str, interval: float, tick: Tick, wait: Wait
     ) -> AsyncIterator[asyncio.Queue[RunView | None]]:
         queue: asyncio.Queue[RunView | None] = asyncio.Queue()
+        subscriber = _Subscriber(queue, interval, tick, wait)
         loop = self._loops.get(run_id)
+        fresh = loop is None
         if loop is None:
-            loop = self._loops[run_id] = _Loop(run_id, tick, wait)
-            loop.task = asyncio.create_task(self._run(loop))
-            self.started += 1
+            loop = self._loops[run_id] = _Loop(run_id)
         elif loop.last is not None:
             queue.put_nowait(loop.last)  # a late subscriber starts from the current state
-        loop.queues.append(queue)
-        loop.intervals.append(interval)
+        loop.subscribers.append(subscriber)
+        if fresh:
+            loop.task = asyncio.create_task(self._run(loop))
+            self.started += 1
         try:
             yield queue
         finally:
-            loop.queues.remove(queue)
-            loop.intervals.remove(interval)
-            if not loop.queues:
+            if subscriber in loop.subscribers:
+                loop.subscribers.remove(subscriber)
+            if not loop.subscribers:
                 loop.stop()
                 if self._loops.get(run_id) is loop:
                     del self._loops[run_id]
@@ -195,3 +214,28 @@ class RunTickers:
             if self._loops.get(loop.run_id) is loop:
                 del self._loops[loop.run_id]
             loop.push(None)
+
+
+class Updates:
+    """A subscriber's states (None: the stream ended) until its caller's token expires: then
+    `get` raises Unauthenticated instead of waiting on (contract 8b: no operation runs on an
+    expired token; a followed run stops being pushed)."""
+
+    def __init__(self, queue: asyncio.Queue[RunView | None], principal: Principal) -> None:
+        self.queue = queue
+        self.principal = principal
+
+    async def get(self) -> RunView | None:
+        while True:
+            self.principal.require_current()
+            left = self.principal.seconds_left()
+            if left is None:
+                view = await self.queue.get()
+            else:
+                try:
+                    view = await asyncio.wait_for(self.queue.get(), left)
+                except TimeoutError:
+                    continue
+            if view is None:
+                self.principal.require_current()  # ended because the token expired
+            return view

@@ -3,17 +3,31 @@ package's current visibility and the caller's current memberships."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import JSON, ColumnElement, Table, and_, func, insert, select, true
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    Table,
+    and_,
+    case,
+    func,
+    insert,
+    null,
+    select,
+    true,
+    type_coerce,
+)
 
-from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import by_keys, insert_from_arrays
+from calcgraph.db.base import JSONType, RepositoryBase
+from calcgraph.db.dialect import by_keys, insert_from_arrays, stored_bytes
 from calcgraph.db.keyset import keyset_clause
-from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
+from calcgraph.domain import answers
+from calcgraph.domain.access.paging import Page, PageRequest, creation_key, encode_cursor
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.views import JOB_FIELDS, JobView
@@ -22,10 +36,13 @@ from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.read_models import from_attributes
 
 _JOBS = cast(Table, Job.__table__)
+_LISTED_COLUMNS = tuple(
+    f.name for f in dataclasses.fields(JobView) if f.name not in ("outputs", "outputs_omitted")
+)
 
 
 def job_view(job: Job) -> JobView:
-    return from_attributes(JobView, job)
+    return from_attributes(JobView, job, outputs_omitted=False)
 
 
 def visible_job_clause(principal: Principal) -> ColumnElement[bool]:
@@ -47,17 +64,48 @@ class JobRepository(RepositoryBase[Job]):
     model = Job
 
     async def list_of_caller(self, principal: Principal, page: PageRequest) -> Page[JobView]:
-        """The caller's own jobs whose package the caller can still see, newest first."""
+        """The caller's own jobs whose package the caller can still see, newest first, within
+        one answer's bound (contract 8b): first the page's ids and value sizes, computed by the
+        database; then the values of the rows that fit, outputs over 64 KiB left out."""
+        dialect = self.session.get_bind().dialect.name
+        inputs, outputs = stored_bytes(dialect, Job.inputs), stored_bytes(dialect, Job.outputs)
+        other = stored_bytes(dialect, Job.logs) + stored_bytes(dialect, Job.error)
         query = (
-            select(Job)
+            select(Job.id, Job.created_at, inputs, outputs, other)
             .join(Package, Package.id == Job.package_id)
             .where(Job.user_id == principal.user_id, visible_clause(principal))
         )
         query = query.where(keyset_clause(Job.created_at, Job.id, page.after, newest_first=True))
-        rows = await self.session.scalars(
-            query.order_by(Job.created_at.desc(), Job.id.desc()).limit(page.limit + 1)
+        sized = (
+            await self.session.execute(
+                query.order_by(Job.created_at.desc(), Job.id.desc()).limit(page.limit + 1)
+            )
+        ).all()
+        shown = [
+            size_in + (size_out if answers.listed(size_out) else 0) + size_other
+            for _, _, size_in, size_out, size_other in sized[: page.limit]
+        ]
+        kept = sized[: answers.rows_within(shown)]
+        size = sum(shown[: len(kept)])
+        omitted = {row[0] for row in kept if not answers.listed(row[3])}
+        views = {view.id: view for view in await self._listed_views([r[0] for r in kept], omitted)}
+        items = [views[row[0]] for row in kept if row[0] in views]
+        more = len(kept) < len(sized)
+        cursor = encode_cursor(creation_key(items[-1])) if more and items else None
+        return Page(items, cursor, size_hint=size)
+
+    async def _listed_views(self, ids: Sequence[str], omitted: set[str]) -> list[JobView]:
+        if not ids:
+            return []
+        columns = [_JOBS.c[name] for name in _LISTED_COLUMNS]
+        listed_outputs = type_coerce(
+            case((_JOBS.c.id.in_(omitted), null()), else_=_JOBS.c.outputs), JSONType
+        ).label("outputs")
+        connection = await self.session.connection()
+        rows = await connection.execute(
+            select(*columns, listed_outputs).where(_JOBS.c.id.in_(list(ids)))
         )
-        return make_page([job_view(job) for job in rows], page.limit, creation_key)
+        return [from_attributes(JobView, row, outputs_omitted=row.id in omitted) for row in rows]
 
     async def count_by_status(self) -> dict[str, int]:
         """Every job counted by status, in one GROUP BY (the status index covers it)."""

@@ -46,6 +46,8 @@ class JobView:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    outputs_omitted: bool = False
+    """Listings leave outputs over 64 KiB out (contract 8b); `GET /jobs/{id}` reads them."""
 
 
 @dataclass(frozen=True)

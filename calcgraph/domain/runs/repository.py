@@ -35,8 +35,6 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import by_keys, custom_plans, locked, rows_after, update_from_arrays
-from calcgraph.db.keyset import keyset_clause
-from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import PackageVersion
@@ -45,7 +43,6 @@ from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.views import NodeRow, RunView
 from calcgraph.domain.workflows.models import Workflow
-from calcgraph.domain.workflows.repository import visible_workflow_clause
 
 _STATE_COLUMNS = (
     NodeRowModel.node_key,
@@ -495,30 +492,3 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             if isinstance(declared.get("retry"), dict):
                 found[version_id] = declared["retry"]
         return found
-
-    async def list_visible(
-        self,
-        principal: Principal,
-        limit: int,
-        after: tuple[str, ...] | None,
-        statuses: Sequence[str],
-        workflow_id: str | None,
-    ) -> list[RunView]:
-        """The caller's runs (admins: all) whose workflow the caller can still see, newest
-        first, without node states."""
-        query = select(WorkflowRun).join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-        if not principal.is_admin:
-            query = query.where(
-                WorkflowRun.user_id == principal.user_id, visible_workflow_clause(principal)
-            )
-        if statuses:
-            query = query.where(WorkflowRun.status.in_(statuses))
-        if workflow_id is not None:
-            query = query.where(WorkflowRun.workflow_id == workflow_id)
-        query = query.where(
-            keyset_clause(WorkflowRun.started_at, WorkflowRun.id, after, newest_first=True)
-        )
-        rows = await self.session.scalars(
-            query.order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc()).limit(limit + 1)
-        )
-        return [run_view(run) for run in rows]

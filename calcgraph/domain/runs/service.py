@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access import policy
-from calcgraph.domain.access.paging import Page, PageRequest, make_page
+from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
@@ -46,7 +46,10 @@ from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
 from calcgraph.domain.jobs.inputs import refuse_mismatches
+from calcgraph.domain.quotas.limits import Quotas
+from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
+from calcgraph.domain.runs.listing.repository import RunListRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
@@ -116,6 +119,9 @@ def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dic
     return resolved
 
 
+DEFAULT_QUOTAS = Quotas()
+
+
 class RunService:
     def __init__(self) -> None:
         self.memo = RunMemo()
@@ -128,10 +134,12 @@ class RunService:
         inputs: object,
         *,
         refresh: bool = False,
+        quotas: Quotas = DEFAULT_QUOTAS,
     ) -> RunView:
         """A run of the workflow's latest version; `refresh`: its jobs are never answered from
         the result cache (contract section 10)."""
         workflow = await workflow_service.visible(session, principal, slug)
+        await quota_service.require_run_room(session, principal, quotas)
         version = await WorkflowRepository.from_session(session).version(
             workflow.id, workflow.latest_version
         )
@@ -280,10 +288,9 @@ class RunService:
         workflow_id = None
         if workflow_slug is not None:
             workflow_id = (await workflow_service.visible(session, principal, workflow_slug)).id
-        rows = await RunRepository.from_session(session).list_visible(
+        return await RunListRepository.from_session(session).list_visible(
             principal, page.limit, page.after, statuses, workflow_id
         )
-        return make_page(rows, page.limit, RunView.sort_key)
 
     async def tick(
         self,

@@ -34,6 +34,8 @@ class RunView:
     since: int | None = None
     """Set when `node_states` holds only the nodes changed after this revision (and
     `plan_snapshot` is left empty): a poller's answer that costs what changed."""
+    terminal_outputs_omitted: bool = False
+    """A listing left the terminal outputs out (over 64 KiB, contract 8b)."""
 
     def sort_key(self) -> tuple[str, str]:
         return (self.started_at.isoformat(), self.id)

@@ -39,6 +39,7 @@ from calcgraph.domain.errors import (
 from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import FunctionVersionView
+from calcgraph.domain.quotas.limits import Quotas, check_nodes
 from calcgraph.domain.types.expr import TypeExprError
 from calcgraph.domain.workflows.graph import Graph, parse_graph
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
@@ -88,6 +89,9 @@ def refuse(report: Report, *, saving: bool) -> None:
             body,
         )
     raise ValidationError(INVALID_GRAPH, report_errors(report), body)
+
+
+DEFAULT_QUOTAS = Quotas()
 
 
 class WorkflowService:
@@ -143,7 +147,9 @@ class WorkflowService:
         graph: Mapping[str, Any],
         visibility: str | None,
         organization_slug: str | None,
+        quotas: Quotas = DEFAULT_QUOTAS,
     ) -> WorkflowDetailView:
+        check_nodes(graph, quotas)
         repository = WorkflowRepository.from_session(session)
         if await repository.by_slug(slug) is not None:
             raise Conflict(f"workflow slug {slug!r} is taken")
@@ -184,9 +190,16 @@ class WorkflowService:
         return WorkflowDetailView(view, version_view(version))
 
     async def update(
-        self, session: AsyncSession, principal: Principal, slug: str, graph: Mapping[str, Any]
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        slug: str,
+        graph: Mapping[str, Any],
+        *,
+        quotas: Quotas = DEFAULT_QUOTAS,
     ) -> WorkflowDetailView:
         """`PUT /workflows/{slug}`: a new latest version."""
+        check_nodes(graph, quotas)
         repository = WorkflowRepository.from_session(session)
         workflow = await repository.by_slug(slug, for_update=True)
         if workflow is None:

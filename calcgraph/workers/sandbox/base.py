@@ -22,7 +22,13 @@ from typing import Any, ClassVar, Literal
 from calcgraph.domain.read_models import from_attributes
 
 ErrorKind = Literal[
-    "user_error", "timeout", "out_of_memory", "sandbox_error", "infrastructure_error", "cancelled"
+    "user_error",
+    "timeout",
+    "out_of_memory",
+    "sandbox_error",
+    "infrastructure_error",
+    "cancelled",
+    "quota_exceeded",
 ]
 Status = Literal["success", "failed"]
 

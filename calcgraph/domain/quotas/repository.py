@@ -1,0 +1,86 @@
+"""All SQL of quotas: what each user holds now, counted by the database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.dialect import disk_bytes
+from calcgraph.domain.access.models import User
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.quotas.views import UsageView
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.state import RUN_TERMINAL
+
+
+class QuotaRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    @classmethod
+    def from_session(cls, session: AsyncSession) -> QuotaRepository:
+        return cls(session)
+
+    def _job_bytes(self) -> Any:
+        dialect = self.session.get_bind().dialect.name
+        return (
+            disk_bytes(dialect, Job.inputs)
+            + disk_bytes(dialect, Job.outputs)
+            + disk_bytes(dialect, Job.logs)
+        )
+
+    async def unfinished_runs(self, user_id: str) -> int:
+        query = select(func.count()).where(
+            WorkflowRun.user_id == user_id, WorkflowRun.status.not_in(RUN_TERMINAL)
+        )
+        return int(await self.session.scalar(query) or 0)
+
+    async def queued_jobs(self, user_id: str) -> int:
+        query = select(func.count()).where(Job.user_id == user_id, Job.status == "queued")
+        return int(await self.session.scalar(query) or 0)
+
+    async def stored(self, user_id: str) -> int:
+        query = select(func.coalesce(func.sum(self._job_bytes()), 0)).where(Job.user_id == user_id)
+        return int(await self.session.scalar(query) or 0)
+
+    async def usage(self) -> list[UsageView]:
+        """Every user that holds anything, with what they hold (admins' view)."""
+        runs = dict(
+            (
+                await self.session.execute(
+                    select(WorkflowRun.user_id, func.count())
+                    .where(WorkflowRun.status.not_in(RUN_TERMINAL))
+                    .group_by(WorkflowRun.user_id)
+                )
+            ).all()
+        )
+        jobs = (
+            await self.session.execute(
+                select(
+                    Job.user_id,
+                    func.count(),
+                    func.sum(case((Job.status == "queued", 1), else_=0)),
+                    func.coalesce(func.sum(self._job_bytes()), 0),
+                ).group_by(Job.user_id)
+            )
+        ).all()
+        by_user = {user_id: (count, queued, size) for user_id, count, queued, size in jobs}
+        ids = set(runs) | set(by_user)
+        if not ids:
+            return []
+        found = await self.session.execute(select(User.id, User.username).where(User.id.in_(ids)))
+        names: dict[str, str] = {user_id: name for user_id, name in found.all()}
+        views = [
+            UsageView(
+                user_id=user_id,
+                username=names.get(user_id, user_id),
+                unfinished_runs=int(runs.get(user_id, 0)),
+                jobs=int(by_user.get(user_id, (0, 0, 0))[0]),
+                queued_jobs=int(by_user.get(user_id, (0, 0, 0))[1] or 0),
+                stored_bytes=int(by_user.get(user_id, (0, 0, 0))[2] or 0),
+            )
+            for user_id in ids
+        ]
+        return sorted(views, key=lambda v: (-v.stored_bytes, v.username))

@@ -1,0 +1,15 @@
+"""What one user holds now, as admins read it. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UsageView:
+    user_id: str
+    username: str
+    unfinished_runs: int
+    jobs: int
+    queued_jobs: int
+    stored_bytes: int

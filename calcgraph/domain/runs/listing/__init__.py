@@ -1,0 +1,1 @@
+"""The run listing within one answer's bound (contract 8b)."""

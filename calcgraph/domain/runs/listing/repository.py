@@ -1,0 +1,117 @@
+"""All SQL of the run listing (`GET /workflow-runs`, GraphQL `workflowRuns`), within one
+answer's bound (contract 8b): first the page's ids and value sizes, computed by the database;
+then the runs that fit, terminal outputs over 64 KiB left out (`GET /workflow-runs/{id}` and
+the jobs read them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, case, null, select, type_coerce
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import JSONType
+from calcgraph.db.dialect import stored_bytes
+from calcgraph.db.keyset import keyset_clause
+from calcgraph.domain import answers
+from calcgraph.domain.access.paging import Page, encode_cursor
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.workflows.models import Workflow
+from calcgraph.domain.workflows.repository import visible_workflow_clause
+
+_RUNS = cast(Table, WorkflowRun.__table__)
+_VIEW_COLUMNS = (
+    "id",
+    "workflow_id",
+    "workflow_version_id",
+    "user_id",
+    "status",
+    "inputs",
+    "error_message",
+    "first_failed_node_key",
+    "plan_snapshot",
+    "revision",
+    "started_at",
+    "completed_at",
+)
+
+
+class RunListRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    @classmethod
+    def from_session(cls, session: AsyncSession) -> RunListRepository:
+        return cls(session)
+
+    async def list_visible(
+        self,
+        principal: Principal,
+        limit: int,
+        after: tuple[str, ...] | None,
+        statuses: Sequence[str],
+        workflow_id: str | None,
+    ) -> Page[RunView]:
+        """The caller's runs (admins: all) whose workflow the caller can still see, newest
+        first, without node states, as many as fit one answer."""
+        dialect = self.session.get_bind().dialect.name
+        sizes: list[Any] = [
+            stored_bytes(dialect, WorkflowRun.inputs)
+            + stored_bytes(dialect, WorkflowRun.plan_snapshot),
+            stored_bytes(dialect, WorkflowRun.terminal_outputs),
+        ]
+        query = select(WorkflowRun.id, WorkflowRun.started_at, *sizes).join(
+            Workflow, Workflow.id == WorkflowRun.workflow_id
+        )
+        if not principal.is_admin:
+            query = query.where(
+                WorkflowRun.user_id == principal.user_id, visible_workflow_clause(principal)
+            )
+        if statuses:
+            query = query.where(WorkflowRun.status.in_(statuses))
+        if workflow_id is not None:
+            query = query.where(WorkflowRun.workflow_id == workflow_id)
+        query = query.where(
+            keyset_clause(WorkflowRun.started_at, WorkflowRun.id, after, newest_first=True)
+        )
+        sized = (
+            await self.session.execute(
+                query.order_by(WorkflowRun.started_at.desc(), WorkflowRun.id.desc()).limit(
+                    limit + 1
+                )
+            )
+        ).all()
+        shown = [
+            size + (outputs if answers.listed(outputs) else 0)
+            for _, _, size, outputs in sized[:limit]
+        ]
+        kept = sized[: answers.rows_within(shown)]
+        omitted = {row[0] for row in kept if not answers.listed(row[3])}
+        views = {v.id: v for v in await self._views([row[0] for row in kept], omitted)}
+        items = [views[row[0]] for row in kept if row[0] in views]
+        cursor = encode_cursor(items[-1].sort_key()) if len(kept) < len(sized) and items else None
+        return Page(items, cursor, size_hint=sum(shown[: len(kept)]))
+
+    async def _views(self, ids: Sequence[str], omitted: set[str]) -> list[RunView]:
+        if not ids:
+            return []
+        outputs = type_coerce(
+            case((_RUNS.c.id.in_(omitted), null()), else_=_RUNS.c.terminal_outputs), JSONType
+        ).label("terminal_outputs")
+        connection = await self.session.connection()
+        rows = await connection.execute(
+            select(*(_RUNS.c[name] for name in _VIEW_COLUMNS), outputs).where(
+                _RUNS.c.id.in_(list(ids))
+            )
+        )
+        return [
+            RunView(
+                **{name: getattr(row, name) for name in _VIEW_COLUMNS},
+                terminal_outputs=row.terminal_outputs,
+                terminal_outputs_omitted=row.id in omitted,
+            )
+            for row in rows
+        ]
