@@ -49,6 +49,7 @@ from graphql import (
 )
 from graphql.type import GraphQLOutputType
 from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
 
 from calcgraph.domain.answers import ANSWER_MAX_BYTES, LISTED_VALUE_MAX_BYTES
 from calcgraph.domain.json_limits import MAX_DEPTH, bad_text
@@ -312,8 +313,10 @@ class DocumentBounds(SchemaExtension):
         yield
 
     def on_execute(self) -> Iterator[None]:
-        # The door writes a large answer off the event loop (contract 8b): it reads this.
-        request = getattr(self.execution_context.context, "request", None)
-        if request is not None:
-            request.state.answer_estimate = estimated_bytes(self.execution_context.graphql_document)
+        # The door writes a large answer off the event loop (contract 8b): it reads this. A
+        # subscription's pushes are parts of one stream, each written as it comes.
+        context = self.execution_context
+        request = getattr(context.context, "request", None)
+        if request is not None and context.operation_type is not OperationType.SUBSCRIPTION:
+            request.state.answer_estimate = estimated_bytes(context.graphql_document)
         yield

@@ -141,6 +141,10 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
         first = not self.connection_init_received and not self.connection_timed_out
         payload = message.get("payload", {})
         if first and isinstance(payload, dict):
+            # The init came in time: verifying its token (a JWKS fetch, a first sign-in's
+            # write) may take longer than the init timeout, which no longer applies.
+            if self.connection_init_timeout_task:
+                self.connection_init_timeout_task.cancel()
             reason = await self._authenticate(payload)
             if reason is not None:
                 self.connection_init_received = True
