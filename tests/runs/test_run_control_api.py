@@ -489,3 +489,44 @@ class TestCacheRefresh:
             headers=platform.headers("alice"),
         )
         assert bogus.status_code == 422
+
+
+async def _gql(platform: Platform, query: str, user: str = "alice", **variables: Any) -> Any:
+    response = await platform.client.post(
+        "/graphql",
+        json={"query": query, "variables": variables},
+        headers=platform.headers(user),
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+class TestGraphQL:
+    async def test_cancel_rerun_and_cancel_job(self, platform: Platform) -> None:
+        run, job_id = await _napping_run(platform)
+        cancel = (
+            "mutation($id: ID!) { cancelRun(id: $id) { status nodeStates { nodeKey status } } }"
+        )
+        denied = await _gql(platform, cancel, user="bob", id=run["id"])
+        assert denied["errors"][0]["extensions"]["code"] in ("NotFound", "PermissionDenied")
+        done = await _gql(platform, cancel, id=run["id"])
+        assert done["data"]["cancelRun"]["status"] == "cancelled"
+        assert done["data"]["cancelRun"]["nodeStates"] == [{"nodeKey": "n", "status": "cancelled"}]
+        again = await _gql(platform, cancel, id=run["id"])
+        assert again["errors"][0]["extensions"]["code"] == "Conflict"
+        rerun = (
+            'mutation($id: ID!, $inputs: JSON) { rerunRun(id: $id, from: "start", '
+            "inputs: $inputs) { id rerunOf status nodeStates { nodeKey status reused "
+            "attempts retryAt } } }"
+        )
+        wrong = await _gql(platform, rerun, id=run["id"], inputs={"x": "long"})
+        assert wrong["errors"][0]["extensions"]["code"] == "ValidationError"
+        second = (await _gql(platform, rerun, id=run["id"], inputs={"x": LONG}))["data"]
+        assert second["rerunRun"]["rerunOf"] == run["id"]
+        assert second["rerunRun"]["nodeStates"][0]["reused"] is False
+        cancelled = await _gql(platform, cancel, id=second["rerunRun"]["id"])
+        assert cancelled["data"]["cancelRun"]["status"] == "cancelled"
+        finished = await _gql(
+            platform, "mutation($id: ID!) { cancelJob(id: $id) { status } }", id=job_id
+        )
+        assert finished["errors"][0]["extensions"]["code"] == "Conflict"

@@ -84,12 +84,16 @@ class TestEveryProblemInOneReport:
                 ],
             },
             fn("wrong_port", "pkg/force", force="p.nothing"),
+            {**fn("retries", "pkg/force", force="p.out"), "retry": {"max_attempts": 0}},
         ]
         return report_of(*nodes)
 
     def test_every_category_has_its_problem(self, report: Report) -> None:
         assert not report.valid
         assert {name for name in CATEGORIES if report.entries(name)} == set(CATEGORIES)  # type: ignore[arg-type]
+
+    def test_invalid_retry_policies(self, report: Report) -> None:
+        assert located(report, "invalid_retry_policies") == {("retries", None)}
 
     def test_invalid_input_node_types(self, report: Report) -> None:
         assert located(report, "invalid_input_node_types") == {("typo", None), ("broken", None)}

@@ -122,6 +122,7 @@ class DockerChannel(Channel):
         return self._stderr.decode("utf-8", "replace").strip()
 
     def close(self) -> None:
+        self.closed = True
         self._selector.close()
         # The SDK wraps the socket in a SocketIO (and an HTTP response) that hold references to
         # it: close them all, or the descriptor outlives the sandbox.

@@ -58,11 +58,19 @@ class ChannelClosed(Exception):
     """The runner's end of the channel is gone (it exited or was killed)."""
 
 
+_WAKE_SECONDS = 0.25
+"""Longest single wait for the runner's output: a channel closed by another thread (a cancel
+killing the sandbox) is noticed within this, even when closing it removed the descriptor from
+the wait before the end of file reached it."""
+
+
 class Channel(ABC):
     """A byte pipe to a runner: lines out, lines in, with a deadline."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
+        self.closed = False
+        """Set by `close` (from any thread): a reader waiting for a line gives up."""
 
     @abstractmethod
     def send(self, data: bytes) -> None: ...
@@ -84,10 +92,17 @@ class Channel(ABC):
                 return line
             if len(self._buffer) > limit:
                 raise OverflowError(f"the sandbox sent more than {limit} bytes in one message")
+            if self.closed:
+                raise ChannelClosed
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            data = self._read(remaining)
+            try:
+                data = self._read(min(remaining, _WAKE_SECONDS))
+            except (OSError, ValueError):
+                if self.closed:  # its descriptors were closed under the read
+                    raise ChannelClosed from None
+                raise
             if data is None:
                 continue
             if not data:
@@ -129,6 +144,7 @@ class PipeChannel(Channel):
         return ""
 
     def close(self) -> None:
+        self.closed = True
         self._selector.close()
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             with contextlib.suppress(OSError):
