@@ -8,8 +8,10 @@ kill(-1) as that uid removes every process the job left), empties the capability
 sets no_new_privs; before that, the runner takes a network namespace of its own (no loopback route
 to the API, Redis or PostgreSQL) and a mount namespace in which /var/tmp, /dev/shm and /run (the
 services' unix sockets) are empty read-only tmpfs mounts and /tmp a private tmpfs of `tmp_bytes`
-(the code is staged under /var/lib/calcgraph/sandboxes instead). It cannot make the rest of the
-filesystem read-only or stop the handler from creating a user namespace. Run by a
+(the code is staged under /var/lib/calcgraph/sandboxes instead); every other mount is remounted
+read-only there, and /proc is a fresh one that shows only the sandbox's own processes
+(`hidepid`). It cannot hide host files whose mode lets anyone read them, or stop the handler
+from creating a user namespace. Run by a
 non-root user it can do none of the namespaces, nor give the runner a uid of its own:
 RLIMIT_NPROC then counts all that user's processes, the network is reachable, /tmp is the host's
 (RLIMIT_FSIZE bounds each file), and files of that user (the host environment of its other
@@ -47,13 +49,14 @@ from calcgraph.workers.sandbox.staging import (
 
 log = logging.getLogger(__name__)
 
-_ALWAYS_UNENFORCEABLE = frozenset({"read_only_fs", "user_namespaces"})
+_ALWAYS_UNENFORCEABLE = frozenset({"user_namespaces"})
 # Shared writable folders of the host, and /run with its service sockets (PostgreSQL's among
 # them), that a root-run sandbox sees as empty read-only mounts.
 HIDDEN_DIRS = ("/var/tmp", "/dev/shm", "/run")
 WEAK_WARNING = (
     "CALCGRAPH_SANDBOX=process: the `process` sandbox is for a SINGLE TRUSTED USER only. Jobs run "
-    "as plain subprocesses with rlimits; not enforced: %s. For other users' code install "
+    "as plain subprocesses with rlimits; not enforced: %s. Jobs can read every host file its "
+    "mode lets any user read (%s). For other users' code install "
     "bubblewrap (apt-get install bubblewrap) and use the default CALCGRAPH_SANDBOX=bwrap, or start "
     "Docker and use CALCGRAPH_SANDBOX=docker."
 )
@@ -73,7 +76,7 @@ class ProcessBackend(SandboxBackend):
         self.unenforceable = _ALWAYS_UNENFORCEABLE | (
             frozenset()
             if self.as_root
-            else frozenset({"pids", "environment", "network", "tmp_size"})
+            else frozenset({"pids", "environment", "network", "tmp_size", "read_only_fs"})
         )
         self.python = python or self._pick_python()
         # As root, code is staged outside /tmp: the sandbox gets a private /tmp of its own.
@@ -81,7 +84,13 @@ class ProcessBackend(SandboxBackend):
         if self.stage_dir is not None:
             self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
         remove_stale_staging(self.stage_dir)
-        log.warning(WEAK_WARNING, ", ".join(sorted(self.unenforceable)))
+        seen = (
+            "read-only, in a mount namespace with a /proc of the sandbox's own processes"
+            if self.as_root
+            else "writable where the invoking user may write, and every process's command "
+            "line and environment of that user"
+        )
+        log.warning(WEAK_WARNING, ", ".join(sorted(self.unenforceable)), seen)
 
     def _pick_python(self) -> str:
         candidates = [Path(sys.base_prefix) / "bin" / "python3", Path("/usr/bin/python3")]
@@ -101,6 +110,10 @@ class ProcessBackend(SandboxBackend):
             if self.as_root
             else None,
             "tmp_size": "a private tmpfs /tmp of tmp_bytes (mount namespace)"
+            if self.as_root
+            else None,
+            "read_only_fs": "a mount namespace of its own: every mount remounted read-only "
+            "but a private /tmp, and a /proc showing only the sandbox's own processes"
             if self.as_root
             else None,
             "memory": "RLIMIT_AS (a MemoryError past the limit)",
@@ -156,6 +169,7 @@ class ProcessBackend(SandboxBackend):
             private_tmp=limits.tmp_bytes if self.as_root else None,
             unshare_net=self.as_root,
             hide_dirs=list(HIDDEN_DIRS) if self.as_root else [],
+            read_only_root=self.as_root,
         )
         home = "/tmp" if self.as_root else str(tmp)
         env = {"PATH": _SANDBOX_PATH, "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}

@@ -216,7 +216,9 @@ def _unshare(config: Mapping[str, Any]) -> None:
     """A network namespace of its own (no route to the host's loopback services) and, over the
     host's shared writable folders, empty read-only tmpfs mounts: asked for by the `process`
     backend when it runs as root, the only case in which the kernel lets it."""
-    mounts = bool(config.get("hide_dirs") or config.get("private_tmp"))
+    mounts = bool(
+        config.get("hide_dirs") or config.get("private_tmp") or config.get("read_only_root")
+    )
     flags = (_CLONE_NEWNET if config.get("unshare_net") else 0) | (_CLONE_NEWNS if mounts else 0)
     if not flags:
         return
@@ -248,6 +250,8 @@ def _unshare(config: Mapping[str, Any]) -> None:
         if os.path.isdir(path):
             if libc.mount(b"tmpfs", path.encode(), b"tmpfs", options, data.encode()) != 0:
                 raise OSError(ctypes.get_errno(), f"cannot mount a tmpfs on {path}")
+    if config.get("read_only_root"):
+        _read_only_mounts(libc, keep_writable=("/tmp",))
     for path, fd in keep:
         os.makedirs(path, mode=0o755, exist_ok=True)
         source = f"/proc/self/fd/{fd}".encode()
@@ -257,6 +261,42 @@ def _unshare(config: Mapping[str, Any]) -> None:
         if libc.mount(None, path.encode(), None, readonly, None) != 0:
             raise OSError(ctypes.get_errno(), f"cannot make {path} read-only")
         os.close(fd)
+
+
+_MOUNT_FLAGS = {"nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 0x400, "nodiratime": 0x800}
+_MS_RELATIME = 0x200000
+
+
+def _read_only_mounts(libc: Any, keep_writable: tuple[str, ...]) -> None:
+    """In the runner's own mount namespace: every mount but `keep_writable` (and what lies
+    under them) remounted read-only, keeping its other flags, and a /proc of its own that
+    shows only the processes of the sandbox's uid (`hidepid`): the host's files stay readable
+    where their modes allow, never writable, and no other process's command line shows."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
+        entries = [line.split() for line in table]
+    for fields in entries:
+        point = fields[4].encode().decode("unicode_escape")
+        if any(point == w or point.startswith(w + "/") for w in keep_writable):
+            continue
+        if point == "/proc" or point.startswith("/proc/"):
+            continue
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        for option in fields[5].split(","):
+            flags |= _MOUNT_FLAGS.get(option, 0) | (_MS_RELATIME if option == "relatime" else 0)
+        if libc.mount(None, point.encode(), None, flags, None) != 0:
+            import ctypes
+            import errno
+
+            if ctypes.get_errno() == errno.ENOENT:  # under a folder a tmpfs now covers
+                continue
+            raise OSError(ctypes.get_errno(), f"cannot make {point} read-only")
+    proc = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    for hidepid in (b"hidepid=invisible", b"hidepid=2"):  # the name, then older kernels' number
+        if libc.mount(b"proc", b"/proc", b"proc", proc, hidepid) == 0:
+            return
+    import ctypes
+
+    raise OSError(ctypes.get_errno(), "cannot mount a /proc of its own")
 
 
 def _confine(config: Mapping[str, Any]) -> None:
