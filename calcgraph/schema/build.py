@@ -21,6 +21,7 @@ from strawberry.types import ExecutionContext
 from calcgraph.domain.errors import DomainError
 from calcgraph.resolvers.access import AccessMutation, AccessQuery
 from calcgraph.resolvers.catalog import CatalogQuery
+from calcgraph.resolvers.deployments import DeploymentMutation, DeploymentQuery
 from calcgraph.resolvers.events import EventQuery, EventSubscription
 from calcgraph.resolvers.execute import ExecuteMutation
 from calcgraph.resolvers.packages import PackageMutation, PackageQuery
@@ -37,12 +38,14 @@ log = logging.getLogger("calcgraph.graphql")
 
 
 @strawberry.type(description="Read access to calcgraph.")
-class Query(CatalogQuery, AccessQuery, PackageQuery, WorkflowQuery, EventQuery):
+class Query(CatalogQuery, AccessQuery, PackageQuery, DeploymentQuery, WorkflowQuery, EventQuery):
     pass
 
 
 @strawberry.type(description="Changes to calcgraph; each field is one transaction.")
-class Mutation(AccessMutation, PackageMutation, ExecuteMutation, WorkflowMutation):
+class Mutation(
+    AccessMutation, PackageMutation, DeploymentMutation, ExecuteMutation, WorkflowMutation
+):
     pass
 
 

@@ -1,0 +1,109 @@
+"""GraphQL types of the package lifecycle (contract 11): a package's deployment state and
+history, one version in detail, the interface diff of two versions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import cast
+
+import strawberry
+from strawberry.scalars import JSON
+
+from calcgraph.domain.packages.views import (
+    DeploymentHistoryEntry,
+    DeploymentStateView,
+    PackageDiffView,
+    PackageVersionDetailView,
+)
+from calcgraph.domain.read_models import from_attributes
+
+
+@strawberry.type(name="DeploymentHistoryEntry", description="One change of the current version.")
+class DeploymentHistoryEntryType:
+    version: str = strawberry.field(description="The version the change concerns.")
+    action: str = strawberry.field(description="`deployed`, `promoted` or `rolled_back`.")
+    at: datetime = strawberry.field(description="When.")
+    reason: str | None = strawberry.field(description="Why, and by whom.")
+
+    @classmethod
+    def from_view(cls, entry: DeploymentHistoryEntry) -> DeploymentHistoryEntryType:
+        return from_attributes(cls, entry)
+
+
+@strawberry.type(name="DeploymentState", description="Which version unpinned calls get.")
+class DeploymentStateType:
+    package_id: str = strawberry.field(description="The package.")
+    strategy: str = strawberry.field(description="`rolling`, `blue-green` or `canary`.")
+    state: str = strawberry.field(description="`stable` or `awaiting_promotion`.")
+    current: str | None = strawberry.field(description="What unpinned calls run.")
+    candidate: str | None = strawberry.field(description="A hosted version awaiting promotion.")
+    traffic_split: JSON | None = strawberry.field(description="Canary shares by version.")
+    started_at: datetime | None = strawberry.field(description="Start of a canary.")
+    ends_at: datetime | None = strawberry.field(description="When a canary is judged.")
+    observed: JSON | None = strawberry.field(description="A canary's observed figures.")
+    history: list[DeploymentHistoryEntryType] = strawberry.field(description="Oldest first.")
+
+    @classmethod
+    def from_view(cls, view: DeploymentStateView) -> DeploymentStateType:
+        return from_attributes(
+            cls,
+            view,
+            traffic_split=cast(JSON, view.traffic_split),
+            observed=cast(JSON, view.observed),
+            history=[DeploymentHistoryEntryType.from_view(e) for e in view.history],
+        )
+
+
+@strawberry.type(name="PackageVersionDetail", description="One package version in detail.")
+class PackageVersionDetailType:
+    id: str = strawberry.field(description="The deployment's identifier.")
+    package_id: str = strawberry.field(description="The package.")
+    package: str = strawberry.field(description="Package name.")
+    version: str = strawberry.field(description="The package version.")
+    is_latest: bool = strawberry.field(description="The current version.")
+    is_stable: bool = strawberry.field(description="False for a pre-release.")
+    created_at: datetime = strawberry.field(description="Deployment time.")
+    changelog: JSON | None = strawberry.field(description="Changelog entry of this version.")
+    compatibility: JSON | None = strawberry.field(description="The manifest's compatibility.")
+    migration_guide: JSON | None = strawberry.field(description="Text, or a text per version.")
+    dependencies: JSON = strawberry.field(description="Declared ranges by package name.")
+    functions: JSON = strawberry.field(
+        description="Each function: name, version, version_id, typed, inputs_schema, "
+        "outputs_schema, deprecated, deprecated_message, removal_version."
+    )
+
+    @classmethod
+    def from_view(cls, view: PackageVersionDetailView) -> PackageVersionDetailType:
+        return cls(
+            id=view.id,
+            package_id=view.package_id,
+            package=view.package,
+            version=view.version,
+            is_latest=view.is_latest,
+            is_stable=view.is_stable,
+            created_at=view.created_at,
+            changelog=cast(JSON, view.changelog),
+            compatibility=cast(JSON, view.compatibility),
+            migration_guide=cast(JSON, view.migration_guide),
+            dependencies=cast(JSON, view.dependencies),
+            functions=cast(JSON, [f.__dict__ for f in view.functions]),
+        )
+
+
+@strawberry.type(name="PackageDiff", description="Interface changes between two versions.")
+class PackageDiffType:
+    package: str = strawberry.field(description="Package name.")
+    from_version: str = strawberry.field(description="The older version.")
+    to_version: str = strawberry.field(description="The newer version.")
+    changes: JSON = strawberry.field(
+        description="Each change: function, change, port, breaking, reason."
+    )
+
+    @classmethod
+    def from_view(cls, view: PackageDiffView) -> PackageDiffType:
+        return cls(
+            package=view.package,
+            from_version=view.from_version,
+            to_version=view.to_version,
+            changes=cast(JSON, list(view.changes)),
+        )
