@@ -17,21 +17,18 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from calcgraph.webui import missing
+
 DIST = Path(__file__).resolve().parent / "dist"
 ASSETS = DIST / "assets"
 _IMMUTABLE = "public, max-age=31536000, immutable"
 _NO_CACHE = "no-cache"
 
-_MISSING = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>calcgraph</title>
-</head><body><h1>The web app is not built</h1><p>This installation has no built web files.
-Build them with <code>make install</code> (or <code>cd web &amp;&amp; npm ci &amp;&amp;
-npm run build</code>).</p></body></html>"""
-
 
 def _page(name: str) -> Response:
     page = DIST / name
     if not page.is_file():
-        return HTMLResponse(_MISSING, status_code=503, headers={"Cache-Control": _NO_CACHE})
+        return HTMLResponse(missing.page(), status_code=503, headers={"Cache-Control": _NO_CACHE})
     return FileResponse(page, media_type="text/html", headers={"Cache-Control": _NO_CACHE})
 
 
