@@ -68,7 +68,7 @@ step() {
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   start=$(date +%s%N)
   echo "=== \$ $label"
-  docker exec "$CONTAINER" bash -lc "$*" 2>&1 | sed 's/^/    /'
+  docker exec "${EXEC_ENV[@]}" "$CONTAINER" bash -lc "$*" 2>&1 | sed 's/^/    /'
   code=${PIPESTATUS[0]}
   elapsed=$((($(date +%s%N) - start) / 1000000))
   printf '=== exit %s, %d.%01d s, load %s -> %s\n' "$code" $((elapsed / 1000)) \
@@ -85,6 +85,20 @@ CONTAINER=calcgraph-bare-$$
 docker run -d --name "$CONTAINER" --network host -w /root \
   --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
   --security-opt systempaths=unconfined "$IMAGE" sleep infinity >/dev/null || exit 1
+
+# Behind a TLS-inspecting proxy the host trusts its CA through SSL_CERT_FILE: the container
+# gets the same bundle for pip, npm (Node), curl and git, and the host's proxy variables.
+EXEC_ENV=()
+if [ -n "${SSL_CERT_FILE:-}" ] && [ -f "$SSL_CERT_FILE" ]; then
+  docker cp -L "$SSL_CERT_FILE" "$CONTAINER:/etc/host-ca-bundle.pem" >/dev/null
+  for name in SSL_CERT_FILE PIP_CERT REQUESTS_CA_BUNDLE NODE_EXTRA_CA_CERTS CURL_CA_BUNDLE \
+    GIT_SSL_CAINFO; do
+    EXEC_ENV+=(-e "$name=/etc/host-ca-bundle.pem")
+  done
+fi
+for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+  [ -n "${!name:-}" ] && EXEC_ENV+=(-e "$name=${!name}")
+done
 
 say "copying the committed tree ($(git -C "$ROOT" rev-parse --short HEAD)) into $CONTAINER:/root/calcgraph"
 git -C "$ROOT" archive --prefix=calcgraph/ HEAD | docker exec -i "$CONTAINER" tar -C /root -x
