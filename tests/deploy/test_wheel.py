@@ -122,9 +122,14 @@ def served(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
     checkout (nothing of it is importable there)."""
     home = tmp_path_factory.mktemp("installed")
     venv = home / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    # No pip of its own (this pip installs into it) and no byte-compiling: what the wheel
+    # carries and serves is the same, at a fraction of the time.
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300
+    )
     installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
+        + ["-q", "--no-compile", str(wheel)],
         capture_output=True,
         text=True,
         timeout=1200,
