@@ -9,9 +9,9 @@
 #   make test     (only with --test: the whole suite, tens of minutes on two cores)
 # Each command's exit code, wall time and the host's load are printed; the script exits non-zero
 # if one failed. The container shares the host's network (the engine may have no bridge), and
-# runs without Docker's seccomp/AppArmor profiles and /proc masks so that bubblewrap, the default
-# sandbox, can make its namespaces as on a real machine (--privileged is refused where the
-# engine itself runs in a container).
+# runs without Docker's seccomp/AppArmor profiles and /proc masks, with the machine's cgroups
+# writable, so that bubblewrap, the default sandbox, makes its namespaces and enforces its
+# limits as on a real machine (--privileged is refused where the engine runs in a container).
 #
 #   bash scripts/bare-debian.sh [--test] [--keep] [--image]
 set -uo pipefail
@@ -84,7 +84,8 @@ CONTAINER=calcgraph-bare-$$
 [ "$KEEP" = 1 ] || trap 'docker rm -f "$CONTAINER" >/dev/null 2>&1' EXIT
 docker run -d --name "$CONTAINER" --network host -w /root \
   --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-  --security-opt systempaths=unconfined "$IMAGE" sleep infinity >/dev/null || exit 1
+  --security-opt systempaths=unconfined --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw \
+  "$IMAGE" sleep infinity >/dev/null || exit 1
 
 # Behind a TLS-inspecting proxy the host trusts its CA through SSL_CERT_FILE: the container
 # gets the same bundle for pip, npm (Node), curl and git, and the host's proxy variables.

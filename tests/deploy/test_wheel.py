@@ -163,10 +163,10 @@ def served(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         )
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + 300
             while True:
                 try:
-                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    if httpx.get(f"{url}/health", timeout=5).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
@@ -183,11 +183,13 @@ def served(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
 
 
 def test_the_installed_wheel_serves_the_app_and_graphiql(served: str) -> None:
-    app = httpx.get(f"{served}/ui/", timeout=10)
+    # Generous timeouts: the first requests import and compile what they use (no byte-compiling
+    # at install), on a machine that may be busy; no speed is asserted here.
+    app = httpx.get(f"{served}/ui/", timeout=120)
     assert app.status_code == 200, app.text
     script = re.search(r'<script[^>]* src="(/ui/assets/[^"]+\.js)"', app.text)
     assert script is not None, app.text
-    assert httpx.get(f"{served}{script.group(1)}", timeout=10).status_code == 200
-    graphiql = httpx.get(f"{served}/graphql", headers={"Accept": "text/html"}, timeout=10)
+    assert httpx.get(f"{served}{script.group(1)}", timeout=120).status_code == 200
+    graphiql = httpx.get(f"{served}/graphql", headers={"Accept": "text/html"}, timeout=120)
     assert graphiql.status_code == 200, graphiql.text
     assert "<script" in graphiql.text
