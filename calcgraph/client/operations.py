@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from calcgraph.client import models as m
+from calcgraph.client.errors import NotFound
 
 R = TypeVar("R")
 M = TypeVar("M", bound=m.Model)
@@ -50,6 +51,10 @@ Flow = Generator[Step, Any, R]
 
 
 def _segment(text: str) -> str:
+    """One path segment. An empty id or name is refused here, as the server refuses an unknown
+    one: sent, it would name the collection (`GET /workflow-runs/` is the list of runs)."""
+    if not text:
+        raise NotFound("NotFound: the id or name is empty")
     return quote(text, safe="@")
 
 

@@ -21,15 +21,12 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from calcgraph.webui import missing
+
 DIST = Path(__file__).resolve().parent / "dist"
 ASSETS = DIST / "assets"
 _IMMUTABLE = "public, max-age=31536000, immutable"
 _NO_CACHE = "no-cache"
-
-_MISSING = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>calcgraph</title>
-</head><body><h1>The web app is not built</h1><p>This installation has no built web files.
-Build them with <code>make install</code> (or <code>cd web &amp;&amp; npm ci &amp;&amp;
-npm run build</code>).</p></body></html>"""
 
 
 # Contract section 8b, browser hardening: every response of the app's files says so.
@@ -71,12 +68,13 @@ def _policy_of(path: Path, mtime_ns: int) -> str:
 def _page(name: str) -> Response:
     page = DIST / name
     if not page.is_file():
+        missing_page = missing.page()
         headers = {
             "Cache-Control": _NO_CACHE,
-            "Content-Security-Policy": content_security_policy(_MISSING),
+            "Content-Security-Policy": content_security_policy(missing_page),
             **_HARDENING,
         }
-        return HTMLResponse(_MISSING, status_code=503, headers=headers)
+        return HTMLResponse(missing_page, status_code=503, headers=headers)
     policy = _policy_of(page, page.stat().st_mtime_ns)
     headers = {"Cache-Control": _NO_CACHE, "Content-Security-Policy": policy, **_HARDENING}
     return FileResponse(page, media_type="text/html", headers=headers)

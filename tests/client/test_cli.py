@@ -186,6 +186,14 @@ class TestWorkflowsAndRuns:
         assert code == 0
         assert "beam" in out
         assert "completed" in out
+        # A bad id, unknown or empty (a README loop whose start failed), is a NotFound (exit 5)
+        # in one line; an empty one never reaches the list of runs it would otherwise name.
+        for bad in ("no-such-run", ""):
+            code, out, err = cli("runs", "show", bad)
+            assert code == 5, err
+            assert err.startswith("error: NotFound: "), err
+            assert "Traceback" not in err
+            assert "validation error" not in err
         code, listing = cli.json("runs", "list", "--workflow", slug, "--status", "completed")
         assert run["id"] in {r["id"] for r in listing["items"]}
         code, shown_workflow = cli.json("workflows", "show", slug)

@@ -1,5 +1,7 @@
-"""Issue 15: `pyproject.toml` says who made calcgraph, under which terms, and where its
-documentation is; every address it names exists inside the repository."""
+"""Issues 15 and 29: `pyproject.toml` says who made calcgraph, under which terms (Apache-2.0,
+PEP 639: a licence expression and the licence files, no licence classifiers, which setuptools
+deprecates), and where its documentation is; every address it names exists inside the
+repository."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_license_authors_classifiers_and_urls() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    license_file = ROOT / project["license"]["file"]
-    assert license_file.read_text().strip()
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License\n                           Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
     assert project["authors"]
     assert all(author.get("name") for author in project["authors"])
     classifiers = project["classifiers"]
-    assert any(c.startswith("License :: ") for c in classifiers)
+    assert not any(c.startswith("License :: ") for c in classifiers)
     assert "Programming Language :: Python :: 3.11" in classifiers
     assert "Typing :: Typed" in classifiers
     urls = project["urls"]
@@ -24,3 +29,8 @@ def test_license_authors_classifiers_and_urls() -> None:
     for url in urls.values():
         assert "://" not in url, f"{url} names a host outside the repository"
         assert (ROOT / url.split("#")[0]).exists(), url
+
+
+def test_the_build_system_supports_the_licence_metadata() -> None:
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
+    assert "setuptools>=77" in build["requires"]  # the first to read PEP 639's fields

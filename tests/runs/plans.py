@@ -20,6 +20,7 @@ from typing import Any, cast
 from sqlalchemy import Table, event, insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from calcgraph.db.base import Base
 from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.repository import JobRepository
@@ -43,6 +44,17 @@ class SeededRun:
     chains: int
     length: int
     revision: int
+
+
+async def own_tables(session: AsyncSession) -> None:
+    """Tables of this transaction's own: a new schema, first on the search path, with every
+    table created in it. Their plans then depend on nothing that ran before: no rows, dead rows
+    or statistics another test or autovacuum left in the shared tables (autovacuum cannot see
+    a table before its transaction commits, and the caller rolls back)."""
+    schema = f"plans_{uuid.uuid4().hex}"
+    await session.execute(text(f'CREATE SCHEMA "{schema}"'))
+    await session.execute(text(f'SET LOCAL search_path TO "{schema}"'))
+    await session.run_sync(lambda sync: Base.metadata.create_all(sync.connection()))
 
 
 def _key(chain: int, i: int) -> str:

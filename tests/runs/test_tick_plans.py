@@ -24,6 +24,7 @@ from tests.runs.plans import (
     explain,
     explain_generic,
     hot_statements,
+    own_tables,
     rows_read,
     seed,
     seq_scans,
@@ -39,6 +40,7 @@ async def test_hot_statements_read_what_changed(
     if backend != "postgresql":
         pytest.skip("plans are PostgreSQL's (SQLite has one way to read a key)")
     async with database.write_session() as session:
+        await own_tables(session)  # fresh means fresh, whatever ran before
         for _ in range(3):  # finished runs around: the tables hold more than the run
             await seed(session, 10, 100, done=100)
         big = await seed(session, 100, 100)
@@ -49,7 +51,10 @@ async def test_hot_statements_read_what_changed(
             )
         else:
             analyzed = await session.scalar(
-                text("SELECT count(*) FROM pg_stats WHERE tablename IN ('node_states', 'jobs')")
+                text(
+                    "SELECT count(*) FROM pg_stats WHERE schemaname = current_schema()"
+                    " AND tablename IN ('node_states', 'jobs')"
+                )
             )
             assert analyzed == 0, "the tables already have statistics"
         read: dict[str, dict[str, int]] = {"big": {}, "small": {}}
@@ -163,6 +168,7 @@ async def test_submitted_states_found_by_key_after_a_plan_cached_on_tiny_tables(
     if backend != "postgresql":
         pytest.skip("plans are PostgreSQL's (SQLite has one way to read a key)")
     async with database.write_session() as session:
+        await own_tables(session)
         runs = RunRepository.from_session(session)
         tiny = await seed(session, 10, 2)
         for revision in range(tiny.revision + 1, tiny.revision + 9):  # more than five runs
