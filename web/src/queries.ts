@@ -134,8 +134,8 @@ export const RunUpdatesSubscription = graphql(`
 `);
 
 export const RunsQuery = graphql(`
-  query Runs($status: [String!], $cursor: String) {
-    workflowRuns(status: $status, limit: 100, cursor: $cursor) {
+  query Runs($status: [String!], $workflow: String, $cursor: String) {
+    workflowRuns(status: $status, workflow: $workflow, limit: 100, cursor: $cursor) {
       items { id status startedAt completedAt workflowId firstFailedNodeKey workflowVersion { version } }
       nextCursor
     }
