@@ -250,8 +250,11 @@ def test_a_200_node_graph_fits_is_searchable_and_sorted_naturally(
 
     # The run page of the same graph fits too.
     page.goto(platform.base_url + f"/ui/runs/{runs.wide}")
+    expect(page.get_by_role("heading", name=re.compile(r"^Run .* completed$"))).to_be_visible(
+        timeout=20_000
+    )
     run_flow = page.get_by_label("Run graph", exact=True)
-    expect(run_flow.locator(".react-flow__edge")).to_have_count(workday.WIDE)
+    expect(run_flow.locator(".react-flow__edge")).to_have_count(workday.WIDE, timeout=20_000)
     area = run_flow.locator(".react-flow__renderer").bounding_box()
     for key in ("x", "b_0_0", f"b_0_{workday.WIDE - 1}"):
         assert _inside(page.locator(f'[data-node-key="{key}"]').bounding_box(), area), key
@@ -295,12 +298,57 @@ def test_jobs_page_past_100_and_lists_filter_and_link(
     _no_axe_violations(page)
 
 
+def test_organizations_members_roles_and_a_new_workflow(
+    platform: InProcessPlatform, runs: Runs, new_page: Any
+) -> None:
+    page = new_page()
+    sign_in(page, platform.base_url, "alice", path="/ui/organizations")
+    create = page.get_by_role("form", name="Create an organization")
+    create.get_by_label("Slug").fill("wd-team")
+    create.get_by_label("Name").fill("WD team")
+    create.get_by_role("button", name="Create organization").click()
+    expect(page.get_by_role("heading", name="Organization WD team")).to_be_visible()
+    members = page.get_by_role("table", name="Members")
+    expect(members).to_contain_text("alice")
+    expect(page.get_by_label("Role of alice")).to_have_value("owner")
+    # bob (signed in once: a user exists from then), not a member, is refused and told so.
+    bob = new_page()
+    sign_in(bob, platform.base_url, "bob", path="/ui/organizations/wd-team")
+    expect(bob.get_by_role("alert")).to_contain_text(
+        re.compile(r"denied|permission|member|no organization", re.IGNORECASE)
+    )
+
+    add = page.get_by_role("form", name="Add a member")
+    add.get_by_label("Username").fill("bob")
+    add.get_by_role("button", name="Add member").click()
+    expect(page.get_by_role("status")).to_contain_text("bob added as member.")
+    page.get_by_label("Role of bob").select_option("owner")
+    expect(page.get_by_role("status")).to_contain_text("bob is now owner.")
+    expect(page.get_by_label("Role of bob")).to_have_value("owner")
+    _no_axe_violations(page)
+    page.get_by_role("button", name="Remove bob").click()
+    expect(page.get_by_role("status")).to_contain_text("bob was removed.")
+    expect(members).not_to_contain_text("bob")
+
+    # A new workflow as a copy of another opens in the editor with its nodes.
+    page.goto(platform.base_url + "/ui/workflows")
+    page.get_by_role("link", name="New workflow").click()
+    page.get_by_label("Slug (its address)").fill("wd-copy")
+    page.get_by_label("Start from").select_option("wd-chain")
+    _no_axe_violations(page)
+    page.get_by_role("button", name="Create workflow").click()
+    expect(page.get_by_role("heading", name="wd-copy — editor")).to_be_visible()
+    expect(page.locator('[data-node-key="b"]')).to_have_count(1)
+
+
 PAGES = [
     ("/ui/workflows", "Workflows"),
     ("/ui/runs", "Runs"),
     ("/ui/packages", "Packages"),
     ("/ui/functions", "Functions"),
     ("/ui/jobs", "Jobs"),
+    ("/ui/organizations", "Organizations"),
+    ("/ui/workflows/new", "New workflow"),
     (f"/ui/workflows/{DEMO_SLUG}/run", "Start a run of Cantilever check"),
     (f"/ui/workflows/{DEMO_SLUG}", "Cantilever check — editor"),
 ]

@@ -159,3 +159,43 @@ export const JobQuery = graphql(`
     }
   }
 `);
+
+export const OrganizationQuery = graphql(`
+  query Organization($slug: String!) {
+    organization(slug: $slug) {
+      id slug name createdAt
+      members { username role }
+      packages { id name visibility currentVersion }
+    }
+  }
+`);
+
+export const CreateOrganizationMutation = graphql(`
+  mutation CreateOrganization($slug: String!, $name: String!) {
+    createOrganization(slug: $slug, name: $name) { slug }
+  }
+`);
+
+export const AddMemberMutation = graphql(`
+  mutation AddMember($slug: String!, $username: String!, $role: MemberRole!) {
+    addMember(slug: $slug, username: $username, role: $role) { username role }
+  }
+`);
+
+export const RemoveMemberMutation = graphql(`
+  mutation RemoveMember($slug: String!, $username: String!) {
+    removeMember(slug: $slug, username: $username)
+  }
+`);
+
+export const SetPackageVisibilityMutation = graphql(`
+  mutation SetPackageVisibility($package: String!, $visibility: Visibility!) {
+    setPackageVisibility(package: $package, visibility: $visibility) { id visibility }
+  }
+`);
+
+export const CreateWorkflowMutation = graphql(`
+  mutation CreateWorkflow($slug: String!, $name: String!, $graph: JSON!, $organization: String) {
+    createWorkflow(slug: $slug, name: $name, graph: $graph, organization: $organization) { slug }
+  }
+`);

@@ -14,9 +14,9 @@ export interface Link {
 }
 
 /** Top-left positions of the boxes (React Flow's origin), keyed by id. */
-export function layout(boxes: readonly Box[], links: readonly Link[]): Map<string, { x: number; y: number }> {
+export function layout(boxes: readonly Box[], links: readonly Link[], ranksep = 90): Map<string, { x: number; y: number }> {
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: "LR", nodesep: 24, ranksep: 90, marginx: 10, marginy: 10 });
+  g.setGraph({ rankdir: "LR", nodesep: 24, ranksep, marginx: 10, marginy: 10 });
   g.setDefaultEdgeLabel(() => ({}));
   const ids = new Set<string>();
   for (const b of boxes) {

@@ -1,7 +1,7 @@
 // The workflow editor: nodes from the catalog, edges checked with checkConnection before they
 // are drawn, the validation report on the nodes it names, save as a new version.
 import { Background, ReactFlow, ReactFlowProvider, useReactFlow, type Connection, type Edge, type EdgeChange, type NodeChange } from "@xyflow/react";
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
@@ -38,6 +38,12 @@ export function EditorPage() {
 
 const NODE_WIDTH = 250;
 
+declare global {
+  interface Window {
+    __calcgraphEditorMetrics?: { openMs: number; nodes: number };
+  }
+}
+
 type Message = { kind: "ok" | "refused" | "error"; text: string };
 
 function Editor({ slug, name, version, graph: saved }: { slug: string; name: string; version: number; graph: GraphDocument }) {
@@ -50,6 +56,7 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
   const [report, setReport] = useState<Map<string, string[]>>(new Map());
   const [positions, setPositions] = useSessionState<Record<string, { x: number; y: number }>>(`calcgraph.layout.${slug}`, () => ({}));
   const [dragging, setDragging] = useState<Record<string, { x: number; y: number }>>({});
+  const [measured, setMeasured] = useState<Record<string, { width: number; height: number }>>({});
   const [selection, setSelection] = useState<{ nodes: string[]; edges: string[] }>({ nodes: [], edges: [] });
   const [pending, setPending] = useState<{ connection: Connection; text: string } | null>(null);
   const [layoutSeed, setLayoutSeed] = useState(0);
@@ -98,6 +105,13 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
     const frame = requestAnimationFrame(() => void flow.fitView({ padding: 0.05, minZoom: 0.01, maxZoom: 1 }));
     return () => cancelAnimationFrame(frame);
   }, [auto, flow]);
+  // Read by bench/bench_web.py: when the editor first drew the graph with every node's ports.
+  const opened = useRef(false);
+  useLayoutEffect(() => {
+    if (opened.current || !schemasReady) return;
+    opened.current = true;
+    window.__calcgraphEditorMetrics = { openMs: performance.now(), nodes: graph.nodes.length };
+  }, [schemasReady, graph.nodes.length]);
   const flowNodes: FlowNodeType[] = useMemo(
     () =>
       graph.nodes.map((n) => {
@@ -109,6 +123,7 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
           type: "calc",
           position: dragging[n.node_key] ?? positions[n.node_key] ?? auto.get(n.node_key) ?? { x: 0, y: 0 },
           width: NODE_WIDTH,
+          measured: measured[n.node_key],
           selected: selection.nodes.includes(n.node_key),
           data: {
             key: n.node_key,
@@ -119,7 +134,7 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
           },
         };
       }),
-    [graph, portsOf, schemas, report, positions, dragging, auto, selection.nodes],
+    [graph, portsOf, schemas, report, positions, dragging, auto, selection.nodes, measured],
   );
 
   const say = (kind: Message["kind"], text: string) => setMessage({ kind, text });
@@ -280,7 +295,10 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
   const onNodesChange = useCallback(
     (changes: NodeChange<FlowNodeType>[]) => {
       for (const c of changes) {
-        if (c.type === "select") {
+        if (c.type === "dimensions" && c.dimensions) {
+          const size = c.dimensions;
+          setMeasured((m) => (m[c.id]?.width === size.width && m[c.id]?.height === size.height ? m : { ...m, [c.id]: size }));
+        } else if (c.type === "select") {
           setSelection((s) => ({ ...s, nodes: c.selected ? [...new Set([...s.nodes, c.id])] : s.nodes.filter((k) => k !== c.id) }));
         } else if (c.type === "position") {
           const at = c.position;

@@ -17,7 +17,9 @@ export function JobsPage() {
   const search = params.get("q") ?? "";
   const status = params.get("status") ?? "";
   const pages = useCursorPages("jobs");
-  const { data, error } = useAsync(() => request(JobsQuery, { cursor: pages.cursor }), `jobs:${pages.cursor ?? ""}`);
+  const loaded = useAsync(() => request(JobsQuery, { cursor: pages.cursor }), `jobs:${pages.cursor ?? ""}`);
+  const { error } = loaded;
+  const data = loaded.loading ? null : loaded.data; // a new page: no stale rows while it loads
   const set = (key: string, value: string) => {
     const next = new URLSearchParams(params);
     if (value) next.set(key, value);

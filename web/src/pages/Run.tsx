@@ -17,11 +17,13 @@ import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
 import type { RunFieldsFragment } from "../gql/graphql";
-import { RunQuery, RunUpdatesSubscription, TickMutation } from "../queries";
+import { useAsync } from "../lib/hooks";
+import { RunQuery, RunUpdatesSubscription, TickMutation, WorkflowsQuery } from "../queries";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const POLL_MS = 2000; // the specification's polling period of the run page
-const NODE_WIDTH = 200;
+const NODE_WIDTH = 180;
+const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
 
 type Run = RunFieldsFragment;
 type NodeState = Run["nodeStates"][number];
@@ -106,11 +108,10 @@ function planNodes(run: Run): GraphNode[] {
 }
 
 function planEdges(nodes: readonly GraphNode[]): Edge[] {
-  const labelled = nodes.length < 60;
   return nodes.flatMap((n) => {
     const from = Object.entries(n.input_bindings ?? {}).map(([port, b]) => ({ source: sourceOf(b), label: `${b.from_port}→${port}` }));
     if (n.kind === "extract" && n.from_node_key) from.push({ source: n.from_node_key, label: "bundle" });
-    return from.map((e) => ({ id: `${e.source}->${n.node_key}:${e.label}`, source: e.source, target: n.node_key, label: labelled ? e.label : undefined }));
+    return from.map((e) => ({ id: `${e.source}->${n.node_key}:${e.label}`, source: e.source, target: n.node_key, ariaLabel: `${e.source} to ${n.node_key} (${e.label})`, focusable: false }));
   });
 }
 
@@ -132,6 +133,9 @@ function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
 export function RunPage() {
   const { id = "" } = useParams();
   const { run, error, mode, arrived } = useLiveRun(id);
+  // The run names its workflow by id; the slug (for the editor and the runs filter) from the list.
+  const workflows = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
+  const slug = workflows.data?.workflows.items.find((w) => w.id === run?.workflowId)?.slug;
   const catalog = useCatalog();
   const [display, setDisplay] = useDisplayUnits();
   const [params, setParams] = useSearchParams();
@@ -141,7 +145,7 @@ export function RunPage() {
   const nodes = useMemo(() => (run ? planNodes(run) : []), [run?.planSnapshot]); // eslint-disable-line react-hooks/exhaustive-deps
   const edges = useMemo(() => planEdges(nodes), [nodes]);
   const positions = useMemo(
-    () => layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges),
+    () => layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP),
     [nodes, edges],
   );
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
@@ -152,6 +156,7 @@ export function RunPage() {
         type: "calc",
         position: positions.get(n.node_key) ?? { x: 0, y: 0 },
         width: NODE_WIDTH,
+        height: boxHeight(0),
         data: {
           key: n.node_key,
           kind: n.kind,
@@ -191,7 +196,10 @@ export function RunPage() {
       actions={<span className="live" aria-live="polite">{mode === "socket" ? "live" : mode === "polling" ? "ticking every 2 s" : ""}</span>}
     >
       <dl className="facts">
-        <dt>Workflow</dt><dd><Link to={`/runs?workflow=${encodeURIComponent(run.workflowId)}`}>runs of this workflow</Link> · version v{run.workflowVersion?.version}</dd>
+        <dt>Workflow</dt>
+        <dd>
+          {slug ? <><Link to={`/workflows/${slug}`}>{slug}</Link> v{run.workflowVersion?.version} · <Link to={`/runs?workflow=${encodeURIComponent(slug)}`}>its runs</Link></> : <>v{run.workflowVersion?.version}</>}
+        </dd>
         <dt>Started</dt><dd>{when(run.startedAt)}</dd>
         <dt>Duration</dt><dd>{duration(run.startedAt, run.completedAt)}</dd>
         {run.firstFailedNodeKey && (<><dt>Failed node</dt><dd className="problem"><button type="button" className="linkish" onClick={() => select(run.firstFailedNodeKey ?? null)}>{run.firstFailedNodeKey}</button></dd></>)}

@@ -16,10 +16,12 @@ export function RunsPage() {
   const filterKey = `${chosen.join(",")}|${workflow}`;
   const pages = useCursorPages(filterKey);
   const workflows = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
-  const { data, error } = useAsync(
+  const loaded = useAsync(
     () => request(RunsQuery, { status: chosen.length ? chosen : null, workflow: workflow || null, cursor: pages.cursor }),
     `${filterKey}|${pages.cursor ?? ""}`,
   );
+  const { error } = loaded;
+  const data = loaded.loading ? null : loaded.data; // a new page or filter: no stale rows
   const slugs = new Map((workflows.data?.workflows.items ?? []).map((w) => [w.id, w.slug]));
   const update = (status: string[], wf: string) => {
     const next: [string, string][] = status.map((s) => ["status", s]);

@@ -17,20 +17,22 @@ export function WorkflowsPage() {
   const [params, setParams] = useSearchParams();
   const search = params.get("q") ?? "";
   const pages = useCursorPages("workflows");
-  const { data, error } = useAsync(() => request(WorkflowsQuery, { cursor: pages.cursor }), `workflows:${pages.cursor ?? ""}`);
+  const loaded = useAsync(() => request(WorkflowsQuery, { cursor: pages.cursor }), `workflows:${pages.cursor ?? ""}`);
+  const { error } = loaded;
+  const data = loaded.loading ? null : loaded.data; // a new page: no stale rows while it loads
   const items = naturalSort(
     (data?.workflows.items ?? []).filter((w) => !search || `${w.slug} ${w.name} ${w.owner}`.toLowerCase().includes(search.toLowerCase())),
     (w) => w.slug,
   );
   return (
-    <Page title="Workflows">
+    <Page title="Workflows" actions={<Link to="/workflows/new">New workflow</Link>}>
       <form className="filters" role="search" aria-label="Filter workflows" onSubmit={(e) => e.preventDefault()}>
         <label>Search <input type="search" value={search} placeholder="slug, name or owner" onChange={(e) => setParams(e.target.value ? { q: e.target.value } : {}, { replace: true })} /></label>
       </form>
       {error && <ErrorBox error={error} />}
       {!data && !error && <Loading rows={6} />}
       {data && data.workflows.items.length === 0 && pages.page === 1 && (
-        <Empty>No workflows yet. Publish a package (<code>calcgraph publish</code>) and create a workflow with <code>calcgraph workflow create</code> or the API; it shows here to edit and run.</Empty>
+        <Empty>No workflows yet. <Link to="/workflows/new">Create a workflow</Link> and add the functions of your packages to it in the editor.</Empty>
       )}
       {data && data.workflows.items.length > 0 && items.length === 0 && <Empty>No workflow on this page matches "{search}".</Empty>}
       {items.length > 0 && (
