@@ -161,12 +161,18 @@ def run_page(options: Options) -> list[Result]:
     ]
 
 
-def _result(name: str, setup: str, values_ms: list[float], load: tuple[float, ...]) -> Result:
+def _result(
+    name: str,
+    setup: str,
+    values_ms: list[float],
+    load: tuple[float, ...],
+    scenario: str = "1000-node run page",
+) -> Result:
     ordered = sorted(values_ms)
     seconds = sum(values_ms) / 1000
     return Result(
         benchmark=name,
-        scenario="1000-node run page",
+        scenario=scenario,
         setup=setup,
         requests=len(ordered),
         seconds=round(seconds, 3),
@@ -177,4 +183,98 @@ def _result(name: str, setup: str, values_ms: list[float], load: tuple[float, ..
     )
 
 
-BENCHMARKS = {"web_run_page": run_page}
+EDITOR_NODES = 200
+
+
+def editor_graph() -> dict[str, Any]:
+    """One input and 199 `step` nodes in 9 chains: a 200-node workflow to open in the editor."""
+    nodes: list[dict[str, Any]] = [
+        {"node_key": "x", "kind": "input", "input_spec": {"type_expr": "Float"}}
+    ]
+    for i in range(EDITOR_NODES - 1):
+        chain, step = i % CHAINS, i // CHAINS
+        binding = (
+            {"source": "input_node", "input_key": "x", "from_port": "value"}
+            if step == 0
+            else {"source": "edge", "from_node_key": f"c{chain}_{step - 1}", "from_port": "y"}
+        )
+        nodes.append(
+            {
+                "node_key": f"c{chain}_{step}",
+                "kind": "function",
+                "function": "bench-web/step",
+                "input_bindings": {"x": binding},
+            }
+        )
+    return {"nodes": nodes}
+
+
+def editor_page(options: Options) -> list[Result]:
+    """From navigation to the editor having drawn a 200-node workflow with every node's ports
+    (the workflow and its function's schema fetched, dagre's layout, React Flow drawn)."""
+    from playwright.sync_api import sync_playwright
+
+    from calcgraph import webui
+    from calcgraph.demo.platform import InProcessPlatform
+    from calcgraph.settings import Settings
+
+    if not Path(CHROMIUM).exists() or not (webui.DIST / "index.html").is_file():
+        print("web: skipped (needs /usr/bin/chromium and the built web app: make install)")
+        return []
+    opened: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(
+            database_url=f"sqlite+aiosqlite:///{tmp}/web.db",
+            sandbox="process",
+            oidc_issuer=None,
+            redis_url=None,
+        )
+        with InProcessPlatform(settings) as platform:
+            token = platform.token("alice")
+            headers = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=platform.base_url, headers=headers, timeout=120) as http:
+                _gql(
+                    http,
+                    "mutation($m: JSON!, $f: JSON!) { publishPackage(manifest: $m, files: $f)"
+                    " { packageVersion } }",
+                    {"m": MANIFEST, "f": {"step.py": SOURCE}},
+                )
+                _gql(
+                    http,
+                    'mutation($g: JSON!) { createWorkflow(slug: "editor200", name: "200 nodes",'
+                    " graph: $g) { id } }",
+                    {"g": editor_graph()},
+                )
+            session = json.dumps(
+                {
+                    "accessToken": token,
+                    "expiresAt": (time.time() + 3600) * 1000,
+                    "username": "alice",
+                    "roles": ["user"],
+                }
+            )
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                for _ in range(REPETITIONS):
+                    context = browser.new_context(viewport={"width": 1440, "height": 900})
+                    context.add_init_script(
+                        f"localStorage.setItem('calcgraph.session', {json.dumps(session)})"
+                    )
+                    page = context.new_page()
+                    page.goto(f"{platform.base_url}/ui/workflows/editor200")
+                    page.wait_for_function(
+                        "() => window.__calcgraphEditorMetrics?.openMs != null", timeout=60_000
+                    )
+                    opened.append(
+                        float(page.evaluate("() => window.__calcgraphEditorMetrics.openMs"))
+                    )
+                    context.close()
+                browser.close()
+    load = os.getloadavg()
+    setup = (
+        f"chromium headless 1440x900, workflow of {EDITOR_NODES} nodes, {REPETITIONS} fresh pages"
+    )
+    return [_result("web_editor_open", setup, opened, load, scenario="200-node editor")]
+
+
+BENCHMARKS = {"web_run_page": run_page, "web_editor": editor_page}

@@ -3,7 +3,8 @@
     .venv/bin/python scripts/web_screenshots.py docs/screenshots
 
 Starts the real platform (SQLite in a temporary directory, the development identity provider),
-publishes the demo as alice, then drives Debian's chromium through the pages a person uses.
+publishes the demo as alice, runs it and a failing workflow, then drives Debian's chromium through
+the pages a person uses, once in light and once in dark mode (`name.png`, `name-dark.png`).
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 # The sign-in steps and the demo's inputs are the end-to-end tests' own (tests/web).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from playwright.sync_api import expect, sync_playwright
 
+from calcgraph.client import Client
 from calcgraph.demo.platform import InProcessPlatform
 from calcgraph.settings import Settings
+from tests.web import workday
 from tests.web.conftest import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -28,6 +32,95 @@ from tests.web.conftest import (
     sign_in,
 )
 from tests.web.test_e2e import RUN_INPUTS
+from tests.web.test_workday import DEMO_INPUTS
+
+
+def _runs(platform: InProcessPlatform) -> tuple[str, str]:
+    """A completed demo run and a failed one (the working-day tests' workflow), by the API."""
+    with Client(platform.base_url, token=platform.token("alice")) as client:
+        client.publish_package(workday.MANIFEST, {"tools.py": workday.SOURCE})
+        client.create_workflow("wd-fails", "Fails", workday.failing())
+        demo = client.start_run(DEMO_SLUG, DEMO_INPUTS).id
+        failed = client.start_run("wd-fails", {"x": 1}).id
+        for run in (demo, failed):
+            client.run_until_done(run, timeout=240)
+    return demo, failed
+
+
+def _pages(context: Any, base: str, out: Path, suffix: str, demo: str, failed: str) -> None:
+    page = context.new_page()
+
+    def shot(name: str, on: Any = None) -> None:
+        target = on or page
+        target.wait_for_timeout(500)
+        target.screenshot(path=str(out / f"{name}{suffix}.png"))
+
+    page.goto(base + "/ui/signin")
+    shot("signin")
+    sign_in(page, base, "alice")
+    shot("workflows")
+
+    # Pages of their own: headless chromium leaves React Flow's nodes unpainted in a
+    # screenshot of a page that was already screenshotted.
+    editor = context.new_page()
+    editor.goto(f"{base}/ui/workflows/{DEMO_SLUG}")
+    expect(editor.locator('[data-node-key="verdict"]')).to_be_visible()
+    editor.get_by_label("From port").select_option("load.value")
+    editor.get_by_label("To port").select_option("beam.length")
+    editor.get_by_role("button", name="Connect", exact=True).click()
+    expect(editor.get_by_test_id("editor-message")).to_contain_text("refused")
+    shot("editor", editor)
+    editor.close()
+
+    run = context.new_page()
+    run.goto(f"{base}/ui/runs/{demo}?node=beam")
+    expect(run.get_by_role("heading", name=re.compile(r"^Run .* completed$"))).to_be_visible()
+    expect(run.locator(".react-flow__edge").first).to_be_visible()
+    shot("run", run)
+    run.close()
+    run = context.new_page()
+    run.goto(f"{base}/ui/runs/{failed}")
+    expect(run.get_by_role("heading", name=re.compile(r"^Run .* failed$"))).to_be_visible()
+    run.get_by_label("Node details").locator("summary").click()
+    shot("run-failed", run)
+    run.close()
+
+    page.goto(f"{base}/ui/workflows/{DEMO_SLUG}/run")
+    for name, value in RUN_INPUTS.items():
+        page.get_by_label(re.compile(rf"^{name} ")).fill(value)
+    shot("start-run")
+    page.goto(base + "/ui/runs")
+    expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+    expect(page.get_by_role("table")).to_be_visible()
+    shot("runs")
+    page.goto(base + "/ui/packages")
+    page.get_by_role("link", name="demo-beam").click()
+    expect(page.get_by_role("heading", name="Versions and changelog")).to_be_visible()
+    shot("package")
+    page.goto(base + "/ui/functions")
+    expect(page.get_by_role("link", name="cantilever")).to_be_visible()
+    shot("functions")
+    page.get_by_role("link", name="cantilever").click()
+    page.get_by_label(re.compile(r"^length ")).fill("3 m")
+    page.get_by_label(re.compile(r"^force ")).fill("12 kN")
+    page.get_by_label(re.compile(r"^youngs_modulus ")).fill("210 GPa")
+    page.get_by_label(re.compile(r"^second_moment ")).fill("8.356e-5")
+    page.get_by_role("button", name="Run function").click()
+    expect(page.get_by_role("heading", name=re.compile("^Job"))).to_be_visible(timeout=60_000)
+    shot("function")
+    page.goto(base + "/ui/jobs")
+    expect(page.get_by_role("heading", name="Jobs")).to_be_visible()
+    expect(page.get_by_role("table")).to_be_visible()
+    shot("jobs")
+    page.locator("tbody a").first.click()
+    expect(page.get_by_role("heading", name="Logs")).to_be_visible()
+    shot("job")
+    page.goto(base + "/graphql")
+    expect(page.locator(".graphiql-query-editor")).to_contain_text("username", timeout=30_000)
+    page.get_by_role("button", name=re.compile("Execute query")).click()
+    expect(page.locator(".graphiql-response")).to_contain_text("alice", timeout=30_000)
+    shot("graphiql")
+    page.close()
 
 
 def main(out: Path) -> None:
@@ -43,86 +136,23 @@ def main(out: Path) -> None:
         )
         with InProcessPlatform(settings) as platform, sync_playwright() as p:
             _publish_demo(platform)
-            base = platform.base_url
+            demo, failed = _runs(platform)
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1440, "height": 900})
-            context.route(
-                "**/*",
-                lambda route: (
-                    route.continue_()
-                    if "127.0.0.1" in route.request.url.split("/")[2]
-                    else route.abort()
-                ),
-            )
-            page = context.new_page()
-
-            def shot(name: str) -> None:
-                page.wait_for_timeout(400)
-                page.screenshot(path=str(out / f"{name}.png"))
-
-            page.goto(base + "/ui/signin")
-            shot("signin")
-            sign_in(page, base, "alice")
-            shot("workflows")
-
-            # A page of its own: headless chromium leaves React Flow's nodes unpainted in a
-            # screenshot of a page that was already screenshotted.
-            editor = context.new_page()
-            editor.goto(f"{base}/ui/workflows/{DEMO_SLUG}")
-            expect(editor.locator('[data-node-key="verdict"]')).to_be_visible()
-            editor.get_by_label("From port").select_option("load.value")
-            editor.get_by_label("To port").select_option("beam.length")
-            editor.get_by_role("button", name="Connect", exact=True).click()
-            expect(editor.get_by_test_id("editor-message")).to_contain_text("refused")
-            editor.wait_for_timeout(1000)
-            editor.screenshot(path=str(out / "editor.png"))
-            editor.close()
-
-            page.goto(f"{base}/ui/workflows/{DEMO_SLUG}")
-            page.get_by_role("link", name="Start a run").click()
-            for name, value in RUN_INPUTS.items():
-                page.get_by_label(re.compile(rf"^{name} ")).fill(value)
-            shot("start-run")
-            page.get_by_role("button", name="Start run").click()
-            expect(page.get_by_role("heading", name=re.compile(r"completed$"))).to_be_visible(
-                timeout=90_000
-            )
-            page.locator("aside.details select").select_option("strength")
-            shot("run")
-
-            page.goto(base + "/ui/runs")
-            expect(page.get_by_role("heading", name="Runs")).to_be_visible()
-            shot("runs")
-            page.goto(base + "/ui/packages")
-            page.get_by_role("link", name="demo-beam").click()
-            expect(page.get_by_role("heading", name="Versions and changelog")).to_be_visible()
-            shot("package")
-            page.goto(base + "/ui/functions")
-            expect(page.get_by_role("link", name="cantilever")).to_be_visible()
-            shot("functions")
-            page.get_by_role("link", name="cantilever").click()
-            page.get_by_label(re.compile(r"^length ")).fill("3 m")
-            page.get_by_label(re.compile(r"^force ")).fill("12 kN")
-            page.get_by_label(re.compile(r"^youngs_modulus ")).fill("210 GPa")
-            page.get_by_label(re.compile(r"^second_moment ")).fill("8.356e-5")
-            page.get_by_role("button", name="Run function").click()
-            expect(page.get_by_role("heading", name=re.compile("^Job"))).to_be_visible(
-                timeout=60_000
-            )
-            shot("function")
-            page.goto(base + "/ui/jobs")
-            expect(page.get_by_role("heading", name="Jobs")).to_be_visible()
-            shot("jobs")
-            page.locator("tbody a").first.click()
-            expect(page.get_by_role("heading", name="Logs")).to_be_visible()
-            shot("job")
-            page.goto(base + "/graphql")
-            expect(page.locator(".graphiql-query-editor")).to_contain_text(
-                "username", timeout=30_000
-            )
-            page.get_by_role("button", name=re.compile("Execute query")).click()
-            expect(page.locator(".graphiql-response")).to_contain_text("alice", timeout=30_000)
-            shot("graphiql")
+            # Light as `name.png`, dark (prefers-color-scheme) as `name-dark.png`.
+            for scheme, suffix in (("light", ""), ("dark", "-dark")):
+                context = browser.new_context(
+                    viewport={"width": 1440, "height": 900}, color_scheme=scheme
+                )
+                context.route(
+                    "**/*",
+                    lambda route: (
+                        route.continue_()
+                        if "127.0.0.1" in route.request.url.split("/")[2]
+                        else route.abort()
+                    ),
+                )
+                _pages(context, platform.base_url, out, suffix, demo, failed)
+                context.close()
             browser.close()
 
 

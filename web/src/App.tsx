@@ -13,6 +13,8 @@ import { EditorPage } from "./pages/Editor";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
 import { JobPage, JobsPage } from "./pages/Jobs";
+import { NewWorkflowPage } from "./pages/NewWorkflow";
+import { OrganizationPage, OrganizationsPage } from "./pages/Organizations";
 
 function RequireSession({ children }: { children: ReactNode }) {
   const location = useLocation();
@@ -37,6 +39,7 @@ function Layout({ children }: { children: ReactNode }) {
           <NavLink to="/packages">Packages</NavLink>
           <NavLink to="/functions">Functions</NavLink>
           <NavLink to="/jobs">Jobs</NavLink>
+          <NavLink to="/organizations">Organizations</NavLink>
           <a href="/graphql">GraphiQL</a>
         </nav>
         <div className="user">
@@ -89,6 +92,9 @@ export function App() {
           <Route path="/functions" element={guarded(<FunctionsPage />)} />
           <Route path="/functions/:id" element={guarded(<FunctionPage />)} />
           <Route path="/workflows" element={guarded(<WorkflowsPage />)} />
+          <Route path="/workflows/new" element={guarded(<NewWorkflowPage />)} />
+          <Route path="/organizations" element={guarded(<OrganizationsPage />)} />
+          <Route path="/organizations/:slug" element={guarded(<OrganizationPage />)} />
           <Route path="/workflows/:slug" element={guarded(<EditorPage />)} />
           <Route path="/workflows/:slug/run" element={guarded(<StartRunPage />)} />
           <Route path="/runs" element={guarded(<RunsPage />)} />

@@ -32,7 +32,11 @@ if (root) {
         fetcher={fetcher}
         defaultHeaders={authorization ? JSON.stringify({ Authorization: authorization }, null, 2) : undefined}
         defaultQuery={"# Signed in through the web app at /ui/, your token is sent with every request.\n{\n  me { username roles }\n}\n"}
-      />
+      >
+        <GraphiQL.Logo>
+          <a href="/ui/" className="back-to-app" style={{ color: "inherit" }}>← calcgraph app</a>
+        </GraphiQL.Logo>
+      </GraphiQL>
     </StrictMode>,
   );
 }

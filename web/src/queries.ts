@@ -134,8 +134,8 @@ export const RunUpdatesSubscription = graphql(`
 `);
 
 export const RunsQuery = graphql(`
-  query Runs($status: [String!], $cursor: String) {
-    workflowRuns(status: $status, limit: 100, cursor: $cursor) {
+  query Runs($status: [String!], $workflow: String, $cursor: String) {
+    workflowRuns(status: $status, workflow: $workflow, limit: 100, cursor: $cursor) {
       items { id status startedAt completedAt workflowId firstFailedNodeKey workflowVersion { version } }
       nextCursor
     }
@@ -157,5 +157,45 @@ export const JobQuery = graphql(`
       id status inputs outputs error logs cacheHit createdAt startedAt finishedAt
       functionVersionId function { id name } package { id name }
     }
+  }
+`);
+
+export const OrganizationQuery = graphql(`
+  query Organization($slug: String!) {
+    organization(slug: $slug) {
+      id slug name createdAt
+      members { username role }
+      packages { id name visibility currentVersion }
+    }
+  }
+`);
+
+export const CreateOrganizationMutation = graphql(`
+  mutation CreateOrganization($slug: String!, $name: String!) {
+    createOrganization(slug: $slug, name: $name) { slug }
+  }
+`);
+
+export const AddMemberMutation = graphql(`
+  mutation AddMember($slug: String!, $username: String!, $role: MemberRole!) {
+    addMember(slug: $slug, username: $username, role: $role) { username role }
+  }
+`);
+
+export const RemoveMemberMutation = graphql(`
+  mutation RemoveMember($slug: String!, $username: String!) {
+    removeMember(slug: $slug, username: $username)
+  }
+`);
+
+export const SetPackageVisibilityMutation = graphql(`
+  mutation SetPackageVisibility($package: String!, $visibility: Visibility!) {
+    setPackageVisibility(package: $package, visibility: $visibility) { id visibility }
+  }
+`);
+
+export const CreateWorkflowMutation = graphql(`
+  mutation CreateWorkflow($slug: String!, $name: String!, $graph: JSON!, $organization: String) {
+    createWorkflow(slug: $slug, name: $name, graph: $graph, organization: $organization) { slug }
   }
 `);

@@ -1,5 +1,6 @@
-// One node of a workflow graph, on the run page and in the editor.
-import { Handle, Position, type Node, type NodeProps } from "@xyflow/react";
+// One node of a workflow graph, on the run page and in the editor. Below 40 % zoom a node
+// draws only its key and status (ports stay as handles, so edges still attach).
+import { Handle, Position, useStore, type Node, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
 
 export interface FlowNodeData extends Record<string, unknown> {
@@ -11,42 +12,54 @@ export interface FlowNodeData extends Record<string, unknown> {
   problems?: string[];
   inPorts: { name: string; type: string }[];
   outPorts: { name: string; type: string }[];
+  /** One handle each side, no ports (the run page: edges join boxes, not ports). */
+  plain?: boolean;
 }
 
 export type FlowNodeType = Node<FlowNodeData, "calc">;
 
+const compactSelector = (s: { transform: [number, number, number] }) => s.transform[2] < 0.4;
+
 function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
+  const compact = useStore(compactSelector);
   const classes = ["calc-node", `kind-${data.kind}`];
   if (data.status) classes.push(`status-${data.status}`);
   if (data.failed) classes.push("failed");
   if (data.problems && data.problems.length > 0) classes.push("invalid");
   if (selected) classes.push("selected");
+  if (compact) classes.push("compact");
   return (
     <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status}>
       <div className="calc-node-head">
         <strong>{data.key}</strong>
         {data.status && <span className={`badge status-${data.status}`}>{data.status}</span>}
       </div>
-      <div className="calc-node-sub">{data.subtitle}</div>
+      {!compact && <div className="calc-node-sub">{data.subtitle}</div>}
+      {data.plain && (
+        <>
+          <Handle type="target" position={Position.Left} isConnectable={false} />
+          <Handle type="source" position={Position.Right} isConnectable={false} />
+        </>
+      )}
       <div className="calc-node-ports">
         <div>
           {data.inPorts.map((p) => (
             <div className="port in" key={p.name} title={`${p.name}: ${p.type}`}>
               <Handle type="target" position={Position.Left} id={p.name} />
-              {p.name} <span className="type">{p.type}</span>
+              {!compact && <>{p.name} <span className="type">{p.type}</span></>}
             </div>
           ))}
         </div>
         <div>
           {data.outPorts.map((p) => (
             <div className="port out" key={p.name} title={`${p.name}: ${p.type}`}>
-              {p.name} <span className="type">{p.type}</span>
+              {!compact && <>{p.name} <span className="type">{p.type}</span></>}
               <Handle type="source" position={Position.Right} id={p.name} />
             </div>
           ))}
         </div>
       </div>
-      {data.problems && data.problems.length > 0 && (
+      {!compact && data.problems && data.problems.length > 0 && (
         <ul className="node-problems" aria-label={`Problems of ${data.key}`}>
           {data.problems.map((p, i) => (
             <li key={i}>{p}</li>

@@ -1,10 +1,16 @@
-import type { ReactNode } from "react";
+import { useEffect, type ReactNode } from "react";
 
-export function Loading() {
-  return <p role="status">Loading…</p>;
+export function Loading({ rows = 4 }: { rows?: number }) {
+  return (
+    <div role="status" aria-label="Loading" className="skeleton">
+      <span className="visually-hidden">Loading…</span>
+      {Array.from({ length: rows }, (_, i) => <div key={i} className="skeleton-row" />)}
+    </div>
+  );
 }
 
 export function ErrorBox({ error }: { error: Error }) {
+  useTitle("Error");
   return (
     <p role="alert" className="problem">
       {error.message}
@@ -12,11 +18,23 @@ export function ErrorBox({ error }: { error: Error }) {
   );
 }
 
+/** An empty list that says what to do next. */
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="empty">{children}</p>;
+}
+
 export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge status-${status}`}>{status}</span>;
 }
 
-export function Page({ title, children, actions }: { title: ReactNode; children: ReactNode; actions?: ReactNode }) {
+export function useTitle(title: string | null) {
+  useEffect(() => {
+    if (title) document.title = `${title} · calcgraph`;
+  }, [title]);
+}
+
+export function Page({ title, children, actions, documentTitle }: { title: ReactNode; children: ReactNode; actions?: ReactNode; documentTitle?: string }) {
+  useTitle(documentTitle ?? (typeof title === "string" ? title : null));
   return (
     <section className="page">
       <div className="page-head">

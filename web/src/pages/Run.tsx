@@ -1,17 +1,29 @@
-import { Background, Controls, ReactFlow, type Edge } from "@xyflow/react";
+// The run page: the plan as a laid-out graph with its edges and status colours, a timeline,
+// the selected node (in the URL as ?node=, the failed node by default) and its values in units.
+import { Background, ReactFlow, type Edge } from "@xyflow/react";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
-import { Link, useParams } from "react-router";
+import { Link, useParams, useSearchParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
+import { GraphTools } from "../components/GraphTools";
+import { ErrorView, Logs } from "../components/ErrorView";
 import { ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
+import { Timeline } from "../components/Timeline";
 import { request, subscribe } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
-import { duration, ports, showValue, unitOf, when } from "../lib/format";
-import { levels, sourceOf, type GraphNode } from "../lib/graph";
+import { duration, ports, when } from "../lib/format";
+import { sourceOf, type GraphNode } from "../lib/graph";
+import { boxHeight, layout } from "../lib/layout";
+import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "../lib/quantity";
+import { naturalCompare, naturalSort } from "../lib/sort";
+import type { Catalog } from "../lib/typeexpr";
 import type { RunFieldsFragment } from "../gql/graphql";
-import { RunQuery, RunUpdatesSubscription, TickMutation } from "../queries";
+import { useAsync } from "../lib/hooks";
+import { RunQuery, RunUpdatesSubscription, TickMutation, WorkflowsQuery } from "../queries";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const POLL_MS = 2000; // the specification's polling period of the run page
+const NODE_WIDTH = 180;
+const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
 
 type Run = RunFieldsFragment;
 type NodeState = Run["nodeStates"][number];
@@ -34,14 +46,14 @@ function useLiveRun(id: string) {
   const [error, setError] = useState<Error | null>(null);
   const [mode, setMode] = useState<"socket" | "polling" | "idle">("idle");
   const arrived = useRef<number | null>(null);
-  const apply = (next: Run) => {
-    arrived.current = performance.now();
-    setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
-  };
   useEffect(() => {
     let live = true;
     let stop: (() => void) | null = null;
     let timer: ReturnType<typeof setTimeout> | null = null;
+    const apply = (next: Run) => {
+      arrived.current = performance.now();
+      setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
+    };
     const poll = () => {
       setMode("polling");
       const step = () => {
@@ -81,64 +93,83 @@ function useLiveRun(id: string) {
   return { run, error, mode, arrived };
 }
 
+/** The plan's nodes, its input nodes named by the run's inputs and the bindings. */
 function planNodes(run: Run): GraphNode[] {
-  const nodes = ((run.planSnapshot as { nodes?: GraphNode[] }).nodes ?? []).filter((n) => n.kind !== "input");
-  const inputKeys = new Set<string>(Object.keys((run.inputs as Record<string, unknown>) ?? {}));
-  for (const n of nodes) {
-    for (const b of Object.values(n.input_bindings ?? {})) if (b.source === "input_node" && b.input_key) inputKeys.add(b.input_key);
+  const plan = ((run.planSnapshot as { nodes?: GraphNode[] }).nodes ?? []);
+  const others = plan.filter((n) => n.kind !== "input");
+  const inputs = new Map(plan.filter((n) => n.kind === "input").map((n) => [n.node_key, n]));
+  for (const k of Object.keys((run.inputs as Record<string, unknown>) ?? {})) if (!inputs.has(k)) inputs.set(k, { node_key: k, kind: "input" });
+  for (const n of others) {
+    for (const b of Object.values(n.input_bindings ?? {})) {
+      if (b.source === "input_node" && b.input_key && !inputs.has(b.input_key)) inputs.set(b.input_key, { node_key: b.input_key, kind: "input" });
+    }
   }
-  return [...[...inputKeys].map((k): GraphNode => ({ node_key: k, kind: "input" })), ...nodes];
+  return [...naturalSort([...inputs.values()], (n) => n.node_key), ...naturalSort(others, (n) => n.node_key)];
+}
+
+function planEdges(nodes: readonly GraphNode[]): Edge[] {
+  return nodes.flatMap((n) => {
+    const from = Object.entries(n.input_bindings ?? {}).map(([port, b]) => ({ source: sourceOf(b), label: `${b.from_port}→${port}` }));
+    if (n.kind === "extract" && n.from_node_key) from.push({ source: n.from_node_key, label: "bundle" });
+    return from.map((e) => ({ id: `${e.source}->${n.node_key}:${e.label}`, source: e.source, target: n.node_key, ariaLabel: `${e.source} to ${n.node_key} (${e.label})`, focusable: false }));
+  });
+}
+
+function useDisplayUnits(): [DisplayUnits, (u: DisplayUnits) => void] {
+  const [units, setUnits] = useState<DisplayUnits>(() => {
+    try {
+      return JSON.parse(localStorage.getItem("calcgraph.displayUnits") ?? "{}") as DisplayUnits;
+    } catch {
+      return {};
+    }
+  });
+  return [units, (u) => { localStorage.setItem("calcgraph.displayUnits", JSON.stringify(u)); setUnits(u); }];
+}
+
+function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
+  return new Map(nodes.filter((n) => n.kind === "input").map((n) => [n.node_key, typeof n.input_spec?.type_expr === "string" ? n.input_spec.type_expr : ""]));
 }
 
 export function RunPage() {
   const { id = "" } = useParams();
   const { run, error, mode, arrived } = useLiveRun(id);
+  // The run names its workflow by id; the slug (for the editor and the runs filter) from the list.
+  const workflows = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
+  const slug = workflows.data?.workflows.items.find((w) => w.id === run?.workflowId)?.slug;
   const catalog = useCatalog();
-  const [selected, setSelected] = useState<string | null>(null);
+  const [display, setDisplay] = useDisplayUnits();
+  const [params, setParams] = useSearchParams();
+  const chosen = params.get("node");
+  const selected = chosen ?? run?.firstFailedNodeKey ?? null;
+  const select = (key: string | null) => setParams(key ? { node: key } : {}, { replace: true });
   const nodes = useMemo(() => (run ? planNodes(run) : []), [run?.planSnapshot]); // eslint-disable-line react-hooks/exhaustive-deps
+  const edges = useMemo(() => planEdges(nodes), [nodes]);
+  const positions = useMemo(
+    () => layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP),
+    [nodes, edges],
+  );
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
-  const layout = useMemo(() => {
-    const level = levels(nodes);
-    const rows = new Map<number, number>();
-    return new Map(
-      nodes.map((n) => {
-        const l = level.get(n.node_key) ?? 0;
-        const row = rows.get(l) ?? 0;
-        rows.set(l, row + 1);
-        return [n.node_key, { x: l * 280, y: row * 110 }];
-      }),
-    );
-  }, [nodes]);
   const flowNodes: FlowNodeType[] = useMemo(
     () =>
-      nodes.map((n) => {
-        const state = states.get(n.node_key);
-        return {
-          id: n.node_key,
-          type: "calc",
-          position: layout.get(n.node_key) ?? { x: 0, y: 0 },
-          data: {
-            key: n.node_key,
-            kind: n.kind,
-            subtitle: n.kind === "function" ? (n.function ?? "") : n.kind === "extract" ? `${n.mode} ${n.pattern}` : "input",
-            status: n.kind === "input" ? undefined : (state?.status ?? "pending"),
-            failed: run?.firstFailedNodeKey === n.node_key,
-            inPorts: [],
-            outPorts: [],
-          },
-          selected: selected === n.node_key,
-        };
-      }),
-    [nodes, states, layout, run?.firstFailedNodeKey, selected],
-  );
-  const edges: Edge[] = useMemo(
-    () =>
-      nodes.flatMap((n) => {
-        const from = Object.entries(n.input_bindings ?? {}).map(([port, b]) => ({ source: sourceOf(b), label: `${b.from_port}→${port}` }));
-        if (n.kind === "extract" && n.from_node_key) from.push({ source: n.from_node_key, label: "bundle" });
-        return from.map((e) => ({ id: `${e.source}->${n.node_key}:${e.label}`, source: e.source, target: n.node_key, label: nodes.length < 200 ? e.label : undefined }));
-      }),
-    [nodes],
+      nodes.map((n) => ({
+        id: n.node_key,
+        type: "calc",
+        position: positions.get(n.node_key) ?? { x: 0, y: 0 },
+        width: NODE_WIDTH,
+        height: boxHeight(0),
+        data: {
+          key: n.node_key,
+          kind: n.kind,
+          subtitle: n.kind === "function" ? (n.function ?? "") : n.kind === "extract" ? `${n.mode} ${n.pattern}` : "input",
+          status: n.kind === "input" ? undefined : (states.get(n.node_key)?.status ?? "pending"),
+          failed: run?.firstFailedNodeKey === n.node_key,
+          inPorts: [],
+          outPorts: [],
+          plain: true,
+        },
+        selected: selected === n.node_key,
+      })),
+    [nodes, states, positions, run?.firstFailedNodeKey, selected],
   );
   const firstDrawn = useRef(false);
   useLayoutEffect(() => {
@@ -156,130 +187,188 @@ export function RunPage() {
   if (error && !run) return <ErrorBox error={error} />;
   if (!run) return <Loading />;
   const big = nodes.length > 200;
-  const selectedState = selected ? states.get(selected) : undefined;
+  const keys = nodes.map((n) => n.node_key);
+  const types = inputTypes(nodes);
   return (
     <Page
       title={<>Run {run.id.slice(0, 8)} <StatusBadge status={run.status} /></>}
+      documentTitle={`Run ${run.id.slice(0, 8)} ${run.status}`}
       actions={<span className="live" aria-live="polite">{mode === "socket" ? "live" : mode === "polling" ? "ticking every 2 s" : ""}</span>}
     >
       <dl className="facts">
-        <dt>Workflow version</dt><dd>v{run.workflowVersion?.version}</dd>
+        <dt>Workflow</dt>
+        <dd>
+          {slug ? <><Link to={`/workflows/${slug}`}>{slug}</Link> v{run.workflowVersion?.version} · <Link to={`/runs?workflow=${encodeURIComponent(slug)}`}>its runs</Link></> : <>v{run.workflowVersion?.version}</>}
+        </dd>
         <dt>Started</dt><dd>{when(run.startedAt)}</dd>
         <dt>Duration</dt><dd>{duration(run.startedAt, run.completedAt)}</dd>
-        {run.firstFailedNodeKey && (<><dt>Failed node</dt><dd className="problem">{run.firstFailedNodeKey}</dd></>)}
-        {run.errorMessage && (<><dt>Error</dt><dd className="problem">{run.errorMessage}</dd></>)}
+        {run.firstFailedNodeKey && (<><dt>Failed node</dt><dd className="problem"><button type="button" className="linkish" onClick={() => select(run.firstFailedNodeKey ?? null)}>{run.firstFailedNodeKey}</button></dd></>)}
+        {run.errorMessage && (<><dt>Error</dt><dd className="problem run-error">{run.errorMessage}</dd></>)}
       </dl>
       {error && <ErrorBox error={error} />}
       <div className="run-body">
-        <div className="flow" aria-label="Run graph">
+        <div className="flow" aria-label="Run graph" data-edges={edges.length}>
           <ReactFlow
             nodes={flowNodes}
             edges={edges}
             nodeTypes={nodeTypes}
             onlyRenderVisibleElements={big}
-            fitView={!big}
-            minZoom={0.05}
+            fitView
+            fitViewOptions={{ padding: 0.05, minZoom: 0.01, maxZoom: 1 }}
+            minZoom={0.01}
             nodesDraggable={false}
             nodesConnectable={false}
-            onNodeClick={(_, node) => setSelected(node.id)}
+            onNodeClick={(_, node) => select(node.id)}
+            onPaneClick={() => select(null)}
             proOptions={{ hideAttribution: true }}
           >
             <Background />
-            <Controls />
+            <GraphTools keys={keys} onFind={select} label="run graph" />
           </ReactFlow>
         </div>
         <aside className="details" aria-label="Node details">
-          <label>
-            Node{" "}
-            <select aria-label="Node" value={selected ?? ""} onChange={(e) => setSelected(e.target.value || null)}>
-              <option value="">(choose a node)</option>
-              {nodes.filter((n) => n.kind !== "input").map((n) => (
-                <option key={n.node_key} value={n.node_key}>{n.node_key} — {states.get(n.node_key)?.status ?? "pending"}</option>
-              ))}
-            </select>
-          </label>
-          {selected && <NodeDetails nodeKey={selected} state={selectedState} catalogUnits={(t) => unitOf(t, catalog)} />}
+          {selected ? (
+            <NodeDetails nodeKey={selected} state={states.get(selected)} catalog={catalog} display={display} inputValue={(run.inputs as Record<string, unknown>)[selected]} inputType={types.get(selected)} />
+          ) : (
+            <p className="empty">Click a node (or find it) to see its inputs, outputs and logs.</p>
+          )}
         </aside>
       </div>
-      <TerminalOutputs run={run} units={(t) => unitOf(t, catalog)} />
+      <h2>Timeline</h2>
+      <Timeline
+        items={run.nodeStates.map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt }))}
+        runStart={run.startedAt}
+        runEnd={run.completedAt}
+        selected={selected}
+        onSelect={select}
+      />
+      <TerminalOutputs run={run} catalog={catalog} display={display} />
       <h2>Inputs</h2>
       <table>
+        <thead><tr><th>Input</th><th>Value</th></tr></thead>
         <tbody>
-          {Object.entries((run.inputs as Record<string, unknown>) ?? {}).map(([k, v]) => (
-            <tr key={k}><th scope="row">{k}</th><td>{showValue(v)}</td></tr>
+          {naturalSort(Object.entries((run.inputs as Record<string, unknown>) ?? {}), ([k]) => k).map(([k, v]) => (
+            <tr key={k}><th scope="row">{k}</th><td>{formatValue(v, types.get(k) ?? "", catalog, display)}</td></tr>
           ))}
         </tbody>
       </table>
+      <DisplayUnitsForm run={run} catalog={catalog} display={display} onChange={setDisplay} />
     </Page>
   );
 }
 
-function outputType(state: NodeState | undefined, port: string): string {
-  return ports(state?.functionVersion?.outputsSchema).find(([n]) => n === port)?.[1].type ?? "";
+function schemaType(schema: unknown, port: string): string {
+  return ports(schema).find(([n]) => n === port)?.[1].type ?? "";
 }
 
-function NodeDetails({ nodeKey, state, catalogUnits }: { nodeKey: string; state: NodeState | undefined; catalogUnits: (t: string) => string }) {
-  if (!state) return <p>{nodeKey}: input node</p>;
+function ValuesTable({ caption, values, typeOf, catalog, display }: { caption: string; values: Record<string, unknown>; typeOf: (port: string) => string; catalog: Catalog; display: DisplayUnits }) {
+  return (
+    <table>
+      <caption>{caption}</caption>
+      <tbody>
+        {Object.entries(values).sort(([a], [b]) => naturalCompare(a, b)).map(([k, v]) => (
+          <tr key={k}><th scope="row">{k}</th><td>{formatValue(v, typeOf(k), catalog, display)}</td></tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }: { nodeKey: string; state: NodeState | undefined; catalog: Catalog; display: DisplayUnits; inputValue: unknown; inputType: string | undefined }) {
+  if (!state) {
+    return (
+      <div className="node-details">
+        <h2>{nodeKey}</h2>
+        <p>{inputValue !== undefined ? <>Input node: {formatValue(inputValue, inputType ?? "", catalog, display)}</> : "Not started."}</p>
+      </div>
+    );
+  }
   const job = state.job;
+  const fv = state.functionVersion;
   return (
     <div className="node-details">
       <h2>{nodeKey} <StatusBadge status={state.status} /></h2>
       <dl className="facts">
-        <dt>Function</dt><dd>{state.functionVersion ? `${state.functionVersion.function?.name ?? ""} ${state.functionVersion.version}` : "—"}</dd>
+        <dt>Function</dt><dd>{fv ? `${fv.function?.name ?? ""} ${fv.version}` : "—"}</dd>
         <dt>Job</dt><dd>{state.jobId ? <Link to={`/jobs/${state.jobId}`}>{state.jobId.slice(0, 8)}</Link> : "—"}</dd>
         <dt>Attempt</dt><dd>{state.attempt}</dd>
         <dt>Cache hit</dt><dd>{job ? (job.cacheHit ? "yes" : "no") : "—"}</dd>
         <dt>Started</dt><dd>{when(state.startedAt)}</dd>
-        <dt>Finished</dt><dd>{when(state.finishedAt)}</dd>
         <dt>Took</dt><dd>{duration(state.startedAt, state.finishedAt)}</dd>
       </dl>
-      {job?.inputs != null && (
-        <table>
-          <caption>Inputs</caption>
-          <tbody>
-            {Object.entries(job.inputs as Record<string, unknown>).map(([k, v]) => (
-              <tr key={k}><th scope="row">{k}</th><td>{showValue(v)}</td></tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      {state.outputs != null && (
-        <table>
-          <caption>Outputs</caption>
-          <tbody>
-            {Object.entries(state.outputs as Record<string, unknown>).map(([k, v]) => (
-              <tr key={k}><th scope="row">{k}</th><td>{showValue(v)}</td><td>{catalogUnits(outputType(state, k))}</td></tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      {state.error != null && <pre className="problem" role="alert">{JSON.stringify(state.error, null, 2)}</pre>}
+      {state.error != null && <ErrorView error={state.error} logs={job?.logs} />}
+      {job?.inputs != null && <ValuesTable caption="Inputs" values={job.inputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.inputsSchema, p)} catalog={catalog} display={display} />}
+      {state.outputs != null && <ValuesTable caption="Outputs" values={state.outputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
       <h3>Logs</h3>
-      <pre className="logs">{job?.logs || "(no output)"}</pre>
+      <Logs logs={job?.logs} />
     </div>
   );
 }
 
-function TerminalOutputs({ run, units }: { run: Run; units: (t: string) => string }) {
+function TerminalOutputs({ run, catalog, display }: { run: Run; catalog: Catalog; display: DisplayUnits }) {
   const outputs = (run.terminalOutputs ?? null) as Record<string, Record<string, unknown>> | null;
   if (!outputs || Object.keys(outputs).length === 0) return null;
   const states = new Map(run.nodeStates.map((s) => [s.nodeKey, s]));
   return (
     <table className="terminal-outputs">
       <caption>Terminal outputs</caption>
-      <thead><tr><th>Node</th><th>Output</th><th>Value</th><th>Unit</th></tr></thead>
+      <thead><tr><th>Node</th><th>Output</th><th>Value</th></tr></thead>
       <tbody>
-        {Object.entries(outputs).flatMap(([node, values]) =>
+        {naturalSort(Object.entries(outputs), ([k]) => k).flatMap(([node, values]) =>
           Object.entries(values ?? {}).map(([port, value]) => (
             <tr key={`${node}.${port}`}>
               <td>{node}</td>
               <th scope="row">{port}</th>
-              <td>{showValue(value)}</td>
-              <td>{units(outputType(states.get(node), port))}</td>
+              <td>{formatValue(value, schemaType(states.get(node)?.functionVersion?.outputsSchema, port), catalog, display)}</td>
             </tr>
           )),
         )}
       </tbody>
     </table>
+  );
+}
+
+/** The SI units on this page and the unit each is shown in (kept for the next visit). */
+function DisplayUnitsForm({ run, catalog, display, onChange }: { run: Run; catalog: Catalog; display: DisplayUnits; onChange: (u: DisplayUnits) => void }) {
+  const units = useMemo(() => {
+    const found = new Set<string>();
+    for (const s of run.nodeStates) {
+      for (const schema of [s.functionVersion?.outputsSchema, s.functionVersion?.inputsSchema]) {
+        for (const [, p] of ports(schema)) {
+          const u = catalog.get(p.type)?.unit;
+          if (u) found.add(u);
+        }
+      }
+    }
+    return [...found].sort();
+  }, [run.nodeStates, catalog]);
+  const [drafts, setDrafts] = useState<DisplayUnits>(display);
+  if (units.length === 0) return null;
+  return (
+    <details className="display-units">
+      <summary>Display units</summary>
+      <p>Values are shown with engineering prefixes (210 GPa); name a unit to use it instead, e.g. MPa or kN*m.</p>
+      {units.map((u) => {
+        const text = drafts[u] ?? "";
+        const problem = text ? displayUnitProblem(text, u) : null;
+        return (
+          <label key={u} className="field">
+            <span>Show {prettyUnit(u)} as</span>
+            <input
+              value={text}
+              aria-invalid={problem ? true : undefined}
+              aria-label={`Display unit for ${prettyUnit(u)}`}
+              placeholder="automatic"
+              onChange={(e) => {
+                const next = Object.fromEntries(Object.entries({ ...drafts, [u]: e.target.value }).filter(([, v]) => v));
+                setDrafts(next);
+                if (!e.target.value || !displayUnitProblem(e.target.value, u)) onChange(next);
+              }}
+            />
+            {problem && <span className="problem">{problem}</span>}
+          </label>
+        );
+      })}
+    </details>
   );
 }

@@ -1,27 +1,45 @@
 import { useState } from "react";
-import { Link, useNavigate, useParams } from "react-router";
-import { ErrorBox, Loading, Page } from "../components/Status";
+import { Link, useNavigate, useParams, useSearchParams } from "react-router";
+import { Pager, useCursorPages } from "../components/Pager";
+import { Empty, ErrorBox, Loading, Page } from "../components/Status";
 import { InputsForm, type FormPort } from "../components/TypeForm";
 import { request } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
 import { when } from "../lib/format";
 import { asGraph } from "../lib/graph";
 import { useAsync, useSessionState } from "../lib/hooks";
+import { naturalSort } from "../lib/sort";
 import { typeExprOf } from "../lib/typeexpr";
 import type { Draft } from "../lib/values";
 import { CreateRunMutation, WorkflowQuery, WorkflowsQuery } from "../queries";
 
 export function WorkflowsPage() {
-  const { data, error } = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
+  const [params, setParams] = useSearchParams();
+  const search = params.get("q") ?? "";
+  const pages = useCursorPages("workflows");
+  const loaded = useAsync(() => request(WorkflowsQuery, { cursor: pages.cursor }), `workflows:${pages.cursor ?? ""}`);
+  const { error } = loaded;
+  const data = loaded.loading ? null : loaded.data; // a new page: no stale rows while it loads
+  const items = naturalSort(
+    (data?.workflows.items ?? []).filter((w) => !search || `${w.slug} ${w.name} ${w.owner}`.toLowerCase().includes(search.toLowerCase())),
+    (w) => w.slug,
+  );
   return (
-    <Page title="Workflows">
+    <Page title="Workflows" actions={<Link to="/workflows/new">New workflow</Link>}>
+      <form className="filters" role="search" aria-label="Filter workflows" onSubmit={(e) => e.preventDefault()}>
+        <label>Search <input type="search" value={search} placeholder="slug, name or owner" onChange={(e) => setParams(e.target.value ? { q: e.target.value } : {}, { replace: true })} /></label>
+      </form>
       {error && <ErrorBox error={error} />}
-      {!data && !error && <Loading />}
-      {data && (
+      {!data && !error && <Loading rows={6} />}
+      {data && data.workflows.items.length === 0 && pages.page === 1 && (
+        <Empty>No workflows yet. <Link to="/workflows/new">Create a workflow</Link> and add the functions of your packages to it in the editor.</Empty>
+      )}
+      {data && data.workflows.items.length > 0 && items.length === 0 && <Empty>No workflow on this page matches "{search}".</Empty>}
+      {items.length > 0 && (
         <table>
           <thead><tr><th>Workflow</th><th>Name</th><th>Version</th><th>Visibility</th><th>Owner</th><th>Updated</th><th>Actions</th></tr></thead>
           <tbody>
-            {data.workflows.items.map((w) => (
+            {items.map((w) => (
               <tr key={w.id}>
                 <td><Link to={`/workflows/${w.slug}`}>{w.slug}</Link></td>
                 <td>{w.name}</td>
@@ -29,12 +47,16 @@ export function WorkflowsPage() {
                 <td>{w.visibility}</td>
                 <td>{w.owner}</td>
                 <td>{when(w.updatedAt)}</td>
-                <td><Link to={`/workflows/${w.slug}/run`} aria-label={`Start a run of ${w.slug}`}>Start a run</Link></td>
+                <td>
+                  <Link to={`/workflows/${w.slug}/run`} aria-label={`Start a run of ${w.slug}`}>Start a run</Link>{" · "}
+                  <Link to={`/runs?workflow=${encodeURIComponent(w.slug)}`} aria-label={`Runs of ${w.slug}`}>Runs</Link>
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      {data && <Pager page={pages.page} nextCursor={data.workflows.nextCursor} onNext={pages.next} onPrevious={pages.previous} shown={data.workflows.items.length} noun="workflows" />}
     </Page>
   );
 }
