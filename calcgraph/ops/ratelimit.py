@@ -114,10 +114,10 @@ class MemoryLimiter:
 class RedisLimiter(MemoryLimiter):
     """Each request is answered by this process's own buckets (no Redis round trip); every
     `SYNC_SECONDS` one script call adds what this process let through to the shared buckets
-    in Redis and brings its own up to what every process used. A caller spread over N
-    processes gets at most about N x (one interval's rate) beyond its limit before every
-    process knows; one process alone is held exactly. While Redis does not answer, each
-    process keeps limiting on its own."""
+    in Redis and brings its own up to what every process used. One process alone holds a
+    caller exactly; a caller spread over N processes may get up to a burst from each within
+    an interval before they sync, and is held by all of them after it. While Redis does not
+    answer, each process keeps limiting on its own."""
 
     def __init__(
         self,
