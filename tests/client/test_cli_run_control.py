@@ -43,7 +43,9 @@ def _workflow(cli: Cli, tmp_path: Path) -> tuple[str, str]:  # noqa: F811
                     "node_key": "fails",
                     "kind": "function",
                     "function": f"{name}/boom",
-                    "input_bindings": {"x": x},
+                    "input_bindings": {
+                        "x": {"source": "edge", "from_node_key": "s", "from_port": "scaled"}
+                    },
                 },
             ]
         },

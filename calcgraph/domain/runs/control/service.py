@@ -105,7 +105,9 @@ class RunControl:
                 "inputs must be an object of input overrides",
                 [FieldError(("body", "inputs"), "expected an object keyed by input node_key")],
             )
-        original = await run_service.get(session, principal, run_id)
+        # A tick first: a failed run's nodes still running when it failed are reconciled by
+        # later ticks, and a node that succeeded since is reused like the others.
+        original = await run_service.tick(session, principal, run_id, REFRESH)
         if original.status not in RUN_TERMINAL:
             raise Conflict(
                 f"workflow run {run_id!r} is {original.status}: only a finished run is re-run"
