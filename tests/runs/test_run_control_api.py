@@ -167,6 +167,20 @@ class TestCancelRun:
         assert job["error"]["kind"] == "cancelled"
         await _gone(platform, job_id)
         assert pool.stats.discarded > discarded  # its warm slot is not given back
+        # Contract 9: the run's end and the stopped job's end are events, once each.
+        events = await platform.client.get(
+            "/events",
+            params=[("type", "calcgraph.run.*"), ("type", "calcgraph.job.failed")],
+            headers=platform.headers("alice"),
+        )
+        assert events.status_code == 200, events.text
+        ours = [
+            (e["type"], e["subject"])
+            for e in events.json()["items"]
+            if e["subject"] in (run["id"], job_id)
+        ]
+        assert ours.count(("calcgraph.run.cancelled", run["id"])) == 1
+        assert ours.count(("calcgraph.job.failed", job_id)) == 1
         # Later ticks change nothing.
         again = await _tick(platform, run["id"])
         assert again["status"] == "cancelled"

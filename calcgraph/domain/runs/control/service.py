@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import utcnow
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError
+from calcgraph.domain.events.service import record_job_transitions
 from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
 from calcgraph.domain.jobs.service import job_read_service
@@ -50,19 +51,15 @@ def cancelled_error(what: str) -> dict[str, str]:
     return {"kind": "cancelled", "message": f"{what} was cancelled"}
 
 
-def record_run_cancelled(run: RunView) -> None:
-    """THE place where `calcgraph.run.cancelled` (contract section 9) is to be recorded, in the
-    cancelling unit of work, once the event bus (issue 23) provides `record(...)`."""
-    # EVENTS(issue 23): record(session, "calcgraph.run.cancelled", subject=run.id, data={...})
-
-
 class RunControl:
     async def cancel_run(self, session: AsyncSession, principal: Principal, run_id: str) -> RunView:
+        # The cancelling tick records `calcgraph.run.cancelled` as any tick records the run's
+        # end; the jobs it stops end here, each with its `calcgraph.job.failed`.
         view = await run_service.tick(session, principal, run_id, REFRESH, cancel=True)
-        await JobExecutionRepository.from_session(session).cancel(
+        stopped = await JobExecutionRepository.from_session(session).cancel(
             cancelled_error(f"workflow run {run_id!r}"), utcnow(), run_id=run_id
         )
-        record_run_cancelled(view)
+        await record_job_transitions(session, ended=stopped)
         return view
 
     async def cancel_job(self, session: AsyncSession, principal: Principal, job_id: str) -> JobView:
@@ -76,6 +73,7 @@ class RunControl:
         )
         if not changed:
             raise Conflict(f"job {job_id!r} finished meanwhile: it cannot be cancelled")
+        await record_job_transitions(session, ended=changed)
         return await job_read_service.get_job(session, principal, job_id)
 
     async def stopped(self, session: AsyncSession, jobs: Mapping[str, str | None]) -> set[str]:
