@@ -45,6 +45,7 @@ MODULES = (
     "bench_scale_graphql",
     "bench_web",
     "bench_peers",
+    "bench_events",
 )
 
 

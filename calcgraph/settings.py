@@ -274,6 +274,13 @@ class Settings(BaseSettings):
         gt=0,
         description="how often a worker process fans out events and sends due deliveries",
     )
+    webhook_delivery_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=86400,
+        description="how long a worker holds an attempt it sends; a killed worker's attempts "
+        "are sent again once it runs out",
+    )
 
     @field_validator("database_url")
     @classmethod

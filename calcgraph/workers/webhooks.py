@@ -171,9 +171,9 @@ class WebhookTimer(Timer):
                 break
             if written == 0:
                 break
-        async with self.runtime.database.write_session() as session:
-            sent = await due(session, utcnow())
         settings = self.runtime.settings
+        async with self.runtime.database.write_session() as session:
+            sent = await due(session, utcnow(), settings.webhook_delivery_lease_seconds)
         if time.monotonic() - self._pruned_at >= settings.event_prune_interval_seconds:
             async with self.runtime.database.write_session() as session:
                 pruned = await event_service.prune(session, settings.event_retention_days)

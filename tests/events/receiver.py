@@ -1,5 +1,6 @@
 """A real HTTP receiver on loopback for the webhook tests: records what it is sent and
-answers as told (`ok`, `fail` with 500, `redirect` to the cloud metadata address, `hang`)."""
+answers as told (`ok`, `fail` with 500, `redirect` to the cloud metadata address, `hang`,
+`hold`: no answer until `released` is set)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Received:
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.time)
+    """When it arrived (wall clock, as the events' `time`)."""
 
 
 @dataclass
@@ -23,6 +26,7 @@ class Receiver:
     mode: str = "ok"
     received: list[Received] = field(default_factory=list)
     arrived: threading.Condition = field(default_factory=threading.Condition)
+    released: threading.Event = field(default_factory=threading.Event)
 
     def wait_for(self, count: int, seconds: float = 30.0) -> list[Received]:
         with self.arrived:
@@ -46,6 +50,8 @@ def receiver(mode: str = "ok") -> Iterator[Receiver]:
                 state.arrived.notify_all()
             if state.mode == "hang":
                 time.sleep(5)
+            if state.mode == "hold":
+                state.released.wait(60)
             if state.mode == "fail":
                 self.send_response(500)
             elif state.mode == "redirect":
@@ -62,7 +68,10 @@ def receiver(mode: str = "ok") -> Iterator[Receiver]:
                 return
             else:
                 self.send_response(204)
-            self.end_headers()
+            try:
+                self.end_headers()
+            except OSError:  # the sender went away (a killed worker)
+                pass
 
         def log_message(self, *args: object) -> None:
             pass

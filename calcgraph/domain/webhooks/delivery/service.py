@@ -35,8 +35,9 @@ from calcgraph.domain.webhooks.repository import WebhookRepository
 DELIVER_ACTOR = "webhooks.deliver"
 FAN_OUT = "webhooks"
 FAN_OUT_BATCH = 500
-LEASE = timedelta(seconds=60)
-"""Longer than an attempt can take (10 s) plus the actor's queueing."""
+LEASE_SECONDS = 60.0
+"""The default lease (`webhook_delivery_lease_seconds`): longer than an attempt can take
+(10 s) plus the actor's queueing."""
 
 
 def _owner(user_id: str, roles: Sequence[Any]) -> Principal:
@@ -98,12 +99,16 @@ class Raced(Exception):
     """Another worker fanned this batch out first: roll this unit back."""
 
 
-async def due(session: AsyncSession, now: datetime, limit: int = 100) -> list[str]:
-    """Lease the attempts due now and send each to the deliver actor after the commit."""
+async def due(
+    session: AsyncSession, now: datetime, lease_seconds: float = LEASE_SECONDS, limit: int = 100
+) -> list[str]:
+    """Lease the attempts due now for `lease_seconds` and send each to the deliver actor
+    after the commit."""
     repository = WebhookRepository.from_session(session)
     leased: list[str] = []
+    until = now + timedelta(seconds=lease_seconds)
     for delivery_id in await repository.due(now, limit):
-        if await repository.lease(delivery_id, now, now + LEASE):
+        if await repository.lease(delivery_id, now, until):
             enqueue(DELIVER_ACTOR, delivery_id=delivery_id)
             leased.append(delivery_id)
     return leased
