@@ -48,7 +48,7 @@ async def _create(platform: Platform, user: str = "alice", **body: Any) -> Any:
 
 async def _deliveries(platform: Platform, webhook_id: str, user: str = "alice") -> list[Any]:
     response = await platform.client.get(
-        f"/webhooks/{webhook_id}/deliveries", headers=platform.headers(user)
+        f"/webhooks/{webhook_id}/deliveries", params={"limit": 500}, headers=platform.headers(user)
     )
     assert response.status_code == 200, response.text
     items: list[Any] = response.json()["items"]
@@ -287,5 +287,8 @@ async def test_fifty_failed_events_disable_the_webhook(no_retries: Platform) -> 
     items = [e for e in found.json()["items"] if e["subject"] == hook["id"]]
     assert len(items) == 1
     assert items[0]["data"] == {"webhook_id": hook["id"], "url": hook["url"]}
-    states = {d["state"] for d in await _deliveries(platform, hook["id"])}
-    assert states == {"failed"}
+    # Disabled once 50 events in a row failed; an event recorded meanwhile may still wait
+    # (pending) on the disabled webhook, never attempted, never delivered.
+    states = [d["state"] for d in await _deliveries(platform, hook["id"])]
+    assert states.count("failed") >= 50
+    assert set(states) <= {"failed", "pending"}
