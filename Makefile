@@ -8,7 +8,7 @@ PORT ?= 8000
 .PHONY: install run serve test services sandbox lint typecheck pytest bench clean web web-check chromium
 
 # web/ commands (npm, npx) run with the pinned Node of the dev extra, linked into .venv/bin.
-WEB_PATH := PATH="$(CURDIR)/$(BIN):$$PATH"
+WEB_PATH := PATH="$(CURDIR)/$(BIN):$$PATH" npm_config_update_notifier=false
 
 ## The virtual environment: Python >= 3.11 with its venv module (as root on Debian/Ubuntu the
 ## distribution's package is installed when missing), the package editable with its dev extra,

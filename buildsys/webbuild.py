@@ -181,7 +181,12 @@ def build_web(force: bool = False) -> None:
             return
         raise WebBuildError("no web/ sources and no built web app in calcgraph/webui/dist")
     with tempfile.TemporaryDirectory(prefix="calcgraph-node-") as links:
-        env = {**os.environ, "PATH": _node_path(Path(links))}
+        # npm's "new major version available" notice is no part of the build's output.
+        env = {
+            **os.environ,
+            "PATH": _node_path(Path(links)),
+            "npm_config_update_notifier": "false",
+        }
         node = shutil.which("node", path=env["PATH"]) or "node"
         version = ".".join(map(str, _version(node) or ()))
         _say(f"building the web app (web/) with Node {version} ({node})")
