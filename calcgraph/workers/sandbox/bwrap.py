@@ -209,6 +209,7 @@ class BwrapBackend(SandboxBackend):
             no_new_privs=False,  # bwrap has set it already
             user=None,
             workdir="/tmp",
+            kill_all=True,  # its own pid namespace: every process but bwrap's init is the job's
         )
         try:
             process = spawn(

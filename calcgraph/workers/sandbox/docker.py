@@ -279,6 +279,7 @@ class DockerBackend(SandboxBackend):
             no_new_privs=False,  # the engine has set it
             user=None,
             workdir="/tmp",
+            kill_all=True,  # its own pid namespace: every process but the init is the job's
         )
         container: Any = None
         try:

@@ -170,6 +170,8 @@ class ProcessBackend(SandboxBackend):
             unshare_net=self.as_root,
             hide_dirs=list(HIDDEN_DIRS) if self.as_root else [],
             read_only_root=self.as_root,
+            # As root the sandbox has a uid of its own: every process of that uid is the job's.
+            kill_all=self.as_root,
         )
         home = "/tmp" if self.as_root else str(tmp)
         env = {"PATH": _SANDBOX_PATH, "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
