@@ -103,6 +103,20 @@ class TestBlueGreen:
         assert (await client.get(f"/packages/{pid}", headers=alice)).json()[
             "current_version"
         ] == "1.0.0"
+        # Contract 9: each change of the current version is an event about the package.
+        events = await client.get(
+            "/events",
+            params={"type": "calcgraph.deployment.*", "subject": pid},
+            headers=alice,
+        )
+        assert events.status_code == 200, events.text
+        assert [
+            (e["type"], e["data"]["version"], e["data"]["previous"]) for e in events.json()["items"]
+        ] == [
+            ("calcgraph.deployment.promoted", "2.0.0", "1.0.0"),
+            ("calcgraph.deployment.rolled_back", "1.0.0", "2.0.0"),
+        ]
+        assert events.json()["items"][0]["data"]["package"] == "bg-pkg"
 
     async def test_nothing_to_roll_back_to_is_409(
         self, client: httpx.AsyncClient, bearer: Bearer

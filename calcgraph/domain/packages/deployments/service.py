@@ -17,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import Conflict, NotFound
+from calcgraph.domain.events.catalog import DEPLOYMENT_PROMOTED, DEPLOYMENT_ROLLED_BACK
+from calcgraph.domain.events.service import record
 from calcgraph.domain.packages.addressing import select_version
 from calcgraph.domain.packages.models import Package, PackageDeploymentEvent, PackageVersion
 from calcgraph.domain.packages.repository import DeploymentRepository, PackageVersionRepository
@@ -44,10 +46,22 @@ def _candidate(history: list[PackageDeploymentEvent], current: str | None) -> st
     return None
 
 
-def announce(package: Package, version: str, previous: str | None, action: str, why: str) -> None:
-    """EVENT BUS (issue 23): record `calcgraph.deployment.promoted` / `.rolled_back` here, in
-    this unit of work, with data {package, version, previous, reason}. Nothing is recorded
-    until the event bus exists; the history row written beside this call is the record."""
+async def announce(
+    session: AsyncSession,
+    package: Package,
+    version: str,
+    previous: str | None,
+    action: str,
+    why: str,
+) -> None:
+    """`calcgraph.deployment.promoted` / `.rolled_back` (contract sections 9 and 11), in the
+    unit of work that changed the current version, beside its history row."""
+    await record(
+        session,
+        DEPLOYMENT_PROMOTED if action == "promoted" else DEPLOYMENT_ROLLED_BACK,
+        package.id,
+        {"package": package.name, "version": version, "previous": previous, "reason": why},
+    )
 
 
 class DeploymentService:
@@ -138,7 +152,7 @@ class DeploymentService:
             f", replacing {previous}" if previous else ""
         )
         await repository.record(package.id, target.version, "promoted", reason)
-        announce(package, target.version, previous, "promoted", reason)
+        await announce(session, package, target.version, previous, "promoted", reason)
         return await self.state(session, principal, package.id)
 
     async def rollback(
@@ -162,7 +176,7 @@ class DeploymentService:
         was = current.version if current is not None else None
         reason = f"rolled back by {principal.username} from {was}"
         await repository.record(package.id, target.version, "rolled_back", reason)
-        announce(package, target.version, was, "rolled_back", reason)
+        await announce(session, package, target.version, was, "rolled_back", reason)
         return await self.state(session, principal, package.id)
 
 
