@@ -105,7 +105,8 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
   useEffect(() => {
     if (laidOut.current === auto) return;
     laidOut.current = auto;
-    const frame = requestAnimationFrame(() => void flow.fitView({ padding: 0.05, minZoom: 0.01, maxZoom: 1 }));
+    const minZoom = auto.size <= SMALL_GRAPH ? READABLE_ZOOM : 0.01;
+    const frame = requestAnimationFrame(() => void flow.fitView({ padding: 0.05, minZoom, maxZoom: 1 }));
     return () => cancelAnimationFrame(frame);
   }, [auto, flow]);
   // Read by bench/bench_web.py: when the editor first drew the graph with every node's ports.
