@@ -18,9 +18,17 @@ def _usage(context: Context, args: argparse.Namespace) -> int:
             f"queued jobs (limit {limits.queued_jobs})",
             "jobs",
             f"stored bytes (limit {limits.stored_bytes})",
+            f"largest workflow nodes (limit {limits.nodes})",
         ),
         (
-            (u.username, u.unfinished_runs, u.queued_jobs, u.jobs, u.stored_bytes)
+            (
+                u.username,
+                u.unfinished_runs,
+                u.queued_jobs,
+                u.jobs,
+                u.stored_bytes,
+                u.largest_workflow_nodes,
+            )
             for u in report.items
         ),
     )

@@ -58,6 +58,7 @@ class UserUsage(Model):
     jobs: int
     queued_jobs: int
     stored_bytes: int
+    largest_workflow_nodes: int = 0
 
 
 class Quotas(Model):

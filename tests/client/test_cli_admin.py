@@ -11,7 +11,7 @@ import pytest
 from calcgraph.cli import main
 from calcgraph.client import Client
 from calcgraph.client.errors import PermissionDenied
-from tests.client.conftest import Served
+from tests.client.conftest import Served, unique
 from tests.client.packages import tools_package
 from tests.client.test_cli import Cli, cli  # noqa: F401
 
@@ -37,6 +37,26 @@ def test_admin_sees_alice_and_bob_beside_the_limits(
             "functions", "execute", f"{name}/scale", "-i", "length=1 m", "-i", "factor=2", user=user
         )
         assert code == 0, err
+    # bob owns a three-node workflow: his largest workflow version has 3 nodes.
+    graph = {
+        "nodes": [
+            {"node_key": "x", "kind": "input", "input_spec": {"type_expr": "Float"}},
+            {"node_key": "len", "kind": "input", "input_spec": {"type_expr": "Length"}},
+            {
+                "node_key": "s",
+                "kind": "function",
+                "function": f"{name}/scale",
+                "input_bindings": {
+                    "length": {"source": "input_node", "input_key": "len", "from_port": "value"},
+                    "factor": {"source": "input_node", "input_key": "x", "from_port": "value"},
+                },
+            },
+        ]
+    }
+    path = tmp_path / "workflow.json"
+    path.write_text(json.dumps({"slug": unique("usage"), "name": "Usage", "graph": graph}))
+    code, _, err = cli("workflows", "create", str(path), user="bob")
+    assert code == 0, err
     code, out = _admin(served, capsys, "--json")
     assert code == 0, out
     report = json.loads(out)
@@ -44,6 +64,7 @@ def test_admin_sees_alice_and_bob_beside_the_limits(
     assert {"alice", "bob"} <= set(rows)
     assert rows["bob"]["jobs"] >= 1
     assert rows["bob"]["stored_bytes"] > 0
+    assert rows["bob"]["largest_workflow_nodes"] == 3
     assert report["limits"] == {
         "runs": served.settings.limit_runs_per_user,
         "nodes": served.settings.limit_nodes_per_workflow,
