@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from calcgraph.cli_commands import catalog, events, login, runs
+from calcgraph.cli_commands import admin, catalog, events, login, runs
 from calcgraph.cli_commands.common import EXIT_CODES_HELP, add_global_options
 
 
@@ -17,6 +17,7 @@ def register(
     catalog.register(sub)
     runs.register(sub)
     events.register(sub)
+    admin.register(sub)
 
 
 __all__ = ["EXIT_CODES_HELP", "register"]

@@ -190,6 +190,7 @@ class ClientBase(Generic[H]):
     get_organization = Method(ops.get_organization)
     add_member = Method(ops.add_member)
     remove_member = Method(ops.remove_member)
+    usage = Method(ops.usage)
 
     # Packages, functions, jobs -----------------------------------------------------------
 

@@ -49,6 +49,32 @@ class User(Model):
     roles: list[str] = Field(default_factory=list)
 
 
+class UserUsage(Model):
+    """What one user holds now (`GET /admin/usage`)."""
+
+    user_id: str
+    username: str
+    unfinished_runs: int
+    jobs: int
+    queued_jobs: int
+    stored_bytes: int
+    largest_workflow_nodes: int = 0
+
+
+class Quotas(Model):
+    """The per-user limits of the server (its `CALCGRAPH_LIMIT_*` settings)."""
+
+    runs: int
+    nodes: int
+    queued_jobs: int
+    stored_bytes: int
+
+
+class UsageReport(Model):
+    items: list[UserUsage]
+    limits: Quotas
+
+
 class Member(Model):
     username: str
     role: str

@@ -144,6 +144,11 @@ def get_organization(slug: str) -> Call[m.Organization]:
     return Call("GET", f"/organizations/{_segment(slug)}", _model(m.Organization))
 
 
+def usage() -> Call[m.UsageReport]:
+    """What every user holds now beside the per-user limits; admins only (PermissionDenied)."""
+    return Call("GET", "/admin/usage", _model(m.UsageReport))
+
+
 def add_member(slug: str, username: str, role: str = "member") -> Call[m.Member]:
     body = {"username": username, "role": role}
     return Call("POST", f"/organizations/{_segment(slug)}/members", _model(m.Member), json=body)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     bindparam,
+    case,
     cast,
     event,
     func,
@@ -317,3 +318,12 @@ def disk_bytes(dialect_name: str, column: Any) -> Any:
     if dialect_name == "postgresql":
         return func.coalesce(func.pg_column_size(column), 0)
     return stored_bytes(dialect_name, column)
+
+
+def json_list_length(dialect_name: str, column: Any, key: str) -> Any:
+    """How many items the JSON list under `key` of a JSON object column holds (0 when there
+    is none, or it is not a list)."""
+    if dialect_name == "postgresql":
+        item = column.op("->")(key)
+        return case((func.jsonb_typeof(item) == "array", func.jsonb_array_length(item)), else_=0)
+    return func.coalesce(func.json_array_length(column, f"$.{key}"), 0)

@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from calcgraph.rest_compat import (
+    routes_admin,
     routes_auth,
     routes_builds,
     routes_deployments,
@@ -45,6 +46,7 @@ MODULES = (
     routes_workflows,
     routes_events,
     routes_webhooks,
+    routes_admin,
 )
 
 meta = Operations(tag="meta")

@@ -112,6 +112,9 @@ class UserUsageType:
     stored_bytes: float = strawberry.field(
         description="Bytes of the jobs' inputs, outputs and logs (a Float: Int is 32 bits)."
     )
+    largest_workflow_nodes: int = strawberry.field(
+        description="Nodes of the largest workflow version of the workflows the user owns."
+    )
 
     @classmethod
     def from_view(cls, usage: UsageView) -> UserUsageType:

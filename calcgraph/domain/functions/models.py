@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, String, UniqueConstraint
+from sqlalchemy import Boolean, ForeignKey, Index, String, UniqueConstraint, func, literal_column
 from sqlalchemy.orm import Mapped, mapped_column
 
 from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin, utcnow
@@ -11,7 +11,16 @@ from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin, utcnow
 
 class Function(IdMixin, TimestampMixin, Base):
     __tablename__ = "functions"
-    __table_args__ = (UniqueConstraint("package_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("package_id", "name"),
+        # Within a package, function names are unique without regard to case (contract 8b).
+        Index(
+            "uq_functions_package_name_nocase",
+            "package_id",
+            func.lower(literal_column("name")),
+            unique=True,
+        ),
+    )
 
     name: Mapped[str] = mapped_column(String(200))
     package_id: Mapped[str] = mapped_column(ForeignKey("packages.id", ondelete="CASCADE"))

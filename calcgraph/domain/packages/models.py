@@ -3,7 +3,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    UniqueConstraint,
+    func,
+    literal_column,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin, utcnow
@@ -11,7 +21,12 @@ from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin, utcnow
 
 class Package(IdMixin, TimestampMixin, Base):
     __tablename__ = "packages"
-    __table_args__ = (Index("ix_packages_visibility_org", "visibility", "organization_id"),)
+    __table_args__ = (
+        Index("ix_packages_visibility_org", "visibility", "organization_id"),
+        # Names are unique without regard to case (contract 8b), held by the database too: two
+        # concurrent first deployments of `PUB-x` and `pub-x` cannot both create a package.
+        Index("uq_packages_name_nocase", func.lower(literal_column("name")), unique=True),
+    )
 
     name: Mapped[str] = mapped_column(String(200), unique=True)
     owner_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)

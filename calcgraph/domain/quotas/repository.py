@@ -7,12 +7,13 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.db.dialect import disk_bytes
+from calcgraph.db.dialect import disk_bytes, json_list_length
 from calcgraph.domain.access.models import User
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.quotas.views import UsageView
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.state import RUN_TERMINAL
+from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 
 
 class QuotaRepository:
@@ -67,7 +68,20 @@ class QuotaRepository:
             )
         ).all()
         by_user = {user_id: (count, queued, size) for user_id, count, queued, size in jobs}
-        ids = set(runs) | set(by_user)
+        dialect = self.session.get_bind().dialect.name
+        nodes: dict[str, int | None] = dict(
+            (
+                await self.session.execute(
+                    select(
+                        Workflow.owner_id,
+                        func.max(json_list_length(dialect, WorkflowVersion.graph, "nodes")),
+                    )
+                    .join(WorkflowVersion, WorkflowVersion.workflow_id == Workflow.id)
+                    .group_by(Workflow.owner_id)
+                )
+            ).all()
+        )
+        ids = set(runs) | set(by_user) | set(nodes)
         if not ids:
             return []
         found = await self.session.execute(select(User.id, User.username).where(User.id.in_(ids)))
@@ -80,6 +94,7 @@ class QuotaRepository:
                 jobs=int(by_user.get(user_id, (0, 0, 0))[0]),
                 queued_jobs=int(by_user.get(user_id, (0, 0, 0))[1] or 0),
                 stored_bytes=int(by_user.get(user_id, (0, 0, 0))[2] or 0),
+                largest_workflow_nodes=int(nodes.get(user_id) or 0),
             )
             for user_id in ids
         ]

@@ -13,3 +13,5 @@ class UsageView:
     jobs: int
     queued_jobs: int
     stored_bytes: int
+    largest_workflow_nodes: int
+    """Nodes of the largest workflow version of the workflows the user owns."""

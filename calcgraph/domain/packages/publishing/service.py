@@ -136,7 +136,13 @@ class PublishingService:
                 description=parsed.package.description,
             )
             package = await packages.lock_package(parsed.package.name)
-            assert package is not None  # inserted above or by a concurrent request
+            if package is None:
+                # Not inserted: a concurrent request created the name in another case first
+                # (the database's unique index on lower(name), contract 8b).
+                raise Conflict(
+                    f"a package named {parsed.package.name!r} in another case was created by "
+                    "a concurrent request: package names are unique without regard to case"
+                )
             if package.id != created_id:
                 await self._ensure_manager(session, principal, package)
                 if visibility is not None:
@@ -174,8 +180,9 @@ class PublishingService:
             return report
         except IntegrityError:
             raise Conflict(
-                f"package {parsed.package.name!r} version {parsed.package.version} was deployed "
-                "by a concurrent request; list its versions and bump package.version"
+                f"package {parsed.package.name!r} version {parsed.package.version} or one of its "
+                "names (unique without regard to case) was written by a concurrent request; "
+                "list its versions and functions and try again"
             ) from None
 
     async def _write(
