@@ -244,8 +244,9 @@ def update_from_arrays(
 ) -> Any:
     """PostgreSQL: one UPDATE of many rows of `table`: the row whose `scalars` columns equal
     the values bound to their names (column -> parameter) and whose `key` column is the i-th
-    of the array bound to `<key>s` gets each column of `arrays` (name -> element type) from
-    the i-th of the array bound to `<name>s`. The caller adds `.values()` for what all rows
+    of the array bound to `a_<key>s` gets each column of `arrays` (name -> element type) from
+    the i-th of the array bound to `a_<name>s` (prefixed: a bound name may not be a column's,
+    and `attempt` + s is one). The caller adds `.values()` for what all rows
     share. An executemany runs one statement per row on the server (1,000 rows: 185 ms).
 
     Each row is found by one LATERAL probe of the primary key and updated by its `ctid` (a
@@ -257,9 +258,9 @@ def update_from_arrays(
             bindparam(parameter, type_=table.c[column].type).label(column)
             for column, parameter in scalars.items()
         ),
-        func.unnest(bindparam(f"{key}s", type_=ARRAY(table.c[key].type))).label(key),
+        func.unnest(bindparam(f"a_{key}s", type_=ARRAY(table.c[key].type))).label(key),
         *(
-            func.unnest(bindparam(f"{name}s", type_=ARRAY(kind))).label(name)
+            func.unnest(bindparam(f"a_{name}s", type_=ARRAY(kind))).label(name)
             for name, kind in arrays.items()
         ),
     ).subquery("rows")

@@ -417,9 +417,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                     _START_MANY,
                     {
                         "k_run_id": run_id,
-                        "node_keys": [key for key, _ in group],
-                        "job_ids": [state.job_id for _, state in group],
-                        "attempts": [state.attempt for _, state in group],
+                        "a_node_keys": [key for key, _ in group],
+                        "a_job_ids": [state.job_id for _, state in group],
+                        "a_attempts": [state.attempt for _, state in group],
                         "v_started_at": started_at,
                         "v_revision": revision,
                     },
