@@ -9,6 +9,7 @@ the pages a person uses, once in light and once in dark mode (`name.png`, `name-
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tempfile
@@ -58,6 +59,10 @@ def _pages(context: Any, base: str, out: Path, suffix: str, demo: str, failed: s
     page.goto(base + "/ui/signin")
     shot("signin")
     sign_in(page, base, "alice")
+    # The token lives in each tab's sessionStorage (contract 8b): the pages opened below get
+    # this tab's session before the app's scripts run.
+    session = page.evaluate("() => sessionStorage.getItem('calcgraph.session')")
+    context.add_init_script(f"sessionStorage.setItem('calcgraph.session', {json.dumps(session)})")
     shot("workflows")
 
     # Pages of their own: headless chromium leaves React Flow's nodes unpainted in a

@@ -140,6 +140,29 @@ def test_graphiql_is_served_whole_and_uses_the_signed_in_token(
     )
 
 
+def test_the_token_stays_out_of_local_storage(platform: InProcessPlatform, new_page: Any) -> None:
+    """Contract 8b: a script injected into any page of the origin must not find a lasting token."""
+    page = new_page()
+    # A token left in localStorage by an older version of the app is dropped on the next load.
+    page.goto(platform.base_url + "/ui/signin")
+    page.evaluate("""() => localStorage.setItem("calcgraph.session", '{"accessToken":"old"}')""")
+    sign_in(page, platform.base_url, "alice")
+    stored = page.evaluate(
+        """() => ({
+        local: Object.keys(localStorage).map((k) => k + "=" + localStorage.getItem(k)).join("\\n"),
+        session: sessionStorage.getItem("calcgraph.session"),
+    })"""
+    )
+    assert stored["session"]
+    assert "accessToken" in stored["session"]
+    token = page.evaluate(
+        """() => JSON.parse(sessionStorage.getItem("calcgraph.session")).accessToken"""
+    )
+    assert token not in stored["local"]
+    assert "calcgraph.session" not in stored["local"]
+    assert "accessToken" not in stored["local"]
+
+
 def test_an_expired_session_signs_in_again_and_keeps_the_form(
     platform: InProcessPlatform, new_page: Any
 ) -> None:
@@ -151,9 +174,9 @@ def test_an_expired_session_signs_in_again_and_keeps_the_form(
     # The token runs out while the person types.
     page.evaluate(
         """() => {
-        const session = JSON.parse(localStorage.getItem("calcgraph.session"));
+        const session = JSON.parse(sessionStorage.getItem("calcgraph.session"));
         session.expiresAt = Date.now() - 1000;
-        localStorage.setItem("calcgraph.session", JSON.stringify(session));
+        sessionStorage.setItem("calcgraph.session", JSON.stringify(session));
     }"""
     )
     page.get_by_label(re.compile(r"^youngs_modulus ")).fill("210 GPa")

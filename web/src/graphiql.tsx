@@ -1,5 +1,5 @@
 // GraphiQL served by calcgraph itself (contract 4b: no CDN). Queries carry the token of the
-// person signed in to the web app (same origin, same storage); subscriptions go over graphql-ws.
+// person signed in to the web app in this tab (same origin, same sessionStorage); subscriptions go over graphql-ws.
 import { createGraphiQLFetcher } from "@graphiql/toolkit";
 import { GraphiQL } from "graphiql";
 import "graphiql/setup-workers/vite";

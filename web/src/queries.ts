@@ -111,10 +111,10 @@ export const CreateRunMutation = graphql(`
 export const RunFields = graphql(`
   fragment RunFields on WorkflowRun {
     id status startedAt completedAt inputs terminalOutputs errorMessage firstFailedNodeKey
-    planSnapshot revision workflowId
+    planSnapshot revision workflowId rerunOf
     workflowVersion { version workflowId }
     nodeStates {
-      nodeKey status jobId outputs error attempt startedAt finishedAt functionVersionId
+      nodeKey status jobId outputs error attempt retryAt reused startedAt finishedAt functionVersionId
       job { id status inputs logs cacheHit createdAt startedAt finishedAt }
       functionVersion { id version outputsSchema inputsSchema function { name } }
     }
@@ -127,6 +127,14 @@ export const RunQuery = graphql(`
 
 export const TickMutation = graphql(`
   mutation Tick($id: ID!) { tickRun(id: $id) { ...RunFields } }
+`);
+
+export const CancelRunMutation = graphql(`
+  mutation CancelRun($id: ID!) { cancelRun(id: $id) { ...RunFields } }
+`);
+
+export const RerunRunMutation = graphql(`
+  mutation RerunRun($id: ID!, $from: String!) { rerunRun(id: $id, from: $from) { id } }
 `);
 
 export const RunUpdatesSubscription = graphql(`

@@ -3,7 +3,7 @@ import { useState } from "react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { CatalogContext } from "../lib/catalog";
 import { catalogFrom, parseTypeExpr, type CatalogEntry } from "../lib/typeexpr";
-import { buildInputs, type Draft } from "../lib/values";
+import { buildInputs, draftOf, type Draft } from "../lib/values";
 import { InputsForm, type FormPort } from "./TypeForm";
 
 // The catalog as the server's `types` query answers it (calcgraph/domain/types/catalog.py).
@@ -144,5 +144,40 @@ describe("values from drafts", () => {
   it("reads a struct written as JSON text", () => {
     const expr = parseTypeExpr('{"force": "Force3", "moment": "Moment3"}');
     expect(expr).toEqual(parseTypeExpr("{force: Force3, moment: Moment3}"));
+  });
+});
+
+describe("draftOf (Run again fills the start form with a run's inputs)", () => {
+  it("gives back drafts that build the same inputs", () => {
+    const ports = [
+      port("span", "Length"),
+      port("bare", "Force"),
+      port("n", "Integer"),
+      port("flag", "Boolean"),
+      port("name", "String"),
+      port("loads", "list[Force3]"),
+      port("torsor", "Torsor"),
+      port("m", "Matrix"),
+      port("table", "dict[str, Pressure]"),
+    ];
+    const inputs: Record<string, unknown> = {
+      span: { value: 3, unit: "m" },
+      bare: 12000,
+      n: 4,
+      flag: true,
+      name: "beam A",
+      loads: [[1, { value: 2, unit: "kN" }, 3]],
+      torsor: { force: [1, 2, 3], moment: [4, 5, 6] },
+      m: [[1, 2], [3, 4]],
+      table: { a: { value: 355, unit: "MPa" } },
+    };
+    const drafts = Object.fromEntries(ports.map((p) => [p.name, draftOf(p.expr, inputs[p.name], catalog)]));
+    expect(drafts.span).toBe("3 m");
+    expect(buildInputs(ports, drafts, catalog)).toEqual({ ok: true, inputs });
+  });
+
+  it("leaves a field empty when the run has no usable value for it", () => {
+    expect(draftOf(parseTypeExpr("Length"), null, catalog)).toBe("");
+    expect(draftOf(parseTypeExpr("list[Float]"), "not a list", catalog)).toEqual([]);
   });
 });

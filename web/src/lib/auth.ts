@@ -1,6 +1,8 @@
 // Sign-in with the authorization code flow and PKCE S256, through the server's /auth/login
 // (which makes the verifier and the provider URL) and /auth/callback (which exchanges the code).
-// The token lives in localStorage so GraphiQL, served by the same server, can use it too.
+// The token lives in sessionStorage (contract 8b: no tokens in localStorage): it stays with this
+// tab and ends with it, and GraphiQL, served by the same server and opened in the same tab, reads
+// it from there too. Other tabs sign in on their own (the provider's session makes that one click).
 
 const TOKEN_KEY = "calcgraph.session";
 const LOGIN_KEY = "calcgraph.login";
@@ -18,8 +20,15 @@ interface PendingLogin {
   returnTo: string;
 }
 
+// Versions before contract 8b kept the token in localStorage: drop any left there.
+try {
+  localStorage.removeItem(TOKEN_KEY);
+} catch {
+  // storage disabled: nothing can be left there either
+}
+
 function storedSession(): Session | null {
-  const raw = localStorage.getItem(TOKEN_KEY);
+  const raw = sessionStorage.getItem(TOKEN_KEY);
   if (!raw) return null;
   try {
     return JSON.parse(raw) as Session;
@@ -43,7 +52,7 @@ export function sessionHasExpired(): boolean {
 }
 
 export function signOut(): void {
-  localStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(TOKEN_KEY);
 }
 
 async function postJson<T>(path: string, body?: unknown): Promise<T> {
@@ -86,7 +95,7 @@ export async function completeSignIn(code: string, state: string): Promise<strin
     username: result.user.username,
     roles: result.user.roles,
   };
-  localStorage.setItem(TOKEN_KEY, JSON.stringify(session));
+  sessionStorage.setItem(TOKEN_KEY, JSON.stringify(session));
   return pending.returnTo;
 }
 

@@ -178,3 +178,39 @@ export function leafProblem(name: string, draft: Draft, catalog: Catalog): strin
   builder.named(name, draft, "");
   return builder.problems[0]?.message ?? null;
 }
+
+/** The draft that builds `value` again: a run's inputs back into the start form ("Run again"). */
+export function draftOf(expr: TypeExpr, value: unknown, catalog: Catalog): Draft {
+  switch (expr.kind) {
+    case "list":
+      return Array.isArray(value) ? value.map((item) => draftOf(expr.item, item, catalog)) : [];
+    case "dict":
+      return isObject(value) ? Object.entries(value).map(([k, v]) => [k, draftOf(expr.value, v, catalog)]) : [];
+    case "struct": {
+      const fields = isObject(value) ? value : {};
+      return Object.fromEntries(expr.fields.map(([k, v]) => [k, draftOf(v, fields[k], catalog)]));
+    }
+    case "named": {
+      const entry = catalog.get(expr.name);
+      if (expr.name === "Boolean") return value === true;
+      if (entry?.kind === "composite") {
+        const shape = compositeShape(entry);
+        if (shape.kind === "triple") {
+          const parts = Array.isArray(value) ? value : [];
+          return [0, 1, 2].map((i) => draftOf({ kind: "named", name: shape.element }, parts[i], catalog));
+        }
+        if (shape.kind === "struct") return draftOf(shape.expr, value, catalog);
+        return Array.isArray(value) ? value.map((row) => (Array.isArray(row) ? row.join(" ") : "")).join("; ") : "";
+      }
+      // A quantity with its unit as typed ({value, unit}) or a bare number (in SI units).
+      if (isObject(value) && typeof value.value === "number") {
+        return typeof value.unit === "string" ? `${value.value} ${value.unit}` : String(value.value);
+      }
+      return typeof value === "number" || typeof value === "string" ? String(value) : emptyDraft(expr, catalog);
+    }
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

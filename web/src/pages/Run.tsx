@@ -6,6 +6,7 @@ import { Link, useParams, useSearchParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
 import { ErrorView, Logs } from "../components/ErrorView";
+import { RunControls } from "../components/RunControls";
 import { ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
 import { Timeline } from "../components/Timeline";
 import { request, subscribe } from "../lib/api";
@@ -90,7 +91,9 @@ function useLiveRun(id: string) {
       if (timer) clearTimeout(timer);
     };
   }, [id]);
-  return { run, error, mode, arrived };
+  // An answer of this page's own mutation (cancel): shown at once, the same rule as updates.
+  const show = (next: Run) => setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
+  return { run, error, mode, arrived, show };
 }
 
 /** The plan's nodes, its input nodes named by the run's inputs and the bindings. */
@@ -132,7 +135,7 @@ function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
 
 export function RunPage() {
   const { id = "" } = useParams();
-  const { run, error, mode, arrived } = useLiveRun(id);
+  const { run, error, mode, arrived, show } = useLiveRun(id);
   // The run names its workflow by id; the slug (for the editor and the runs filter) from the list.
   const workflows = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
   const slug = workflows.data?.workflows.items.find((w) => w.id === run?.workflowId)?.slug;
@@ -193,13 +196,14 @@ export function RunPage() {
     <Page
       title={<>Run {run.id.slice(0, 8)} <StatusBadge status={run.status} /></>}
       documentTitle={`Run ${run.id.slice(0, 8)} ${run.status}`}
-      actions={<span className="live" aria-live="polite">{mode === "socket" ? "live" : mode === "polling" ? "ticking every 2 s" : ""}</span>}
+      actions={<><RunControls run={run} terminal={TERMINAL.has(run.status)} slug={slug} onChanged={show} /><span className="live" aria-live="polite">{mode === "socket" ? "live" : mode === "polling" ? "ticking every 2 s" : ""}</span></>}
     >
       <dl className="facts">
         <dt>Workflow</dt>
         <dd>
           {slug ? <><Link to={`/workflows/${slug}`}>{slug}</Link> v{run.workflowVersion?.version} · <Link to={`/runs?workflow=${encodeURIComponent(slug)}`}>its runs</Link></> : <>v{run.workflowVersion?.version}</>}
         </dd>
+        {run.rerunOf && (<><dt>Re-run of</dt><dd><Link to={`/runs/${run.rerunOf}`}>{run.rerunOf.slice(0, 8)}</Link></dd></>)}
         <dt>Started</dt><dd>{when(run.startedAt)}</dd>
         <dt>Duration</dt><dd>{duration(run.startedAt, run.completedAt)}</dd>
         {run.firstFailedNodeKey && (<><dt>Failed node</dt><dd className="problem"><button type="button" className="linkish" onClick={() => select(run.firstFailedNodeKey ?? null)}>{run.firstFailedNodeKey}</button></dd></>)}
@@ -292,6 +296,8 @@ function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }
         <dt>Function</dt><dd>{fv ? `${fv.function?.name ?? ""} ${fv.version}` : "—"}</dd>
         <dt>Job</dt><dd>{state.jobId ? <Link to={`/jobs/${state.jobId}`}>{state.jobId.slice(0, 8)}</Link> : "—"}</dd>
         <dt>Attempt</dt><dd>{state.attempt}</dd>
+        {state.retryAt && (<><dt>Next attempt</dt><dd>{when(state.retryAt)}</dd></>)}
+        {state.reused && (<><dt>Reused</dt><dd>yes, from the run this one re-runs</dd></>)}
         <dt>Cache hit</dt><dd>{job ? (job.cacheHit ? "yes" : "no") : "—"}</dd>
         <dt>Started</dt><dd>{when(state.startedAt)}</dd>
         <dt>Took</dt><dd>{duration(state.startedAt, state.finishedAt)}</dd>

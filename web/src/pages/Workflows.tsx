@@ -1,5 +1,5 @@
-import { useState } from "react";
-import { Link, useNavigate, useParams, useSearchParams } from "react-router";
+import { useEffect, useState } from "react";
+import { Link, useLocation, useNavigate, useParams, useSearchParams } from "react-router";
 import { Pager, useCursorPages } from "../components/Pager";
 import { Empty, ErrorBox, Loading, Page } from "../components/Status";
 import { InputsForm, type FormPort } from "../components/TypeForm";
@@ -10,7 +10,7 @@ import { asGraph } from "../lib/graph";
 import { useAsync, useSessionState } from "../lib/hooks";
 import { naturalSort } from "../lib/sort";
 import { typeExprOf } from "../lib/typeexpr";
-import type { Draft } from "../lib/values";
+import { draftOf, type Draft } from "../lib/values";
 import { CreateRunMutation, WorkflowQuery, WorkflowsQuery } from "../queries";
 
 export function WorkflowsPage() {
@@ -69,6 +69,25 @@ export function StartRunPage() {
   const [drafts, setDrafts] = useSessionState<Record<string, Draft>>(`calcgraph.draft.run.${slug}`, () => ({}));
   const [problem, setProblem] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // "Run again" on a run page brings that run's inputs: they become the form's drafts once, and
+  // the history entry forgets them so a reload keeps what the person changed since.
+  const location = useLocation();
+  const prefill = (location.state as { inputs?: unknown } | null)?.inputs;
+  useEffect(() => {
+    if (!data || catalog.size === 0 || typeof prefill !== "object" || prefill === null) return;
+    const given = prefill as Record<string, unknown>;
+    const filled: Record<string, Draft> = {};
+    for (const n of asGraph(data.workflow.latest?.graph).nodes) {
+      if (n.kind !== "input" || !(n.node_key in given)) continue;
+      try {
+        filled[n.node_key] = draftOf(typeExprOf(n.input_spec?.type_expr), given[n.node_key], catalog);
+      } catch {
+        // a type the form cannot show: the form below says so
+      }
+    }
+    setDrafts(filled);
+    void navigate(location.pathname, { replace: true, state: null });
+  }, [data, catalog, prefill, setDrafts, navigate, location.pathname]);
   if (error) return <ErrorBox error={error} />;
   if (!data || catalog.size === 0) return <Loading />;
   const graph = asGraph(data.workflow.latest?.graph);
