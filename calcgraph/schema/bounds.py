@@ -66,6 +66,9 @@ _WHOLE_VALUE_BYTES = {
 }
 """JSON values read whole, never left out: a plan or a graph of a large workflow (12,000 nodes
 wrote 1.9 MB of graph)."""
+_SMALL_VALUE_BYTES = {"resources": 256}
+"""JSON values whose size their validation bounds: a function version's `resources` is three
+numbers (contract 11), not a 64 KiB value in each version of each function."""
 _SIZED_TEXT = {"logs"}
 """Text fields that hold up to 64 KiB (captured output)."""
 
@@ -169,6 +172,8 @@ def _leaf_bytes(node: FieldNode, definition: object) -> int:
     name = node.name.value
     if name in _WHOLE_VALUE_BYTES:
         return _WHOLE_VALUE_BYTES[name]
+    if name in _SMALL_VALUE_BYTES:
+        return _SMALL_VALUE_BYTES[name]
     if name in _SIZED_TEXT:
         return LISTED_VALUE_MAX_BYTES
     output = getattr(definition, "type", None)
