@@ -95,8 +95,15 @@ class WorkerRuntime:
         self.loop.run_forever()
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on the runtime's loop and wait for it, from a worker thread."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        """Run `coro` on the runtime's loop and wait for it, from a worker thread. On a loop
+        already closed (a job ending as its worker stops) the coroutine is closed, not left
+        to be collected unawaited."""
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        except BaseException:
+            coro.close()
+            raise
+        return future.result()
 
     def close(self) -> None:
         try:

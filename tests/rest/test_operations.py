@@ -131,4 +131,7 @@ def test_a_node_state_on_the_wire() -> None:
         "attempt": 1,
         "started_at": "2026-01-01T00:00:00Z",
         "finished_at": "2026-01-01T00:05:00Z",
+        "attempts": [],
+        "retry_at": None,
+        "reused": False,
     }

@@ -140,6 +140,12 @@ def _sandbox() -> str:
     # docker would need it mounted, which is no part of what this test is about).
     if "process" not in available_sandboxes():
         pytest.skip("the process sandbox is not available")
+    if os.geteuid() == 0:
+        # Issue 27 point 6: run as root, the process backend remounts every host folder
+        # read-only for its jobs, so the handler cannot count its executions in a host folder.
+        # Until the count moves elsewhere (its outputs, or a writable bind for tests), the fault
+        # test runs only where the backend runs as a plain user.
+        pytest.skip("the root-run process sandbox mounts the host read-only: no shared folder")
     return "process"
 
 
