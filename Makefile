@@ -52,6 +52,7 @@ services:
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install
 	$(BIN)/mypy

@@ -43,10 +43,10 @@ from starlette.applications import Starlette
 from bench.core import Options, Result, summarise
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
-from calcgraph.db.migrate import upgrade
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
+from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import send
 from calcgraph.workers.flush import attach

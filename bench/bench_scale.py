@@ -430,7 +430,7 @@ def rss_30000_jobs(options: Options) -> list[Result]:
 def _startup_once(env: dict[str, str]) -> tuple[int, float, int]:
     """Nanoseconds to the first /health 200, the server's CPU seconds then, and nanoseconds to
     the first answer of a real route (GET /types): /health answers while the application is
-    still imported, and requests wait for it (calcgraph.ops.starting)."""
+    still imported, and requests wait for it (calcgraph.serving.starting)."""
     port = free_port()
     command = [sys.executable, "-m", "calcgraph", "serve", "--host", HOST, "--port", str(port)]
     start = time.perf_counter_ns()

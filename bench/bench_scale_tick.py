@@ -51,10 +51,10 @@ from bench.scale_client import POSTGRES_URL as SERVED_URL
 from bench.scale_client import Api, api, cpu_seconds
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
-from calcgraph.db.migrate import upgrade
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.service import run_service
+from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from calcgraph.workers.result_cache import InProcessResultCache
 from tests.access.factories import create_user

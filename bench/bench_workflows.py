@@ -42,10 +42,10 @@ from bench.core import Options, Result, summarise
 from calcgraph import heap
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
-from calcgraph.db.migrate import upgrade
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from calcgraph.workers.flush import attach
 from calcgraph.workers.result_cache import InProcessResultCache

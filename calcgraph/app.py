@@ -21,9 +21,7 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
 from calcgraph.domain.events.feed.service import EventFeed
 from calcgraph.ops.http import RequestMiddleware
-from calcgraph.ops.lazy import LazyEndpoint
 from calcgraph.ops.metrics import Metrics
-from calcgraph.ops.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
 from calcgraph.ops.units import cache_units
 from calcgraph.rest_compat import api as rest_api
 from calcgraph.rest_compat import errors
@@ -33,6 +31,8 @@ from calcgraph.rest_compat.middleware import (
     VersionPrefixMiddleware,
 )
 from calcgraph.services import Services
+from calcgraph.serving.lazy import LazyEndpoint
+from calcgraph.serving.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
 from calcgraph.settings import Settings, get_settings
 from calcgraph.sources.git import GitSources
 from calcgraph.workers.inprocess import Execution
@@ -49,7 +49,7 @@ def create_app(
     db = database or Database.from_settings(settings)
 
     def build_graphql() -> ASGIApp:
-        # Imported here: Strawberry and the schema build are most of a start (see ops.lazy).
+        # Imported here: Strawberry and the schema build are most of a start (see serving.lazy).
         from strawberry.subscriptions import (
             GRAPHQL_TRANSPORT_WS_PROTOCOL,
             MULTIPART_SUBSCRIPTION_PROTOCOL,
@@ -140,6 +140,7 @@ def create_app(
                 authenticator=identity.authenticator,
                 routes=routes,
                 throttle=refused_token_throttle(limiter, metrics),
+                also_public=webui.is_public,
             ),
             # After authentication: the caller is its user when known, else its address.
             Middleware(RateLimitMiddleware, limiter=limiter, metrics=metrics),

@@ -16,7 +16,7 @@ from calcgraph.settings import Settings, get_settings
 
 def _migrate(settings: Settings) -> None:
     from calcgraph.db.engine import Database
-    from calcgraph.db.migrate import upgrade
+    from calcgraph.migrations.runner import upgrade
 
     async def run() -> None:
         database = Database.from_settings(settings)
@@ -42,7 +42,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from calcgraph.ops.logs import setup_logging
-    from calcgraph.ops.serving import http_options, refuse_workers_without_redis
+    from calcgraph.serving.server import http_options, refuse_workers_without_redis
 
     settings = get_settings()
     refuse_workers_without_redis(settings, args.workers)
@@ -70,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         _migrate(settings)
         uvicorn.run(
-            "calcgraph.ops.serving:create_served_app",
+            "calcgraph.serving.server:create_served_app",
             factory=True,
             workers=args.workers,
             host=host,
@@ -85,7 +85,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         if dev_idp is not None:
             dev_idp.stop()
-    from calcgraph.ops.starting import start_failed
+    from calcgraph.serving.starting import start_failed
 
     return 1 if start_failed() else 0
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # names for the annotations only: importing this module costs
     from calcgraph.domain.execution.service import ExecutionService
     from calcgraph.domain.packages.publishing.sources import SourceFetcher
     from calcgraph.ops.metrics import Metrics
-    from calcgraph.ops.ratelimit import Limiter
+    from calcgraph.serving.ratelimit import Limiter
     from calcgraph.settings import Settings
 
 

@@ -9,7 +9,9 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from calcgraph.db import defaults as pool
 from calcgraph.domain.builds import limits
+from calcgraph.domain.builds.validation import SubmissionLimits
 from calcgraph.domain.events.destinations import AllowList
 from calcgraph.domain.events.schedule import DEFAULT_RETRY_SCHEDULE
 from calcgraph.domain.quotas.limits import GIB, Quotas
@@ -165,29 +167,29 @@ class Settings(BaseSettings):
     max_body_bytes: int = 2 * 1024 * 1024
     graphql_ide: bool = True
     graphql_introspection: bool = True
-    sqlite_busy_timeout_ms: int = 5000
+    sqlite_busy_timeout_ms: int = pool.SQLITE_BUSY_TIMEOUT_MS
     # A process's database work runs on one event loop: a few units of work in flight keep the
     # loop and a local PostgreSQL busy, and more only interleave, stretching every request (500
     # polled runs on 2 cores: tick p99 56-106 ms with 4, 50-341 ms with 8, 570-830 ms with 30).
     database_pool_size: int = Field(
-        default=4,
+        default=pool.POOL_SIZE,
         gt=0,
         description="PostgreSQL connections each process opens as it needs them and keeps open "
         "(API and worker processes each have their own pool); the units of work in flight",
     )
     database_max_overflow: int = Field(
-        default=0,
+        default=pool.MAX_OVERFLOW,
         ge=0,
         description="connections a process may open beyond the pool's size, each closed when "
         "returned (a new backend, its login and its prepared statements every time)",
     )
     database_pool_timeout_seconds: float = Field(
-        default=10.0,
+        default=pool.POOL_TIMEOUT_S,
         gt=0,
         description="wait for a free pooled connection before answering 503 Unavailable",
     )
     database_queue_limit: int = Field(
-        default=64,
+        default=pool.QUEUE_LIMIT,
         ge=0,
         description="API process: units of work that may wait for a pooled PostgreSQL "
         "connection; one more answers 503 Unavailable with Retry-After at once, rather than "
@@ -361,6 +363,10 @@ class Settings(BaseSettings):
             queued_jobs=self.limit_queued_jobs_per_user,
             stored_bytes=self.limit_stored_bytes_per_user,
         )
+
+    @property
+    def submission_limits(self) -> SubmissionLimits:
+        return SubmissionLimits(self.code_size_limit_bytes, self.dependency_limit)
 
     @property
     def cors_origin_list(self) -> list[str]:

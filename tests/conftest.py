@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 from calcgraph.app import create_app
 from calcgraph.db.dialect import configure_sqlite
 from calcgraph.db.engine import Database
-from calcgraph.db.migrate import upgrade
+from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 

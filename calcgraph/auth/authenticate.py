@@ -13,7 +13,6 @@ from starlette.requests import HTTPConnection
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from calcgraph import webui
 from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.auth.verify import TokenVerifier
 from calcgraph.db.engine import Database
@@ -110,8 +109,11 @@ class AuthenticationMiddleware:
         authenticator: Authenticator,
         routes: Sequence[BaseRoute],
         throttle: Callable[[Scope], Awaitable[DomainError | None]] | None = None,
+        also_public: Callable[[str, str], bool] = lambda method, path: False,
     ) -> None:
         self.app = app
+        # Paths public beyond the routes' list, by (method, path): the web app's files.
+        self.also_public = also_public
         self.authenticator = authenticator
         self.routes = list(routes)
         # Asked before answering a refused token: a 429 instead when the address is over its
@@ -127,7 +129,7 @@ class AuthenticationMiddleware:
             return
         method = "GET" if scope["method"] == "HEAD" else scope["method"]
         path = scope["path"]
-        public = (method, path) in PUBLIC_ROUTES or webui.is_public(method, path)
+        public = (method, path) in PUBLIC_ROUTES or self.also_public(method, path)
         header = Headers(scope=scope).get("authorization")
         principal: Principal | None = None
         try:

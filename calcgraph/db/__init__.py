@@ -1,1 +1,2 @@
-"""Persistence plumbing: the engine and sessions, the declarative base, migrations."""
+"""Persistence plumbing: the engine and sessions, the pool's defaults, the declarative base,
+dialect helpers."""

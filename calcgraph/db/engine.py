@@ -24,11 +24,31 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from calcgraph.db.defaults import (
+    MAX_OVERFLOW,
+    POOL_SIZE,
+    POOL_TIMEOUT_S,
+    SQLITE_BUSY_TIMEOUT_MS,
+)
 from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite, private_sqlite_file
-from calcgraph.settings import Settings
 
-# The pool's defaults are the settings' (a Database built without settings, as tests do).
-_SETTING = Settings.model_fields
+
+class DatabaseSettings(Protocol):
+    """What a database takes from the settings (`calcgraph.settings.Settings` has it)."""
+
+    @property
+    def database_url(self) -> str: ...
+    @property
+    def sqlite_busy_timeout_ms(self) -> int: ...
+    @property
+    def database_pool_size(self) -> int: ...
+    @property
+    def database_max_overflow(self) -> int: ...
+    @property
+    def database_pool_timeout_seconds(self) -> float: ...
+    @property
+    def database_queue_limit(self) -> int: ...
+
 
 # A pooled connection back in the pool for less than this is taken again without a round trip
 # (unless its socket is already closed); one idle longer is pinged first.
@@ -66,12 +86,12 @@ class Database:
         self,
         url: str,
         *,
-        busy_timeout_ms: int = 5000,
+        busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
         bind: AsyncConnection | None = None,
         pre_ping: bool = True,
-        pool_size: int = _SETTING["database_pool_size"].default,
-        max_overflow: int = _SETTING["database_max_overflow"].default,
-        pool_timeout: float = _SETTING["database_pool_timeout_seconds"].default,
+        pool_size: int = POOL_SIZE,
+        max_overflow: int = MAX_OVERFLOW,
+        pool_timeout: float = POOL_TIMEOUT_S,
         queue_limit: int | None = None,
     ) -> None:
         self.url = url
@@ -126,7 +146,7 @@ class Database:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, pre_ping: bool = True, queue: bool = True
+        cls, settings: DatabaseSettings, *, pre_ping: bool = True, queue: bool = True
     ) -> Database:
         """The database of `settings`, with its pool's size and timeout (PostgreSQL), and its
         queue's limit unless `queue` is false (the workers, whose units wait)."""

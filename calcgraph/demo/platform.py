@@ -117,9 +117,9 @@ class InProcessPlatform:
 
         from calcgraph.app import create_app
         from calcgraph.db.engine import Database
-        from calcgraph.db.migrate import upgrade
         from calcgraph.demo.server import StoppableServer
-        from calcgraph.ops.serving import http_options
+        from calcgraph.migrations.runner import upgrade
+        from calcgraph.serving.server import http_options
 
         database = Database.from_settings(self.settings)
         try:

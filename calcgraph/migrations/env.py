@@ -1,11 +1,11 @@
-"""Alembic environment. `calcgraph.db.migrate` hands over a live connection; no ini file."""
+"""Alembic environment. `calcgraph.migrations.runner` hands over a live connection; no ini file."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from calcgraph.db.models import Base
+from calcgraph.migrations.tables import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,7 +1,7 @@
 """What /health answers: liveness and readiness, from the database and (when configured) Redis.
 
 Its own light module: a starting server answers /health with it before the application is
-imported (ops.starting), and the application's route answers with it afterwards, so both give
+imported (serving.starting), and the application's route answers with it afterwards, so both give
 the same answer.
 """
 

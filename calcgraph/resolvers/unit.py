@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from calcgraph.domain.access.paging import Page, PageRequest
+from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.services import P, R, UseCase

@@ -25,7 +25,7 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     body = call.body
     outcome = await call.write(
         build_service.submit,
-        call.services.settings,
+        call.services.settings.submission_limits,
         call.services.builds,
         from_attributes(FunctionSubmission, body, requirements=tuple(body.requirements)),
     )

@@ -11,6 +11,6 @@ rest = Operations(tag="meta")
 
 @rest("GET", "/health", "Liveness and readiness", {200: Health, 503: Health})
 async def health(call: Call[None, None]) -> Reply:
-    # The same answer as a starting server's early /health (ops.starting), from one module.
+    # The same answer as a starting server's early /health (serving.starting), from one module.
     status, body = await readiness(call.database, call.services.probes.redis_reachable)
     return Reply(status, Health.model_validate(body))

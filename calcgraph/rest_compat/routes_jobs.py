@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from calcgraph.domain.access.paging import Page
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import JobOut

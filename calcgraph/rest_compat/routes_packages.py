@@ -3,9 +3,9 @@ are other routes (other issues); a function is visible exactly when its package 
 
 from __future__ import annotations
 
-from calcgraph.domain.access.paging import Page
 from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.functions.views import FunctionView
+from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
 from calcgraph.rest_compat.operations import Call, Operations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calcgraph.domain.access.paging import Page
+from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.types.catalog import TypeDef
 from calcgraph.domain.types.service import ConnectionCheck, type_service
 from calcgraph.rest_compat.operations import Call, Operations

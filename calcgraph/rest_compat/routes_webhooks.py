@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from calcgraph.domain.access.paging import Page
 from calcgraph.domain.events.destinations import MAX_URL_LENGTH, AllowList
+from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.webhooks.service import MAX_DESCRIPTION, webhook_service
 from calcgraph.domain.webhooks.views import DeliveryView, WebhookCreatedView, WebhookView
 from calcgraph.rest_compat.operations import Call, Operations

@@ -7,8 +7,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from calcgraph.domain.access.paging import Page
 from calcgraph.domain.execution.waits import TICK_WAIT
+from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import RUN_STATUSES, run_service
 from calcgraph.domain.runs.state import RunStatus

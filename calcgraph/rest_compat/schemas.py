@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from calcgraph.domain.access.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
+from calcgraph.domain.listing.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
 from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
 
 

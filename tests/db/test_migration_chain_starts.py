@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from calcgraph.db.engine import Database
-from calcgraph.db.migrate import upgrade
+from calcgraph.migrations.runner import upgrade
 
 
 async def test_started_jobs_of_pending_nodes_are_listed(tmp_path: Path) -> None:

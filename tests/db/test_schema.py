@@ -16,8 +16,8 @@ from sqlalchemy import event, inspect, select, text, update
 from sqlalchemy.engine import Connection
 
 from calcgraph.db.engine import Database
-from calcgraph.db.migrate import alembic_config, upgrade
-from calcgraph.db.models import (
+from calcgraph.migrations.runner import alembic_config, upgrade
+from calcgraph.migrations.tables import (
     Base,
     NodeState,
     Organization,

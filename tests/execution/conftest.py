@@ -21,8 +21,8 @@ from starlette.applications import Starlette
 
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
-from calcgraph.db.migrate import upgrade
 from calcgraph.domain.access.principal import Principal
+from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from calcgraph.workers.inprocess import Execution
 from calcgraph.workers.runtime import WorkerRuntime

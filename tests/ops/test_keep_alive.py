@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from calcgraph.ops.serving import http_options
+from calcgraph.serving.server import http_options
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.ops.test_worker_process import _free_port

@@ -19,8 +19,8 @@ from starlette.applications import Starlette
 
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
-from calcgraph.ops.ratelimit import MemoryLimiter, RedisLimiter
 from calcgraph.services import services_of
+from calcgraph.serving.ratelimit import MemoryLimiter, RedisLimiter
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 

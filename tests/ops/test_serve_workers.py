@@ -21,8 +21,8 @@ import httpx
 import pytest
 import redis
 
-from calcgraph.ops.ratelimit import SYNC_SECONDS
-from calcgraph.ops.starting import APPLICATION_READY
+from calcgraph.serving.ratelimit import SYNC_SECONDS
+from calcgraph.serving.starting import APPLICATION_READY
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import default_sandbox, exec_url  # noqa: F401
 from tests.ops.test_ratelimit import REDIS_URL, _redis_or_skip

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from calcgraph.ops.starting import AppFactory, StartingApp
+from calcgraph.serving.starting import AppFactory, StartingApp
 from calcgraph.settings import Settings
 
 pytestmark = pytest.mark.db

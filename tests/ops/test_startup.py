@@ -10,7 +10,7 @@ from pathlib import Path
 
 from alembic.script import ScriptDirectory
 
-from calcgraph.db.migrate import alembic_config, script_heads
+from calcgraph.migrations.runner import alembic_config, script_heads
 
 # Each costs a tenth of a second or more to import, and none is needed to answer /health.
 HEAVY = ("alembic", "docker", "requests", "pint", "strawberry", "graphql")
@@ -24,7 +24,7 @@ def test_building_the_app_imports_no_heavy_module(tmp_path: Path) -> None:
     assert _loaded("from calcgraph.app import create_app\ncreate_app()", env, HEAVY) == []
 
 
-# What `calcgraph serve` imports after /health answers (ops.starting), never before: the
+# What `calcgraph serve` imports after /health answers (serving.starting), never before: the
 # application's doors and services, the identity stack, the broker, the client's HTTP library.
 AFTER_HEALTH = (
     "calcgraph.app",
@@ -66,7 +66,7 @@ def test_the_served_app_answers_health_before_importing_the_application(tmp_path
     code = (
         "from calcgraph.auth.issuer import require_https\n"
         "from calcgraph.auth.devidp import DEV_USERS, start_for_serve\n"
-        "from calcgraph.ops.serving import create_served_app\n"
+        "from calcgraph.serving.server import create_served_app\n"
         "create_served_app()"
     )
     assert _loaded(code, env, AFTER_HEALTH) == []
@@ -87,7 +87,7 @@ def test_upgrading_a_migrated_database_does_not_import_alembic(database_url: str
     code = (
         "import asyncio\n"
         "from calcgraph.db.engine import Database\n"
-        "from calcgraph.db.migrate import upgrade\n"
+        "from calcgraph.migrations.runner import upgrade\n"
         "async def main():\n"
         f"    database = Database({database_url!r})\n"
         "    await upgrade(database)\n"
@@ -103,7 +103,7 @@ def test_upgrading_a_fresh_database_migrates_it(tmp_path: Path) -> None:
         "import asyncio\n"
         "from sqlalchemy import text\n"
         "from calcgraph.db.engine import Database\n"
-        "from calcgraph.db.migrate import upgrade\n"
+        "from calcgraph.migrations.runner import upgrade\n"
         "async def main():\n"
         f"    database = Database({url!r})\n"
         "    await upgrade(database)\n"

@@ -63,7 +63,6 @@ from calcgraph.domain.packages.manifest import parse_manifest
 from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.publishing.service import publishing_service
 from calcgraph.domain.packages.repository import PackageVersionRepository
-from calcgraph.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ class BuildService:
         self,
         session: AsyncSession,
         principal: Principal,
-        settings: Settings,
+        limits: SubmissionLimits,
         builds: Builds,
         submission: FunctionSubmission,
     ) -> BuildOutcome:
@@ -110,7 +109,7 @@ class BuildService:
             submission.code,
             submission.requirements,
             submission.handler,
-            SubmissionLimits(settings.code_size_limit_bytes, settings.dependency_limit),
+            limits,
         )
         requirements = validated.requirement_lines
         files = {CODE_FILE: validated.source, REQUIREMENTS_FILE: requirements_text(requirements)}

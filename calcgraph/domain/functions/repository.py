@@ -7,8 +7,6 @@ from typing import Any
 
 from sqlalchemy import Select, and_, or_, select
 
-from calcgraph.db.views import ViewRepository
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.views import (
@@ -16,6 +14,8 @@ from calcgraph.domain.functions.views import (
     FunctionVersionView,
     FunctionView,
 )
+from calcgraph.domain.listing.paging import Page, PageRequest
+from calcgraph.domain.listing.repository import ViewRepository
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
 from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.read_models import from_attributes

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import Conflict, NotFound
@@ -24,6 +23,7 @@ from calcgraph.domain.functions.views import (
     FunctionView,
     ResolvedFunction,
 )
+from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.packages.addressing import parse_function_ref, select_version, split_selector
 from calcgraph.domain.packages.repository import PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import latest_version

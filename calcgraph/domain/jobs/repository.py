@@ -25,12 +25,12 @@ from sqlalchemy import (
 
 from calcgraph.db.base import JSONType, RepositoryBase
 from calcgraph.db.dialect import by_keys, insert_from_arrays, stored_bytes
-from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain import answers
-from calcgraph.domain.access.paging import Page, PageRequest, creation_key, encode_cursor
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.views import JOB_FIELDS, JobView
+from calcgraph.domain.listing.paging import Page, PageRequest, creation_key, encode_cursor
+from calcgraph.domain.listing.repository import keyset_clause
 from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.read_models import from_attributes

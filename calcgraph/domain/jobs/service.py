@@ -7,12 +7,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import NotFound
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.packages.repository import PackageRepository
 
 

@@ -10,12 +10,12 @@ from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
-from calcgraph.db.views import ViewRepository
 from calcgraph.domain.access.models import Organization, User
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.functions.models import Function, FunctionVersion
+from calcgraph.domain.listing.paging import Page, PageRequest
+from calcgraph.domain.listing.repository import ViewRepository
 from calcgraph.domain.packages.models import (
     CodeBlob,
     Package,

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
+from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.packages.repository import PackageRepository
 from calcgraph.domain.packages.views import PackageView
 

@@ -31,7 +31,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access import policy
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
@@ -46,6 +45,7 @@ from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
 from calcgraph.domain.jobs.inputs import refuse_mismatches
+from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR

@@ -9,10 +9,10 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Table, delete, func, insert, or_, select, update
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain.access.models import User
-from calcgraph.domain.access.paging import PageRequest
 from calcgraph.domain.events.models import Event, Webhook, WebhookDelivery
+from calcgraph.domain.listing.paging import PageRequest
+from calcgraph.domain.listing.repository import keyset_clause
 
 _DELIVERIES = cast(Table, WebhookDelivery.__table__)
 

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
-from calcgraph.domain.access.paging import Page, PageRequest, creation_key, make_page
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import FieldError, NotFound, ValidationError
 from calcgraph.domain.events.catalog import WEBHOOK_TEST, TypeFilterError, parse_types
@@ -24,6 +23,7 @@ from calcgraph.domain.events.destinations import (
 from calcgraph.domain.events.models import Webhook
 from calcgraph.domain.events.resolve import resolve
 from calcgraph.domain.events.service import record
+from calcgraph.domain.listing.paging import Page, PageRequest, creation_key, make_page
 from calcgraph.domain.webhooks.repository import WebhookRepository
 from calcgraph.domain.webhooks.views import (
     DeliveryView,

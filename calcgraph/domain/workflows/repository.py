@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, select
 
 from calcgraph.db.dialect import locked
-from calcgraph.db.views import ViewRepository
 from calcgraph.domain.access.models import Organization, User
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import visible_clause_on
+from calcgraph.domain.listing.paging import Page, PageRequest
+from calcgraph.domain.listing.repository import ViewRepository
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView

@@ -25,7 +25,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import utcnow
-from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
@@ -39,6 +38,7 @@ from calcgraph.domain.errors import (
 from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import FunctionVersionView
+from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas, check_nodes
 from calcgraph.domain.types.expr import TypeExprError
 from calcgraph.domain.workflows.graph import Graph, parse_graph

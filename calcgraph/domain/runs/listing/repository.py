@@ -13,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import JSONType
 from calcgraph.db.dialect import stored_bytes
-from calcgraph.db.keyset import keyset_clause
 from calcgraph.domain import answers
-from calcgraph.domain.access.paging import Page, encode_cursor
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.listing.paging import Page, encode_cursor
+from calcgraph.domain.listing.repository import keyset_clause
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.models import Workflow

@@ -2,7 +2,7 @@
 
 With `--workers N` uvicorn starts N processes of its own (spawned, not forked): each must set
 up logging itself before building the app, or its records would go nowhere. Each serves a
-`StartingApp`, which answers /health while the application is imported (ops.starting).
+`StartingApp`, which answers /health while the application is imported (serving.starting).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from calcgraph import heap
 from calcgraph.ops.header_limit import HTTP_PROTOCOL
 from calcgraph.ops.logs import setup_logging
-from calcgraph.ops.starting import StartingApp
+from calcgraph.serving.starting import StartingApp
 from calcgraph.settings import Settings, get_settings
 
 

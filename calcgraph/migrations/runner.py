@@ -26,7 +26,7 @@ from calcgraph.db.engine import Database
 if TYPE_CHECKING:
     from alembic.config import Config
 
-MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS = Path(__file__).resolve().parent
 _REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.M)
 _DOWN = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.M)
 _QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")
@@ -80,7 +80,7 @@ def _version_table(metadata: MetaData) -> Table:
 
 def create_at_heads(connection: Connection, heads: frozenset[str]) -> None:
     """Create every table of the models on an empty database and stamp it at `heads`."""
-    from calcgraph.db.models import Base
+    from calcgraph.migrations.tables import Base
 
     Base.metadata.create_all(connection)
     version = _version_table(MetaData())

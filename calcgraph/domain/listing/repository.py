@@ -1,4 +1,6 @@
-"""The reads every repository of views shares: one view, a list of views, a page of views.
+"""All SQL of listings: the keyset condition of every listing (the one place a cursor becomes a
+WHERE) and the statement of one page; and the reads every repository of views shares: one view,
+a list of views, a page of views.
 
 A repository of views declares `_views()`, the statement of one view per row (the model's row
 and the names joined to it), and `_view(row)`, the view of one result row; the reads here only
@@ -7,15 +9,44 @@ add the WHERE, the order and the page."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from datetime import datetime
+from typing import Any, Generic, TypeVar, TypeVarTuple
 
-from sqlalchemy import ColumnElement, Select, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select, true
 
 from calcgraph.db.base import M, RepositoryBase
-from calcgraph.db.keyset import keyset_page
-from calcgraph.domain.access.paging import Created, Page, PageRequest, creation_key, make_page
+from calcgraph.domain.listing.paging import (
+    Created,
+    Page,
+    PageRequest,
+    creation_key,
+    keyset,
+    make_page,
+)
 
+Ts = TypeVarTuple("Ts")
 V = TypeVar("V", bound=Created)
+
+
+def keyset_clause(
+    sort: Any, id_: Any, after: tuple[str, ...] | None, *, newest_first: bool = False
+) -> ColumnElement[bool]:
+    """Rows strictly after the cursor's (sort, id) in the listing's order, written portably
+    (no row values). `newest_first`: the listing orders by `sort DESC, id DESC`."""
+    position = keyset(after)
+    if position is None:
+        return true()
+    when: datetime = position.when
+    if newest_first:
+        return or_(sort < when, and_(sort == when, id_ < position.last_id))
+    return or_(sort > when, and_(sort == when, id_ > position.last_id))
+
+
+def keyset_page(query: Select[*Ts], sort: Any, id_: Any, page: PageRequest) -> Select[*Ts]:
+    """One page of a listing sorted by (sort, id), oldest first: the rows after the cursor,
+    one more than the limit (the extra row only says a next page exists; see `make_page`)."""
+    after = keyset_clause(sort, id_, page.after)
+    return query.where(after).order_by(sort, id_).limit(page.limit + 1)
 
 
 class ViewRepository(RepositoryBase[M], Generic[M, V]):
