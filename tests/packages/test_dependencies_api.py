@@ -178,9 +178,8 @@ class TestHostile:
                 "msg": hidden["errors"][0]["msg"],
             }
         ]
-        assert "1.0.0" not in hidden["detail"] and "bob" not in hidden["detail"].replace(
-            "bobs-secret", ""
-        )
+        assert "1.0.0" not in hidden["detail"]
+        assert "bob" not in hidden["detail"].replace("bobs-secret", "")
         # A range naming a version that exists gives the same answer too.
         exact = await refusal(client, mallory, app("mal-app", "1.0.0", {"bobs-secret": "1.0.0"}))
         assert exact["detail"] == hidden["detail"]

@@ -68,7 +68,8 @@ class TestResolveDirect:
         with pytest.raises(ValidationError) as caught:
             resolve_direct({"lib": parse_range(">=2")}, {"lib": hosted("lib", "1.2.0", "1.0.0")})
         message = caught.value.errors[0].msg
-        assert "'lib'" in message and "versions: 1.0.0, 1.2.0" in message
+        assert "'lib'" in message
+        assert "versions: 1.0.0, 1.2.0" in message
         assert caught.value.errors[0].loc == ("manifest", "package", "dependencies", "lib")
 
 
@@ -97,7 +98,8 @@ class TestClosure:
             closure("app", [a, b], {a.version_id: [pin("b", "1.0.0")]}, [])
         message = caught.value.message
         assert "two versions of package 'b'" in message
-        assert "2.0.0 declared" in message and "1.0.0 via a 1.0.0" in message
+        assert "2.0.0 declared" in message
+        assert "1.0.0 via a 1.0.0" in message
 
     def test_the_package_itself_in_its_closure_is_422(self) -> None:
         a = pin("a", "1.0.0")
