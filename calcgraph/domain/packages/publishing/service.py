@@ -27,7 +27,7 @@ from calcgraph.domain.events.service import record, upload_data
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.checksums import function_checksums
-from calcgraph.domain.packages.dependencies import service as dependencies
+from calcgraph.domain.packages.dependencies.service import dependency_service
 from calcgraph.domain.packages.dependency_rules import Pin, pin_map
 from calcgraph.domain.packages.deployments.service import deployment_service
 from calcgraph.domain.packages.files import clean_files
@@ -171,9 +171,9 @@ class PublishingService:
                 deployed,
                 rows,
                 await functions.versions_of_functions([f.id for f in rows]),
-                await dependencies.pin_maps(session, [v.id for v in deployed]),
+                await dependency_service.pin_maps(session, [v.id for v in deployed]),
             )
-            pins = await dependencies.resolve(session, principal, parsed, code)
+            pins = await dependency_service.resolve(session, principal, parsed, code)
             plan = plan_deployment(parsed, checksums, history, pin_map(pins))
             report = await self._write(
                 session, package, parsed, code, plan, history, rows, git_ref, git_commit, pins
@@ -226,7 +226,7 @@ class PublishingService:
         )
         session.add(version)
         await session.flush()
-        await dependencies.store(session, version.id, pins)
+        await dependency_service.store(session, version.id, pins)
         if plan.is_latest:
             await packages.clear_latest(package.id, keep_id=version.id)
         existing = {f.name: f for f in rows}
