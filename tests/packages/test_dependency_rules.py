@@ -141,3 +141,23 @@ def test_staged_files_put_each_dependency_under_its_import_name() -> None:
         "demo_beam/sub/x.py": "x",
         "u/u.py": "u",
     }
+
+
+def test_fifty_dependencies_are_refused_by_the_manifest() -> None:
+    from calcgraph.domain.packages.manifest import parse_manifest
+
+    manifest = {
+        "kind": "package",
+        "version": 1,
+        "package": {
+            "name": "many",
+            "version": "1.0.0",
+            "dependencies": {f"lib-{i}": "*" for i in range(50)},
+        },
+        "functions": {"run": {"handler": "main:run"}},
+    }
+    with pytest.raises(ValidationError) as caught:
+        parse_manifest(manifest)
+    assert [e.msg for e in caught.value.errors] == ["at most 49 dependencies, not 50"]
+    del manifest["package"]["dependencies"]["lib-0"]  # type: ignore[attr-defined]
+    assert len(parse_manifest(manifest).package.dependencies) == 49
