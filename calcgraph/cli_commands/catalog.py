@@ -78,6 +78,16 @@ def show_report(console: Console, report: m.DeploymentReport) -> None:
             ((f.name, f.version, f.status, f.endpoint) for f in report.functions),
         )
     )
+    if report.dependency_closure:
+        console.print(
+            table(
+                ("dependency", "pinned", "how"),
+                (
+                    (name, version, "declared" if name in report.dependencies else "brought along")
+                    for name, version in report.dependency_closure.items()
+                ),
+            )
+        )
     for warning in report.warnings:
         console.print(f"warning: {warning}", markup=False, highlight=False)
 

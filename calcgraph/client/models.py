@@ -129,6 +129,10 @@ class DeploymentReport(Model):
     removed_functions: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     breaking_changes: list[dict[str, Any]] = Field(default_factory=list)
+    dependencies: dict[str, str] = Field(default_factory=dict)
+    """The declared dependencies as pinned, version by package name."""
+    dependency_closure: dict[str, str] = Field(default_factory=dict)
+    """Every package staged beside the code: the pins and what they brought along."""
 
 
 class InterfaceChange(Model):

@@ -10,6 +10,7 @@ from calcgraph.domain.packages.models import (
     CodeBlob,
     Package,
     PackageVersion,
+    PackageVersionDependency,
     PackageVersionFunction,
 )
 from calcgraph.domain.runs.models import ChainStart, NodeState, WorkflowRun
@@ -30,6 +31,7 @@ __all__ = [
     "Organization",
     "Package",
     "PackageVersion",
+    "PackageVersionDependency",
     "PackageVersionFunction",
     "User",
     "Webhook",

@@ -12,6 +12,7 @@ from calcgraph.domain.packages.views import (
     DeploymentStateView,
     FunctionInterfaceView,
     PackageVersionDetailView,
+    PinnedDependencyView,
 )
 from calcgraph.rest_compat.responses import Out, as_viewed
 
@@ -20,10 +21,15 @@ class FunctionInterfaceOut(Out):
     __annotations__ = as_viewed(FunctionInterfaceView)
 
 
+class PinnedDependencyOut(Out):
+    __annotations__ = as_viewed(PinnedDependencyView)
+
+
 class PackageVersionDetailOut(Out):
     __annotations__ = as_viewed(
         PackageVersionDetailView,
         functions=list[FunctionInterfaceOut],
+        pinned_dependencies=list[PinnedDependencyOut],
         migration_guide=str | dict[str, str] | None,
     )
 

@@ -14,6 +14,7 @@ from calcgraph.domain.packages.views import (
     DeploymentStateView,
     PackageDiffView,
     PackageVersionDetailView,
+    PinnedDependencyView,
 )
 from calcgraph.domain.read_models import from_attributes
 
@@ -54,6 +55,23 @@ class DeploymentStateType:
         )
 
 
+@strawberry.type(
+    name="PinnedDependency", description="A package a deployment pinned (contract 11)."
+)
+class PinnedDependencyType:
+    name: str = strawberry.field(description="The dependency's package name.")
+    version: str = strawberry.field(description="The pinned version.")
+    package_id: str = strawberry.field(description="The dependency's package.")
+    direct: bool = strawberry.field(
+        description="Declared by this version; false: brought along by a dependency's pins."
+    )
+    range: str | None = strawberry.field(description="The declared range, for a direct one.")
+
+    @classmethod
+    def from_view(cls, view: PinnedDependencyView) -> PinnedDependencyType:
+        return from_attributes(cls, view)
+
+
 @strawberry.type(name="PackageVersionDetail", description="One package version in detail.")
 class PackageVersionDetailType:
     id: str = strawberry.field(description="The deployment's identifier.")
@@ -67,6 +85,10 @@ class PackageVersionDetailType:
     compatibility: JSON | None = strawberry.field(description="The manifest's compatibility.")
     migration_guide: JSON | None = strawberry.field(description="Text, or a text per version.")
     dependencies: JSON = strawberry.field(description="Declared ranges by package name.")
+    pinned_dependencies: list[PinnedDependencyType] = strawberry.field(
+        description="What it was deployed with and its handlers import: the direct pins "
+        "first, then the packages they brought along."
+    )
     functions: JSON = strawberry.field(
         description="Each function: name, version, version_id, typed, inputs_schema, "
         "outputs_schema, deprecated, deprecated_message, removal_version."
@@ -86,6 +108,9 @@ class PackageVersionDetailType:
             compatibility=cast(JSON, view.compatibility),
             migration_guide=cast(JSON, view.migration_guide),
             dependencies=cast(JSON, view.dependencies),
+            pinned_dependencies=[
+                PinnedDependencyType.from_view(p) for p in view.pinned_dependencies
+            ],
             functions=cast(JSON, [f.__dict__ for f in view.functions]),
         )
 

@@ -221,6 +221,13 @@ class DeploymentReportType:
         description="Interface breaks against the current versions: function, change, port, "
         "breaking, reason."
     )
+    dependencies: JSON = strawberry.field(
+        description="The declared dependencies as pinned: version by package name."
+    )
+    dependency_closure: JSON = strawberry.field(
+        description="Every package staged beside the code (the pins and what they brought "
+        "along): version by package name."
+    )
 
     @classmethod
     def from_view(cls, r: DeploymentReport) -> DeploymentReportType:
@@ -231,6 +238,8 @@ class DeploymentReportType:
             removed_functions=list(r.removed_functions),
             warnings=list(r.warnings),
             breaking_changes=cast(JSON, list(r.breaking_changes)),
+            dependencies=cast(JSON, dict(r.dependencies)),
+            dependency_closure=cast(JSON, dict(r.dependency_closure)),
         )
 
 

@@ -75,3 +75,34 @@ class TestLifecycleCommands:
         code, _, err = cli("packages", "diff", name, "1.0.0", "9.9.9")
         assert code != 0
         assert "9.9.9" in err
+
+
+def with_dependencies(folder: str, deps: dict[str, str]) -> str:
+    path = Path(folder) / "calcgraph.yaml"
+    manifest = yaml.safe_load(path.read_text())
+    manifest["package"]["dependencies"] = deps
+    path.write_text(yaml.safe_dump(manifest))
+    return folder
+
+
+class TestDependenciesInTheCli:
+    def test_publish_prints_the_pins(self, cli: Cli, tmp_path: Path) -> None:
+        base, lib, app = unique("cli-base"), unique("cli-lib"), unique("cli-app")
+        cli("packages", "publish", package_dir(tmp_path, base, "1.0.0"))
+        cli("packages", "publish", package_dir(tmp_path, base, "1.1.0"))
+        folder = with_dependencies(package_dir(tmp_path, lib, "0.3.0"), {base: "~1.0"})
+        code, _, err = cli("packages", "publish", folder)
+        assert code == 0, err
+        folder = with_dependencies(package_dir(tmp_path, app, "1.0.0"), {lib: "^0.3"})
+        code, out, err = cli("packages", "publish", folder)
+        assert code == 0, err
+        rows = [line.split() for line in out.splitlines()]
+        assert any(lib in row and "0.3.0" in row and "declared" in row for row in rows), out
+        assert any(base in row and "1.0.0" in row and "brought" in row for row in rows), out
+        code, document = cli.json("packages", "publish", package_dir(tmp_path, app, "1.0.1"))
+        assert document["dependencies"] == {}
+        folder = with_dependencies(package_dir(tmp_path, app, "1.0.2"), {lib: ">=1"})
+        code, _, err = cli("packages", "publish", folder)
+        assert code != 0
+        assert f"dependency {lib!r}: no hosted version is admitted by '>=1'" in err
+        assert "versions: 0.3.0" in err

@@ -209,7 +209,6 @@ class TestNotYetSupported:
     @pytest.mark.parametrize(
         ("package", "loc"),
         [
-            ({"dependencies": {"other": "^1.0"}}, "dependencies"),
             (
                 {
                     "deployment": {

@@ -39,6 +39,15 @@ export const PackageQuery = graphql(`
   }
 `);
 
+export const PackageVersionQuery = graphql(`
+  query PackageVersion($package: String!, $version: String!) {
+    packageVersion(package: $package, version: $version) {
+      id version compatibility migrationGuide dependencies
+      pinnedDependencies { name version packageId direct range }
+    }
+  }
+`);
+
 export const FunctionsQuery = graphql(`
   query Functions($cursor: String) {
     functions(limit: 100, cursor: $cursor) {

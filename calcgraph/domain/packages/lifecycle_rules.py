@@ -45,17 +45,10 @@ def is_major_bump(before: Version, after: Version) -> bool:
 
 def check_supported(manifest: Manifest) -> None:
     """Keys this server parses but cannot honour yet are refused, never accepted and ignored:
-    `package.dependencies` and an enabled `canary` strategy."""
+    an enabled `canary` strategy. (`package.dependencies` are resolved by
+    `dependency_rules`.)"""
     package = manifest.package
     errors: list[FieldError] = []
-    if package.dependencies:
-        errors.append(
-            FieldError(
-                ("manifest", "package", "dependencies"),
-                "dependencies are not supported by this server yet: bundle the modules you "
-                f"need in the package instead of depending on {', '.join(package.dependencies)}",
-            )
-        )
     deployment = package.deployment
     canary_on = deployment.canary is not None and deployment.canary.enabled
     if deployment.strategy == "canary" and canary_on:

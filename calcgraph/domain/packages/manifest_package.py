@@ -200,9 +200,17 @@ def _compatibility(p: Problems, value: object, loc: Loc) -> Compatibility | None
     return Compatibility(tuple(ranges), breaking)
 
 
+MAX_DEPENDENCIES = 49
+"""The specification's limit on dependencies (fewer than 50), for a package's too."""
+
+
 def _dependencies(p: Problems, value: object, loc: Loc) -> dict[str, VersionRange]:
     deps: dict[str, VersionRange] = {}
-    for name, spec in p.entries(value, loc, what="package names"):
+    entries = p.entries(value, loc, what="package names")
+    if len(entries) > MAX_DEPENDENCIES:
+        p.add(loc, f"at most {MAX_DEPENDENCIES} dependencies, not {len(entries)}")
+        return deps
+    for name, spec in entries:
         if not PACKAGE_NAME.match(name):
             p.add((*loc, name), "is not a package name (letters, digits, '.', '_', '-')")
             continue

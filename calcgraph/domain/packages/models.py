@@ -69,6 +69,26 @@ class PackageVersionFunction(Base):
     deployed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class PackageVersionDependency(Base):
+    """A package version's pinned dependency (contract 11, Dependencies): every member of its
+    closure, the direct ones (with the declared range) and those they brought along as they
+    were pinned. Written once at deployment and never changed: a later release of the
+    dependency changes nothing until the package is deployed again."""
+
+    __tablename__ = "package_version_dependencies"
+
+    package_version_id: Mapped[str] = mapped_column(
+        ForeignKey("package_versions.id", ondelete="CASCADE"), primary_key=True
+    )
+    dependency_version_id: Mapped[str] = mapped_column(
+        ForeignKey("package_versions.id"), primary_key=True, index=True
+    )
+    direct: Mapped[bool] = mapped_column(Boolean, default=True)
+    """Declared in this version's manifest; False: brought along by a dependency's pins."""
+    range: Mapped[str | None] = mapped_column(String(200))
+    """The declared range of a direct dependency."""
+
+
 class CodeBlob(Base):
     """Content-addressed source files, shared by every deployment that carries them."""
 

@@ -16,11 +16,13 @@ from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.listing.repository import ViewRepository
+from calcgraph.domain.packages.dependency_rules import Hosted, Pin
 from calcgraph.domain.packages.models import (
     CodeBlob,
     Package,
     PackageDeploymentEvent,
     PackageVersion,
+    PackageVersionDependency,
     PackageVersionFunction,
 )
 from calcgraph.domain.packages.views import (
@@ -204,6 +206,79 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
         )
         contents = {b.sha256: b.content for b in blobs}
         return {path: contents[sha] for path, sha in sorted(paths.items())}
+
+
+class DependencyRepository(RepositoryBase[PackageVersionDependency]):
+    """SQL of pinned dependencies (contract 11): what a deployer may depend on, and the
+    closures stored with each package version."""
+
+    model = PackageVersionDependency
+
+    async def hosted(self, principal: Principal, names: Sequence[str]) -> dict[str, Hosted]:
+        """The packages among `names` (without regard to case) that `principal` may see, with
+        their hosted versions, by lowercased name; hidden ones never load."""
+        if not names:
+            return {}
+        rows = await self.session.execute(
+            select(Package.id, Package.name, PackageVersion.version, PackageVersion.id)
+            .outerjoin(PackageVersion, PackageVersion.package_id == Package.id)
+            .where(
+                func.lower(Package.name).in_(sorted({n.lower() for n in names})),
+                visible_clause(principal),
+            )
+        )
+        packages: dict[str, tuple[str, str]] = {}
+        versions: dict[str, dict[str, str]] = {}
+        for package_id, name, version, version_id in rows:
+            packages[name.lower()] = (package_id, name)
+            if version is not None:
+                versions.setdefault(name.lower(), {})[version] = version_id
+        return {
+            key: Hosted(package_id, name, versions.get(key, {}))
+            for key, (package_id, name) in packages.items()
+        }
+
+    async def closures(self, package_version_ids: Sequence[str]) -> dict[str, list[Pin]]:
+        """The stored closure of each of `package_version_ids` (direct pins first)."""
+        if not package_version_ids:
+            return {}
+        rows = await self.session.execute(
+            select(
+                PackageVersionDependency.package_version_id,
+                Package.name,
+                PackageVersion.version,
+                Package.id,
+                PackageVersion.id,
+                PackageVersionDependency.direct,
+                PackageVersionDependency.range,
+            )
+            .join(
+                PackageVersion, PackageVersion.id == PackageVersionDependency.dependency_version_id
+            )
+            .join(Package, Package.id == PackageVersion.package_id)
+            .where(
+                PackageVersionDependency.package_version_id.in_(sorted(set(package_version_ids)))
+            )
+            .order_by(PackageVersionDependency.direct.desc(), Package.name)
+        )
+        found: dict[str, list[Pin]] = {}
+        for owner, name, version, package_id, version_id, direct, declared in rows:
+            found.setdefault(owner, []).append(
+                Pin(name, version, package_id, version_id, bool(direct), declared)
+            )
+        return found
+
+    async def pin(self, package_version_id: str, pins: Sequence[Pin]) -> None:
+        self.session.add_all(
+            PackageVersionDependency(
+                package_version_id=package_version_id,
+                dependency_version_id=p.version_id,
+                direct=p.direct,
+                range=p.range,
+            )
+            for p in pins
+        )
+        await self.session.flush()
 
 
 class DeploymentRepository(RepositoryBase[PackageDeploymentEvent]):

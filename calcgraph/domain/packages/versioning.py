@@ -65,6 +65,9 @@ class ExistingFunctionVersion:
     changelog: str | None = None
     id: str | None = None
     resources: Mapping[str, Any] | None = None
+    dependencies: Mapping[str, str] = field(default_factory=dict)
+    """The dependency closure it was deployed with, `{name: version}` (contract 11): part of
+    its immutable record, since its code imports them."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,9 @@ class DeploymentPlan:
         }
 
 
-def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> list[str]:
+def _record_differences(
+    spec: FunctionSpec, old: ExistingFunctionVersion, pins: Mapping[str, str]
+) -> list[str]:
     new = {
         "handler": spec.handler,
         "inputs": spec.inputs_schema(),
@@ -149,6 +154,7 @@ def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> lis
         "deprecated_message": spec.deprecated_message,
         "removal_version": spec.removal_version,
         "resources": dict(spec.resources) if spec.resources is not None else None,
+        "dependencies": dict(pins),
     }
     stored = {
         "handler": old.handler,
@@ -158,6 +164,7 @@ def _record_differences(spec: FunctionSpec, old: ExistingFunctionVersion) -> lis
         "deprecated_message": old.deprecated_message,
         "removal_version": old.removal_version,
         "resources": dict(old.resources) if old.resources is not None else None,
+        "dependencies": dict(old.dependencies),
     }
     return [key for key in new if new[key] != stored[key]]
 
@@ -203,12 +210,13 @@ def _decide_auto(
     package_version: str,
     history: FunctionHistory | None,
     warnings: list[str],
+    pins: Mapping[str, str],
 ) -> _Decision:
     if history is None:
         return _Decision(package_version, "new", None)
     current = _find(history, history.current)
     if current is not None and current.checksum == checksum:
-        changed = _record_differences(spec, current)
+        changed = _record_differences(spec, current, pins)
         if not changed:
             decision = _Decision(current.version, "unchanged", current)
             _warn_declared(spec, decision.version, warnings)
@@ -237,6 +245,7 @@ def _decide_manual(
     history: FunctionHistory | None,
     warnings: list[str],
     conflicts: list[str],
+    pins: Mapping[str, str],
 ) -> _Decision:
     version = spec.version or package_version
     if history is None:
@@ -245,7 +254,7 @@ def _decide_manual(
     existing = _find(history, version)
     if existing is not None:
         changed = ["code checksum"] if existing.checksum != checksum else []
-        changed += _record_differences(spec, existing)
+        changed += _record_differences(spec, existing, pins)
         if changed:
             suggestion = _highest(history).bump_patch()
             conflicts.append(
@@ -262,13 +271,19 @@ def _decide_manual(
 
 
 def plan_deployment(
-    manifest: Manifest, checksums: Mapping[str, str], history: PackageHistory | None = None
+    manifest: Manifest,
+    checksums: Mapping[str, str],
+    history: PackageHistory | None = None,
+    pins: Mapping[str, str] | None = None,
 ) -> DeploymentPlan:
     """Decide versions and statuses of a deployment; raise Conflict when it cannot happen.
 
     `checksums` maps every function of the manifest to its code checksum
-    (`checksums.function_checksums`).
+    (`checksums.function_checksums`); `pins` is the resolved dependency closure
+    (`dependency_rules`), `{name: version}`: a function whose code is unchanged but whose
+    pins moved is a new version, as its code imports them.
     """
+    pins = pins or {}
     history = history or PackageHistory()
     package = manifest.package
     taken = [v for v in history.versions if same_version(v, package.version)]
@@ -294,9 +309,11 @@ def plan_deployment(
         checksum = checksums[name]
         past = history.functions.get(name)
         if manifest.strategy_of(name) == "auto":
-            decision = _decide_auto(spec, checksum, package.version, past, warnings)
+            decision = _decide_auto(spec, checksum, package.version, past, warnings, pins)
         else:
-            decision = _decide_manual(spec, checksum, package.version, past, warnings, conflicts)
+            decision = _decide_manual(
+                spec, checksum, package.version, past, warnings, conflicts, pins
+            )
         plans.append(_function_plan(spec, checksum, decision, release, is_latest or past is None))
     if conflicts:
         raise Conflict("; ".join(conflicts), {"functions": conflicts})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -93,6 +93,10 @@ class DeploymentReport:
     breaking_changes: tuple[dict[str, Any], ...] = ()
     """Interface breaks against the current versions (contract 11): `function`, `change`,
     `port`, `breaking`, `reason`."""
+    dependencies: dict[str, str] = field(default_factory=dict)
+    """The declared dependencies as pinned, `{name: version}` (contract 11)."""
+    dependency_closure: dict[str, str] = field(default_factory=dict)
+    """Every package staged beside the code: the pins and what they brought along."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,19 @@ class FunctionInterfaceView:
     deprecated: bool
     deprecated_message: str | None
     removal_version: str | None
+
+
+@dataclass(frozen=True)
+class PinnedDependencyView:
+    """One package a deployment pinned (contract 11): declared, or brought along."""
+
+    name: str
+    version: str
+    package_id: str
+    direct: bool
+    """Declared by this version's manifest; False: pinned by one of its dependencies."""
+    range: str | None
+    """The declared range, for a direct one."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +148,9 @@ class PackageVersionDetailView:
     dependencies: dict[str, str]
     """Declared ranges, by package name."""
     functions: tuple[FunctionInterfaceView, ...]
+    pinned_dependencies: tuple[PinnedDependencyView, ...] = ()
+    """What it was deployed with and its handlers import: the direct pins, then the
+    packages they brought along."""
 
 
 @dataclass(frozen=True)

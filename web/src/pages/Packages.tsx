@@ -1,5 +1,7 @@
-import { Link, useParams } from "react-router";
+import { useEffect } from "react";
+import { Link, useLocation, useParams } from "react-router";
 import { ErrorBox, Loading, Page } from "../components/Status";
+import { VersionDetails, versionAnchor } from "../components/VersionDetails";
 import { request } from "../lib/api";
 import { when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
@@ -61,6 +63,11 @@ function Changelog({ changelog }: { changelog: unknown }) {
 export function PackagePage() {
   const { id = "" } = useParams();
   const { data, error } = useAsync(() => request(PackageQuery, { id }), id);
+  const { hash } = useLocation();
+  useEffect(() => {
+    // A link to one version (a pinned dependency's) scrolls to it once the page is drawn.
+    if (data && hash) document.getElementById(decodeURIComponent(hash.slice(1)))?.scrollIntoView();
+  }, [data, hash]);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading />;
   const pkg = data.package;
@@ -82,7 +89,7 @@ export function PackagePage() {
       </ul>
       <h2>Versions and changelog</h2>
       {[...pkg.versions].reverse().map((v) => (
-        <article key={v.id} className="version">
+        <article key={v.id} className="version" id={versionAnchor(v.version)}>
           <h3>
             {v.version} {v.isLatest && <span className="badge">latest</span>}{" "}
             {v.isStable ? <span className="badge">stable</span> : <span className="badge">pre-release</span>}
@@ -90,6 +97,12 @@ export function PackagePage() {
           <p>{when(v.createdAt)}{v.gitRef ? ` · git ${v.gitRef} ${v.gitCommit?.slice(0, 10) ?? ""}` : ""}</p>
           <Changelog changelog={v.changelog} />
           <p>Functions: {v.functions.map((f) => `${f.name} ${f.version} (${f.status})`).join(", ")}</p>
+          <VersionDetails
+            key={`${v.id}${hash}`}
+            packageId={pkg.id}
+            version={v.version}
+            open={v.isLatest || decodeURIComponent(hash) === `#${versionAnchor(v.version)}`}
+          />
         </article>
       ))}
     </Page>

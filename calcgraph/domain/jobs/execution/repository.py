@@ -9,12 +9,18 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, null, select, update
+from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime
 from calcgraph.db.dialect import locked
 from calcgraph.domain.functions.models import FunctionVersion
 from calcgraph.domain.jobs.models import Job
-from calcgraph.domain.packages.models import CodeBlob, PackageVersion
+from calcgraph.domain.packages.models import (
+    CodeBlob,
+    Package,
+    PackageVersion,
+    PackageVersionDependency,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,9 @@ class CodeRow:
     version was built from submitted code (POST /functions): its dependencies live there."""
     resources: dict[str, Any] | None = None
     """The version's declared limits (contract 11); None: the worker's."""
+    dependencies: tuple[tuple[str, dict[str, str]], ...] = ()
+    """The pinned dependency closure of the deployment that created the version (contract
+    11): each package's name and files, staged beside `files` under its import name."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +213,7 @@ class JobExecutionRepository(RepositoryBase[Job]):
                     FunctionVersion.outputs_schema,
                     PackageVersion.files,
                     FunctionVersion.resources,
+                    FunctionVersion.package_version_id,
                 )
                 .join(PackageVersion, PackageVersion.id == FunctionVersion.package_version_id)
                 .where(FunctionVersion.id == function_version_id)
@@ -211,7 +221,23 @@ class JobExecutionRepository(RepositoryBase[Job]):
         ).first()
         if row is None:
             return None
-        return CodeRow(function_version_id, row[0], row[1], dict(row[2] or {}), resources=row[3])
+        pinned = aliased(PackageVersion)
+        dependencies = await self.session.execute(
+            select(Package.name, pinned.files)
+            .select_from(PackageVersionDependency)
+            .join(pinned, pinned.id == PackageVersionDependency.dependency_version_id)
+            .join(Package, Package.id == pinned.package_id)
+            .where(PackageVersionDependency.package_version_id == row[4])
+            .order_by(Package.name)
+        )
+        return CodeRow(
+            function_version_id,
+            row[0],
+            row[1],
+            dict(row[2] or {}),
+            resources=row[3],
+            dependencies=tuple((name, dict(files or {})) for name, files in dependencies),
+        )
 
     async def blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
         wanted = sorted(set(digests))

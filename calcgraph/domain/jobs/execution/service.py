@@ -40,6 +40,7 @@ from calcgraph.domain.jobs.execution.repository import (
 from calcgraph.domain.jobs.inputs import resolve_inputs
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.packages.dependency_rules import staged_files
 
 RUN_ACTOR = "jobs.run"
 TERMINAL = frozenset({"success", "failed"})
@@ -222,6 +223,10 @@ class JobExecutionService:
         code = await JobExecutionRepository.from_session(session).code_of(function_version_id)
         if code is None:
             return None
+        if code.dependencies:
+            # Pinned at deployment and staged as they were pinned: no access check here
+            # (contract 11; docs/packages.md, "Dependencies").
+            code = replace(code, files=staged_files(code.files, code.dependencies))
         build = await BuildRepository.from_session(session).for_function_version(
             function_version_id
         )

@@ -27,6 +27,8 @@ from calcgraph.domain.events.service import record, upload_data
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.checksums import function_checksums
+from calcgraph.domain.packages.dependencies.service import dependency_service
+from calcgraph.domain.packages.dependency_rules import Pin, pin_map
 from calcgraph.domain.packages.deployments.service import deployment_service
 from calcgraph.domain.packages.files import clean_files
 from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest
@@ -57,11 +59,15 @@ def _history(
     versions: Sequence[PackageVersion],
     functions: Sequence[Function],
     function_versions: Sequence[FunctionVersion],
+    pins: Mapping[str, Mapping[str, str]],
 ) -> PackageHistory:
     by_function: dict[str, dict[str, ExistingFunctionVersion]] = {}
     for v in function_versions:
         by_function.setdefault(v.function_id, {})[v.version] = from_attributes(
-            ExistingFunctionVersion, v, checksum=v.code_checksum
+            ExistingFunctionVersion,
+            v,
+            checksum=v.code_checksum,
+            dependencies=pins.get(v.package_version_id, {}),
         )
     history: dict[str, FunctionHistory] = {}
     for f in functions:
@@ -160,14 +166,17 @@ class PublishingService:
             _refuse_names_differing_in_case(
                 {*parsed.functions, *(f.name for f in rows)}, f"in package {package.name!r}"
             )
+            deployed = await packages.versions_of(package.id)
             history = _history(
-                await packages.versions_of(package.id),
+                deployed,
                 rows,
                 await functions.versions_of_functions([f.id for f in rows]),
+                await dependency_service.pin_maps(session, [v.id for v in deployed]),
             )
-            plan = plan_deployment(parsed, checksums, history)
+            pins = await dependency_service.resolve(session, principal, parsed, code)
+            plan = plan_deployment(parsed, checksums, history, pin_map(pins))
             report = await self._write(
-                session, package, parsed, code, plan, history, rows, git_ref, git_commit
+                session, package, parsed, code, plan, history, rows, git_ref, git_commit, pins
             )
             if upload_event:
                 await record(
@@ -196,6 +205,7 @@ class PublishingService:
         rows: Sequence[Function],
         git_ref: str | None,
         git_commit: str | None,
+        pins: Sequence[Pin] = (),
     ) -> DeploymentReport:
         packages = PackageVersionRepository.from_session(session)
         blobs = {sha256_hex(data): data for data in code.values()}
@@ -216,6 +226,7 @@ class PublishingService:
         )
         session.add(version)
         await session.flush()
+        await dependency_service.store(session, version.id, pins)
         if plan.is_latest:
             await packages.clear_latest(package.id, keep_id=version.id)
         existing = {f.name: f for f in rows}
@@ -289,6 +300,8 @@ class PublishingService:
             git_commit=git_commit,
             functions=tuple(lines),
             breaking_changes=tuple(c.as_dict() for c in plan.breaking_changes),
+            dependencies=pin_map(pins, direct_only=True),
+            dependency_closure=pin_map(pins),
         )
 
     async def publish_from_git(

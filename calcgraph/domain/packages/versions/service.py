@@ -13,13 +13,14 @@ from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.addressing import select_version
 from calcgraph.domain.packages.interface_diff import function_changes
 from calcgraph.domain.packages.models import PackageVersion
-from calcgraph.domain.packages.repository import PackageVersionRepository
+from calcgraph.domain.packages.repository import DependencyRepository, PackageVersionRepository
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import (
     FunctionInterfaceView,
     PackageDiffView,
     PackageVersionDetailView,
     PackageView,
+    PinnedDependencyView,
 )
 from calcgraph.domain.read_models import from_attributes
 
@@ -60,6 +61,7 @@ class PackageVersionService:
         package = await self._package(session, principal, package_ref)
         deployment = await self._deployment(session, package, version)
         section: dict[str, Any] = dict(deployment.manifest.get("package") or {})
+        pins = await DependencyRepository.from_session(session).closures([deployment.id])
         return from_attributes(
             PackageVersionDetailView,
             deployment,
@@ -68,6 +70,9 @@ class PackageVersionService:
             migration_guide=section.get("migration_guide"),
             dependencies=dict(section.get("dependencies") or {}),
             functions=await self._functions(session, deployment),
+            pinned_dependencies=tuple(
+                from_attributes(PinnedDependencyView, p) for p in pins.get(deployment.id, [])
+            ),
         )
 
     async def diff(
