@@ -158,8 +158,7 @@ async def _wide_run(platform: Platform) -> dict[str, Any]:
     return await _until(
         platform,
         run["id"],
-        lambda r: r["node_states"]["a"]["status"] == "success"
-        and "running" in _status(r).values(),
+        lambda r: r["node_states"]["a"]["status"] == "success" and "running" in _status(r).values(),
     )
 
 
