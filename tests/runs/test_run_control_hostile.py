@@ -250,3 +250,66 @@ class TestCancelRacingFiftyTicks:
             assert ends.count("calcgraph.run.cancelled") == 1, ends
             assert "calcgraph.run.failed" not in ends
             assert "calcgraph.run.completed" not in ends
+
+
+class TestHostileRequests:
+    """No token, another user, bad bodies: the contract's status and detail prefix, never a
+    500, and nothing changes."""
+
+    async def test_refusals_change_nothing(
+        self, exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+    ) -> None:
+        async with running_platform(
+            exec_url,
+            identity_provider,
+            tmp_path,
+            default_sandbox(),
+            sandbox_timeout_seconds=LONG * 2,
+            job_cancel_check_seconds=0.5,
+        ) as platform:
+            name = (await _package(platform)).split("|")[0]
+            slug = await _workflow(platform, [inp("x"), fn("i", f"{name}/inc", x="x")])
+            done = await _start(platform, slug, {"x": 1.0})
+            done = await _until(platform, done["id"], lambda r: r["status"] in TERMINAL)
+            job_id = done["node_states"]["i"]["job_id"]
+            client, alice = platform.client, platform.headers("alice")
+            paths = [
+                f"/workflow-runs/{done['id']}/cancel",
+                f"/workflow-runs/{done['id']}/rerun",
+                f"/jobs/{job_id}/cancel",
+            ]
+            for path in paths:
+                anonymous = await client.post(path, json={})
+                assert anonymous.status_code == 401, (path, anonymous.text)
+                other = await client.post(path, json={}, headers=platform.headers("bob"))
+                assert other.status_code in (403, 404), (path, other.text)
+            rerun = f"/workflow-runs/{done['id']}/rerun"
+            for body in (
+                [],
+                "start",
+                {"from": 5},
+                {"from": "failure", "inputs": "x"},
+                {"inputs": {"x": [1, 2]}},
+                {"workflow_version": "oldest"},
+                {"inputs": {"x": 1.0}, "unknown": True},
+            ):
+                answer = await client.post(rerun, json=body, headers=alice)
+                assert answer.status_code in (400, 422), (body, answer.text)
+                assert answer.json()["detail"].split(":")[0] in (
+                    "ValidationError",
+                    "InvalidRequest",
+                ), (body, answer.text)
+            garbage = await client.post(
+                rerun, content=b"{not json", headers={**alice, "content-type": "application/json"}
+            )
+            assert garbage.status_code in (400, 422), garbage.text
+            for path in paths[::2]:  # both ended: 409 for their owner too
+                ended = await client.post(path, headers=alice)
+                assert ended.status_code == 409, (path, ended.text)
+                assert ended.json()["detail"].startswith("Conflict: ")
+            unknown = await client.post("/jobs/no-such-job/cancel", headers=alice)
+            assert unknown.status_code == 404
+            after = await _tick(platform, done["id"])
+            assert (after["status"], after["revision"]) == ("completed", done["revision"])
+            runs = (await client.get("/workflow-runs", headers=alice)).json()["items"]
+            assert [r for r in runs if r.get("rerun_of") == done["id"]] == []

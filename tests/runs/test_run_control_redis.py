@@ -23,7 +23,7 @@ import redis
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import Platform, default_sandbox, running_platform
 from tests.execution.test_redis import REDIS_URL, _redis_or_skip
-from tests.runs.test_run_control_api import LONG, _job, _package, _start, _workflow
+from tests.runs.test_run_control_api import LONG, TERMINAL, _job, _package, _start, _workflow
 from tests.runs.test_tick_api import _status, _until
 from tests.sandbox.conftest import SELECTED, _make_backend
 from tests.workflows.graphs import fn, inp
@@ -293,3 +293,34 @@ async def test_cancel_of_a_run_whose_worker_was_killed(
         await asyncio.sleep(0.2)
     if sandbox == "docker":
         assert _containers_of(victim.pid) == []
+
+
+async def test_retry_and_rerun_through_the_worker_process(one_thread_worker: Platform) -> None:
+    """The tick decides retries and reuse wherever jobs run: through Redis and a `calcgraph
+    worker` process, a node tried 3 times fails the run, and its re-run from failure with a
+    new limit runs that node alone and completes."""
+    platform = one_thread_worker
+    name = (await _package(platform)).split("|")[0]
+    guard = fn("g", f"{name}/guard", a="a.y", limit="lim")
+    guard["retry"] = {"max_attempts": 3, "initial_interval_s": 0, "on": ["user_error"]}
+    slug = await _workflow(platform, [inp("x"), inp("lim"), fn("a", f"{name}/inc", x="x"), guard])
+    run = await _start(platform, slug, {"x": 1.0, "lim": 0.0})
+    run = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL, seconds=LONG)
+    assert run["status"] == "failed"
+    state = run["node_states"]["g"]
+    assert state["attempt"] == 3
+    assert [a["error"]["kind"] for a in state["attempts"]] == ["user_error", "user_error"]
+    rerun = await platform.client.post(
+        f"/workflow-runs/{run['id']}/rerun",
+        json={"inputs": {"lim": 10.0}},
+        headers=platform.headers("alice"),
+    )
+    assert rerun.status_code == 201, rerun.text
+    second = await _until(
+        platform, rerun.json()["id"], lambda r: r["status"] in TERMINAL, seconds=LONG
+    )
+    assert second["status"] == "completed"
+    assert second["node_states"]["a"]["reused"] is True
+    assert second["node_states"]["a"]["job_id"] == run["node_states"]["a"]["job_id"]
+    assert second["node_states"]["g"]["attempt"] == 1
+    assert second["terminal_outputs"] == {"g": {"y": 2.0}}
