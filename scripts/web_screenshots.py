@@ -106,6 +106,8 @@ def _pages(
     run.goto(f"{base}/ui/runs/{retried}?node=second")
     expect(run.get_by_role("table", name="Attempts")).to_be_visible()
     shot("run-attempts", run)
+    run.get_by_role("list", name="Timeline").scroll_into_view_if_needed()
+    shot("run-attempts-timeline", run)
     run.close()
 
     page.goto(f"{base}/ui/workflows/{DEMO_SLUG}/run")
