@@ -47,6 +47,7 @@ MODULES = (
     "bench_peers",
     "bench_events",
     "bench_dependencies",
+    "bench_run_control",
 )
 
 

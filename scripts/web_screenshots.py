@@ -24,6 +24,7 @@ from playwright.sync_api import expect, sync_playwright
 from calcgraph.client import Client
 from calcgraph.demo.platform import InProcessPlatform
 from calcgraph.settings import Settings
+from tests.web import test_run_control as run_control
 from tests.web import workday
 from tests.web.conftest import (
     CHROMIUM,
@@ -36,19 +37,25 @@ from tests.web.test_e2e import RUN_INPUTS
 from tests.web.test_workday import DEMO_INPUTS
 
 
-def _runs(platform: InProcessPlatform) -> tuple[str, str]:
-    """A completed demo run and a failed one (the working-day tests' workflow), by the API."""
+def _runs(platform: InProcessPlatform) -> tuple[str, str, str]:
+    """A completed demo run, a failed one (the working-day tests' workflow) and one whose node
+    was tried 3 times (the run control tests' workflow), by the API."""
     with Client(platform.base_url, token=platform.token("alice")) as client:
         client.publish_package(workday.MANIFEST, {"tools.py": workday.SOURCE})
         client.create_workflow("wd-fails", "Fails", workday.failing())
+        client.publish_package(run_control.MANIFEST, {"tools.py": run_control.SOURCE})
+        client.create_workflow("rc-retried", "Retried", run_control._retried())
         demo = client.start_run(DEMO_SLUG, DEMO_INPUTS).id
         failed = client.start_run("wd-fails", {"x": 1}).id
-        for run in (demo, failed):
+        retried = client.start_run("rc-retried", {"x": 1}).id
+        for run in (demo, failed, retried):
             client.run_until_done(run, timeout=240)
-    return demo, failed
+    return demo, failed, retried
 
 
-def _pages(context: Any, base: str, out: Path, suffix: str, demo: str, failed: str) -> None:
+def _pages(
+    context: Any, base: str, out: Path, suffix: str, demo: str, failed: str, retried: str
+) -> None:
     page = context.new_page()
 
     def shot(name: str, on: Any = None) -> None:
@@ -76,6 +83,12 @@ def _pages(context: Any, base: str, out: Path, suffix: str, demo: str, failed: s
     expect(editor.get_by_test_id("editor-message")).to_contain_text("refused")
     shot("editor", editor)
     editor.close()
+    editor = context.new_page()
+    editor.goto(f"{base}/ui/workflows/rc-retried")
+    editor.locator('[data-node-key="second"]').click()
+    expect(editor.get_by_role("form", name="Retry policy of second")).to_be_visible()
+    shot("editor-retry", editor)
+    editor.close()
 
     run = context.new_page()
     run.goto(f"{base}/ui/runs/{demo}?node=beam")
@@ -88,6 +101,13 @@ def _pages(context: Any, base: str, out: Path, suffix: str, demo: str, failed: s
     expect(run.get_by_role("heading", name=re.compile(r"^Run .* failed$"))).to_be_visible()
     run.get_by_label("Node details").locator("summary").click()
     shot("run-failed", run)
+    run.close()
+    run = context.new_page()
+    run.goto(f"{base}/ui/runs/{retried}?node=second")
+    expect(run.get_by_role("table", name="Attempts")).to_be_visible()
+    shot("run-attempts", run)
+    run.get_by_role("list", name="Timeline").scroll_into_view_if_needed()
+    shot("run-attempts-timeline", run)
     run.close()
 
     page.goto(f"{base}/ui/workflows/{DEMO_SLUG}/run")
@@ -141,7 +161,7 @@ def main(out: Path) -> None:
         )
         with InProcessPlatform(settings) as platform, sync_playwright() as p:
             _publish_demo(platform)
-            demo, failed = _runs(platform)
+            demo, failed, retried = _runs(platform)
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             # Light as `name.png`, dark (prefers-color-scheme) as `name-dark.png`.
             for scheme, suffix in (("light", ""), ("dark", "-dark")):
@@ -156,7 +176,7 @@ def main(out: Path) -> None:
                         else route.abort()
                     ),
                 )
-                _pages(context, platform.base_url, out, suffix, demo, failed)
+                _pages(context, platform.base_url, out, suffix, demo, failed, retried)
                 context.close()
             browser.close()
 

@@ -122,6 +122,11 @@ class NodeStateType:
     function_version: FunctionVersionType | None = strawberry.field(
         default=None, description="The function version the node ran."
     )
+    attempt_jobs: list[JobType] = strawberry.field(
+        default_factory=list,
+        description="The jobs of the earlier attempts (`attempts`), in attempt order: their "
+        "timings and errors; those the caller may no longer read are left out.",
+    )
 
     @classmethod
     def from_state(cls, key: str, state: NodeState, version_id: str | None) -> NodeStateType:
@@ -185,6 +190,8 @@ async def _with_relations(
             if job is None and job_id in found:
                 job = jobs[job_id] = job_of_fields(found[job_id])
             node.job = job
+    if selects(info, "attemptJobs"):
+        await _with_attempt_jobs(info, nodes, run_id, whole)
     if selects(info, "functionVersion"):
         wanted = sorted({n.function_version_id for n in nodes if n.function_version_id})
         loader = package_loaders_of(info).function_version_by_id
@@ -197,6 +204,30 @@ async def _with_relations(
             version_id = node.function_version_id
             node.function_version = versions.get(version_id) if version_id else None
     return nodes
+
+
+async def _with_attempt_jobs(
+    info: Info, nodes: list[NodeStateType], run_id: str, whole: bool
+) -> None:
+    """`attemptJobs` of every node in one batch: the run's jobs (a retried node's earlier jobs
+    are jobs of the run), or those of the nodes in hand."""
+    ids_of = {
+        id(n): [
+            str(a["job_id"]) for a in cast("list[dict[str, Any]]", n.attempts) if a.get("job_id")
+        ]
+        for n in nodes
+    }
+    if not any(ids_of.values()):
+        return
+    fields = job_fields(info, "attemptJobs")
+    loaders = workflow_loaders_of(info)
+    if whole:
+        found = await loaders.jobs_of_run.load((run_id, fields))
+    else:
+        keys = [(job_id, fields) for ids in ids_of.values() for job_id in ids]
+        found = {row["id"]: row for row in await loaders.job_by_id.load_many(keys) if row}
+    for node in nodes:
+        node.attempt_jobs = [job_of_fields(found[i]) for i in ids_of[id(node)] if i in found]
 
 
 async def _plan_snapshot(root: WorkflowRunType, info: Info) -> JSON:

@@ -403,6 +403,38 @@ class TestRetry:
         assert all(a["error"]["kind"] == "user_error" for a in state["attempts"])
         assert len({a["job_id"] for a in state["attempts"]} | {state["job_id"]}) == 3
 
+    async def test_attempt_jobs_in_graphql(self, platform: Platform) -> None:
+        """`attemptJobs`: the earlier attempts' jobs with their timings, in attempt order, for
+        the whole list and one node alike; another user reads no run at all."""
+        name = (await _package(platform)).split("|")[0]
+        guard = fn("g", f"{name}/guard", a="x", limit="lim")
+        guard["retry"] = {"max_attempts": 3, "initial_interval_s": 0, "on": ["user_error"]}
+        slug = await _workflow(platform, [inp("x"), inp("lim"), guard])
+        run = await _start(platform, slug, {"x": 5.0, "lim": 0.0})
+        run = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL)
+        earlier = [a["job_id"] for a in run["node_states"]["g"]["attempts"]]
+        assert len(earlier) == 2
+        # No JSON value (`error` is in `attempts`): 20 nodes of 20 attempts' errors would be
+        # estimated past the answer bound.
+        jobs = "attemptJobs { id status createdAt startedAt finishedAt cacheHit }"
+        query = (
+            "query($id: ID!) { workflowRun(id: $id) { nodeStates { nodeKey jobId "
+            f'{jobs} }} one: nodeState(key: "g") {{ {jobs} }} }} }}'
+        )
+        answer = await _gql(platform, query, id=run["id"])
+        assert "errors" not in answer, answer
+        whole = answer["data"]["workflowRun"]["nodeStates"][0]["attemptJobs"]
+        one = answer["data"]["workflowRun"]["one"]["attemptJobs"]
+        assert [j["id"] for j in whole] == earlier
+        assert one == whole
+        for job in whole:
+            assert job["status"] == "failed"
+            assert job["cacheHit"] is False
+            assert job["createdAt"] <= job["finishedAt"]
+        denied = await _gql(platform, query, user="bob", id=run["id"])
+        assert denied.get("data") is None or denied["data"]["workflowRun"] is None
+        assert denied["errors"][0]["extensions"]["code"] in ("NotFound", "PermissionDenied")
+
     async def test_the_manifest_default_applies_to_nodes_without_a_policy(
         self, platform: Platform
     ) -> None:

@@ -3,14 +3,17 @@
 - The must-show test: PostgreSQL, a Redis server of the test's own (never the shared one) and
   two real `calcgraph worker` processes. 20 jobs of 5 s; one worker is killed with `kill -9`
   mid-run and Redis is restarted (without its data) once. Every job ends `success`, each
-  executed to its end once (the handler appends to a file per job in a shared folder), all
-  within 60 s of the kill; then 50 concurrent ticks still submit each node once.
+  executed to its end once (the handler reports its start and its end to a unix socket of the
+  test's own: the root-run process sandbox may write no host folder, but it may connect to a
+  socket in one), all within 60 s of the kill; then 50 concurrent ticks still submit each node
+  once.
 - A Redis restart, and Redis down, during execute and tick: never a 500, `/health` says so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -18,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -45,15 +49,21 @@ RECOVERY_SECONDS = 60.0
 
 CODE = """
 import os
+import socket
 import time
 
+def _say(folder, line):
+    # The sandbox may write no host folder (run by root, every mount is read-only for it), but
+    # connecting to a unix socket needs no write to the filesystem.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(os.path.join(folder, "executions.sock"))
+        sock.sendall(line.encode() + b"\\n")
+
 def nap(tag, folder, seconds):
-    # A file per execution and step: each sandbox runs as a uid of its own, so one could not
-    # append to a file another created.
-    me = os.path.join(folder, f"{tag}.{os.getpid()}-{time.time_ns()}")
-    open(me + ".start", "w").close()
+    me = f"{tag} {os.getpid()}-{time.time_ns()}"
+    _say(folder, me + " start")
     time.sleep(seconds)
-    open(me + ".end", "w").close()
+    _say(folder, me + " end")
     return {"tag": tag}
 
 def inc(x):
@@ -136,16 +146,11 @@ def dedicated_redis(tmp_path: Path) -> Iterator[DedicatedRedis]:
 
 
 def _sandbox() -> str:
-    # The handler appends to a folder of the host: the process backend reaches it (bwrap and
-    # docker would need it mounted, which is no part of what this test is about).
+    # The handler reports to a unix socket in a host folder: the process backend reaches it,
+    # as root too (bwrap and docker would need the folder mounted, which is no part of what
+    # this test is about).
     if "process" not in available_sandboxes():
         pytest.skip("the process sandbox is not available")
-    if os.geteuid() == 0:
-        # Issue 27 point 6: run as root, the process backend remounts every host folder
-        # read-only for its jobs, so the handler cannot count its executions in a host folder.
-        # Until the count moves elsewhere (its outputs, or a writable bind for tests), the fault
-        # test runs only where the backend runs as a plain user.
-        pytest.skip("the root-run process sandbox mounts the host read-only: no shared folder")
     return "process"
 
 
@@ -188,9 +193,45 @@ def _stop(worker: subprocess.Popen[bytes]) -> None:
             worker.wait()
 
 
+class ExecutionLog:
+    """A unix socket the handlers report to, `<tag> <execution> start|end` a connection: how
+    many executions of each job started and how many ran to their end."""
+
+    def __init__(self, folder: Path) -> None:
+        self.lines: list[str] = []
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = folder / "executions.sock"
+        self.server.bind(str(path))
+        path.chmod(0o777)  # each sandbox runs as a uid of its own
+        self.server.listen(64)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return  # closed
+            with connection:
+                connection.settimeout(10)
+                data = b""
+                with contextlib.suppress(OSError):
+                    while chunk := connection.recv(4096):
+                        data += chunk
+            self.lines.extend(data.decode().splitlines())
+
+    def executions(self, tag: str) -> Counter[str]:
+        return Counter(line.split()[2] for line in list(self.lines) if line.split()[0] == tag)
+
+    def close(self) -> None:
+        self.server.close()
+        self.thread.join(timeout=10)
+
+
 @pytest.fixture
-def shared_folder() -> Iterator[Path]:
-    # World-writable and outside pytest's 0700 tree: the process backend run by root drops
+def execution_log() -> Iterator[tuple[Path, ExecutionLog]]:
+    # World-traversable and outside pytest's 0700 tree: the process backend run by root drops
     # the handler to a uid of its own. Outside /tmp too: as root that backend gives each
     # sandbox a private /tmp (and empty /var/tmp, /dev/shm, /run).
     base = None
@@ -199,16 +240,13 @@ def shared_folder() -> Iterator[Path]:
         base.mkdir(mode=0o755, exist_ok=True)
         base.chmod(0o755)
     folder = Path(tempfile.mkdtemp(prefix="calcgraph-hole7-", dir=base))
-    folder.chmod(0o777)
+    folder.chmod(0o755)
+    log = ExecutionLog(folder)
     try:
-        yield folder
+        yield folder, log
     finally:
+        log.close()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _executions(folder: Path, tag: str) -> Counter[str]:
-    """How many executions of the job `tag` started and how many ran to their end."""
-    return Counter(path.suffix[1:] for path in folder.glob(f"{tag}.*"))
 
 
 async def _publish(platform: Platform) -> str:
@@ -288,10 +326,11 @@ async def test_hole7_kill_9_and_a_redis_restart_lose_and_duplicate_nothing(
     identity_provider: LocalIdentityProvider,
     tmp_path: Path,
     dedicated_redis: DedicatedRedis,
-    shared_folder: Path,
+    execution_log: tuple[Path, ExecutionLog],
 ) -> None:
     if backend != "postgresql":
         pytest.skip("the fault test is PostgreSQL + Redis + worker processes")
+    shared_folder, log = execution_log
     prefix = f"hole7-{uuid.uuid4().hex[:8]}:"
     env = _worker_env(exec_url, dedicated_redis.url, prefix, tmp_path)
     workers = [_start_worker(env, tmp_path / f"worker-{i}.log", threads=4) for i in range(2)]
@@ -347,7 +386,7 @@ async def test_hole7_kill_9_and_a_redis_restart_lose_and_duplicate_nothing(
                 await asyncio.sleep(0.5)
             recovered_in = time.monotonic() - killed_at
 
-            executions = {job_id: _executions(shared_folder, tag) for job_id, tag in tags.items()}
+            executions = {job_id: log.executions(tag) for job_id, tag in tags.items()}
             finished = [j for j, (s, _) in statuses.items() if s == "success"]
             redelivered = [j for j, (_, d) in statuses.items() if d > 1]
             restarted = [j for j, c in executions.items() if c["start"] > 1]

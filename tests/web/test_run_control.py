@@ -1,5 +1,7 @@
 """The run page's controls (issue 25, contract 10) in a real browser: Cancel a run that is still
-going, Re-run a failed run from its failure, Run again with the start form filled in."""
+going, Re-run a failed run from its failure, Run again with the start form filled in; a retried
+node's attempts on the run page (its panel and the timeline) and the retry policy in the
+editor's node panel, each page with no axe-core violation."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from playwright.sync_api import expect
 from calcgraph.client import Client
 from calcgraph.demo.platform import InProcessPlatform
 from tests.web.conftest import sign_in
+from tests.web.workday import axe_violations
 
 RC = "rc-tools"
 MANIFEST: dict[str, Any] = {
@@ -71,10 +74,18 @@ def _graph(second: str) -> dict[str, Any]:
     }
 
 
+def _retried() -> dict[str, Any]:
+    """`second` fails every time and is tried 3 times."""
+    graph = _graph("boom")
+    graph["nodes"][2]["retry"] = {"max_attempts": 3, "initial_interval_s": 0, "on": ["user_error"]}
+    return graph
+
+
 @dataclass
 class Runs:
     failed: str
     slow: str
+    retried: str
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +94,15 @@ def runs(platform: InProcessPlatform) -> Iterator[Runs]:
         client.publish_package(MANIFEST, {"tools.py": SOURCE})
         client.create_workflow("rc-fails", "Fails", _graph("boom"))
         client.create_workflow("rc-slow", "Slow", _graph("slow"))
+        client.create_workflow("rc-retried", "Retried", _retried())
+        client.create_workflow("rc-edit", "Edit", _graph("step"))
         failed = client.start_run("rc-fails", {"x": 1}).id
         client.run_until_done(failed, timeout=120)
+        retried = client.start_run("rc-retried", {"x": 1}).id
+        client.run_until_done(retried, timeout=120)
         # `second` sleeps 30 s: the run is still going when the page cancels it.
         slow = client.start_run("rc-slow", {"x": 29}).id
-        yield Runs(failed=failed, slow=slow)
+        yield Runs(failed=failed, slow=slow, retried=retried)
 
 
 def test_cancel_a_running_run_and_rerun_a_failed_one_from_its_failure(
@@ -140,3 +155,103 @@ def test_another_person_cannot_cancel_the_run(
     sign_in(page, platform.base_url, "bob", path=f"/ui/runs/{runs.slow}")
     expect(page.get_by_role("button", name="Cancel", exact=True)).to_have_count(0)
     expect(page.get_by_role("button", name="Re-run from failure")).to_have_count(0)
+
+
+def test_a_retried_nodes_attempts_on_the_run_page(
+    platform: InProcessPlatform, runs: Runs, new_page: Any
+) -> None:
+    with Client(platform.base_url, token=platform.token("alice")) as client:
+        state = client.get_run(runs.retried).node_states["second"]
+    earlier = [a["job_id"] for a in state.attempts]
+    assert len(earlier) == 2
+    page = new_page()
+    sign_in(page, platform.base_url, "alice", path=f"/ui/runs/{runs.retried}")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("failed")
+    # The timeline: one bar per attempt of `second`, one for `first`.
+    timeline = page.get_by_role("list", name="Timeline")
+    second = timeline.get_by_role("listitem").filter(
+        has=page.get_by_role("button", name=re.compile(r"^second: failed, 3 attempts"))
+    )
+    expect(second.locator(".timeline-bar")).to_have_count(3)
+    expect(second.locator('.timeline-bar[data-attempt="1"]')).to_have_attribute(
+        "title", re.compile(r"^attempt 1: failed")
+    )
+    first = timeline.get_by_role("listitem").filter(
+        has=page.get_by_role("button", name=re.compile(r"^first: success"))
+    )
+    expect(first.locator(".timeline-bar")).to_have_count(1)
+    # The node panel: each attempt with its job and error, then the last one.
+    page.locator('[data-node-key="second"]').click()
+    details = page.get_by_label("Node details")
+    table = details.get_by_role("table", name="Attempts")
+    expect(table.get_by_role("row")).to_have_count(4)  # the header and three attempts
+    for number, job_id in enumerate(earlier, start=1):
+        row = table.get_by_role("row").filter(has=page.get_by_role("rowheader", name=str(number)))
+        expect(row.get_by_role("link", name=job_id[:8])).to_have_attribute(
+            "href", f"/ui/jobs/{job_id}"
+        )
+        expect(row).to_contain_text("licence server unreachable")
+    last = table.get_by_role("row").filter(has=page.get_by_role("rowheader", name="3"))
+    expect(last.get_by_role("link", name=state.job_id[:8])).to_be_visible()
+    assert axe_violations(page) == []
+    # An attempt's job link opens that job.
+    table.get_by_role("link", name=earlier[0][:8]).click()
+    page.wait_for_url(re.compile(f"/ui/jobs/{earlier[0]}$"))
+
+
+def test_the_retry_policy_in_the_editors_node_panel(
+    platform: InProcessPlatform, runs: Runs, new_page: Any
+) -> None:
+    page = new_page()
+    sign_in(page, platform.base_url, "alice", path="/ui/workflows/rc-edit")
+    expect(page.get_by_role("heading", name="Edit — editor")).to_be_visible()
+    form = page.get_by_role("form", name="Retry policy of second")
+    expect(form).to_have_count(0)
+    page.locator('[data-node-key="x"]').click()  # an input node has no retry policy
+    expect(page.get_by_role("form", name=re.compile("^Retry policy"))).to_have_count(0)
+    page.locator('[data-node-key="second"]').click()
+    expect(form).to_be_visible()
+    # Values the server refuses: its report names them in the panel.
+    form.get_by_label("Max attempts").fill("11")
+    form.get_by_label("Backoff coefficient").fill("0.5")
+    form.get_by_label("On error kinds").fill("timeout, licence_blink")
+    form.get_by_role("button", name="Apply retry policy").click()
+    problems = form.get_by_role("alert", name="Retry policy problems of second")
+    expect(problems.get_by_role("listitem")).to_have_count(3)
+    expect(problems).to_contain_text("max_attempts")
+    expect(problems).to_contain_text("backoff_coefficient")
+    expect(problems).to_contain_text("licence_blink")
+    assert axe_violations(page) == []
+    # Good values: no problem left; saved in the node's `retry`.
+    form.get_by_label("Max attempts").fill("4")
+    form.get_by_label("Backoff coefficient").fill("3")
+    form.get_by_label("On error kinds").fill("timeout, out_of_memory")
+    form.get_by_label("Initial interval (s)").fill("2")
+    form.get_by_role("button", name="Apply retry policy").click()
+    expect(problems).to_have_count(0)
+    expect(page.get_by_test_id("editor-message")).to_contain_text("Retry policy of second set")
+    page.get_by_role("button", name="Save new version").click()
+    expect(page.get_by_test_id("editor-message")).to_contain_text("Saved as version 2.")
+    with Client(platform.base_url, token=platform.token("alice")) as client:
+        graph = client.get_workflow("rc-edit").graph
+    node = next(n for n in graph["nodes"] if n["node_key"] == "second")
+    assert node["retry"] == {
+        "max_attempts": 4,
+        "initial_interval_s": 2,
+        "backoff_coefficient": 3,
+        "on": ["timeout", "out_of_memory"],
+    }
+    # The panel shows the saved policy after a reload; emptied, the node is not retried.
+    page.reload()
+    page.locator('[data-node-key="second"]').click()
+    expect(form.get_by_label("Max attempts")).to_have_value("4")
+    expect(form.get_by_label("On error kinds")).to_have_value("timeout, out_of_memory")
+    for label in ("Max attempts", "Initial interval (s)", "Backoff coefficient", "On error kinds"):
+        form.get_by_label(label).fill("")
+    form.get_by_role("button", name="Apply retry policy").click()
+    expect(page.get_by_test_id("editor-message")).to_contain_text("second is not retried")
+    page.get_by_role("button", name="Save new version").click()
+    expect(page.get_by_test_id("editor-message")).to_contain_text("Saved as version 3.")
+    with Client(platform.base_url, token=platform.token("alice")) as client:
+        graph = client.get_workflow("rc-edit").graph
+    assert "retry" not in next(n for n in graph["nodes"] if n["node_key"] == "second")

@@ -123,7 +123,8 @@ export const RunFields = graphql(`
     planSnapshot revision workflowId rerunOf
     workflowVersion { version workflowId }
     nodeStates {
-      nodeKey status jobId outputs error attempt retryAt reused startedAt finishedAt functionVersionId
+      nodeKey status jobId outputs error attempt retryAt attempts reused startedAt finishedAt functionVersionId
+      attemptJobs { id createdAt finishedAt }
       job { id status inputs logs cacheHit createdAt startedAt finishedAt }
       functionVersion { id version outputsSchema inputsSchema function { name } }
     }

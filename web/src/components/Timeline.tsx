@@ -1,5 +1,6 @@
 // A Gantt chart of a run: one row per node that started, its bar from start to finish on the
-// run's clock (a running node's bar grows to now); a click selects the node.
+// run's clock (a running node's bar grows to now), a retried node's earlier attempts each a bar
+// of their own before it; a click selects the node.
 import { useMemo } from "react";
 import { naturalCompare } from "../lib/sort";
 
@@ -9,6 +10,16 @@ export interface TimelineItem {
   attempt: number;
   startedAt: string | null | undefined;
   finishedAt: string | null | undefined;
+  /** The earlier attempts' jobs (failed and retried), oldest first. */
+  earlier?: readonly { attempt: number; createdAt: string; finishedAt?: string | null }[];
+}
+
+interface Bar {
+  attempt: number;
+  status: string;
+  start: number;
+  /** null while it runs: the bar grows to now. */
+  end: number | null;
 }
 
 const ms = (iso: string | null | undefined) => (iso ? new Date(iso).getTime() : null);
@@ -24,13 +35,26 @@ export function Timeline({ items, runStart, runEnd, selected, onSelect }: {
   selected: string | null;
   onSelect: (key: string) => void;
 }) {
-  const rows = useMemo(() => {
-    const started = items.filter((i) => i.startedAt);
-    return started.sort((a, b) => (ms(a.startedAt) ?? 0) - (ms(b.startedAt) ?? 0) || naturalCompare(a.key, b.key));
-  }, [items]);
   const t0 = ms(runStart) ?? 0;
+  const rows = useMemo(() => {
+    const withBars = items.map((i) => {
+      const bars: Bar[] = (i.earlier ?? []).map((e) => ({
+        attempt: e.attempt, status: "failed", start: ms(e.createdAt) ?? t0, end: ms(e.finishedAt),
+      }));
+      if (i.startedAt) {
+        bars.push({ attempt: i.attempt, status: i.status, start: ms(i.startedAt) ?? t0, end: ms(i.finishedAt) });
+      }
+      return { ...i, bars };
+    });
+    const started = withBars.flatMap((i) => {
+      const head = i.bars[0];
+      const tail = i.bars[i.bars.length - 1];
+      return head && tail ? [{ ...i, head, tail }] : [];
+    });
+    return started.sort((a, b) => a.head.start - b.head.start || naturalCompare(a.key, b.key));
+  }, [items, t0]);
   const now = Date.now();
-  const ends = rows.map((r) => ms(r.finishedAt) ?? now);
+  const ends = rows.flatMap((r) => r.bars.map((b) => b.end ?? now));
   const t1 = Math.max(ms(runEnd) ?? 0, ...ends, t0 + 1);
   const total = t1 - t0;
   if (rows.length === 0) return <p className="empty">No node has started yet: the timeline fills as jobs run.</p>;
@@ -38,16 +62,22 @@ export function Timeline({ items, runStart, runEnd, selected, onSelect }: {
     <div className="timeline" role="list" aria-label="Timeline">
       <div className="timeline-scale" aria-hidden="true"><span>0</span><span>{span(total / 2)}</span><span>{span(total)}</span></div>
       {rows.map((r) => {
-        const start = (ms(r.startedAt) ?? t0) - t0;
-        const end = (ms(r.finishedAt) ?? now) - t0;
-        const left = (100 * start) / total;
-        const width = Math.max((100 * (end - start)) / total, 0.4);
-        const label = `${r.key}: ${r.status}${r.attempt > 1 ? `, attempt ${r.attempt}` : ""}, started at +${span(start)}, ${r.finishedAt ? `took ${span(end - start)}` : "still running"}`;
+        const first = r.head.start - t0;
+        const last = r.tail;
+        const attempts = r.bars.length > 1 ? `, ${r.bars.length} attempts` : r.attempt > 1 ? `, attempt ${r.attempt}` : "";
+        const label = `${r.key}: ${r.status}${attempts}, started at +${span(first)}, ${last.end === null ? "still running" : `took ${span(last.end - r.head.start)}`}`;
         return (
           <div role="listitem" key={r.key} className={`timeline-row${selected === r.key ? " selected" : ""}`}>
             <button type="button" className="timeline-key" onClick={() => onSelect(r.key)} aria-label={label} title={label}>{r.key}</button>
             <div className="timeline-track">
-              <div className={`timeline-bar status-${r.status}`} style={{ left: `${left}%`, width: `${width}%` }} />
+              {r.bars.map((b) => {
+                const start = b.start - t0;
+                const left = (100 * start) / total;
+                const end = b.end ?? now;
+                const width = Math.max((100 * (end - b.start)) / total, 0.4);
+                const title = `attempt ${b.attempt}: ${b.status}, +${span(start)}, ${b.end === null ? "still running" : span(end - b.start)}`;
+                return <div key={b.attempt} className={`timeline-bar status-${b.status}`} data-attempt={b.attempt} title={title} style={{ left: `${left}%`, width: `${width}%` }} />;
+              })}
             </div>
           </div>
         );

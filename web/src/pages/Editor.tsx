@@ -6,6 +6,7 @@ import { Link, useParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
 import { AddExtract, AddFunction, AddInput, ConnectForm } from "../components/Palette";
+import { RetryPolicyForm, type RetryPolicy } from "../components/RetryPolicyForm";
 import { ErrorBox, Loading, Page } from "../components/Status";
 import { ApiError, request } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
@@ -16,6 +17,9 @@ import { asGraph, sourceOf, type GraphDocument, type GraphNode } from "../lib/gr
 import { useAsync, useSessionState } from "../lib/hooks";
 import { boxHeight, layout } from "../lib/layout";
 import { CheckConnectionQuery, FunctionQuery, FunctionsQuery, UpdateWorkflowMutation, ValidateWorkflowQuery, WorkflowQuery } from "../queries";
+
+/** problemsByNode's text for the report's `invalid_retry_policies` entries. */
+const RETRY_PROBLEMS = "invalid retry policies";
 
 export function EditorPage() {
   const { slug = "" } = useParams();
@@ -327,6 +331,34 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
   }, []);
 
   const selectedCount = selection.nodes.length + selection.edges.length;
+  const only = selection.nodes.length === 1 ? graph.nodes.find((n) => n.node_key === selection.nodes[0]) : undefined;
+  const retryNode = only?.kind === "function" ? only : undefined;
+  /** The node's retry policy into the document, then the server's report on it. */
+  const applyRetry = async (key: string, policy: RetryPolicy | undefined) => {
+    const candidate = {
+      ...graph,
+      nodes: graph.nodes.map((n) => {
+        if (n.node_key !== key) return n;
+        const { retry: _, ...rest } = n; // eslint-disable-line @typescript-eslint/no-unused-vars
+        return policy ? { ...rest, retry: policy } : rest;
+      }),
+    };
+    doc.edit(candidate);
+    try {
+      const r = await request(ValidateWorkflowQuery, { graph: candidate });
+      setReport(problemsByNode(r.validateWorkflow.report));
+      say("ok", policy ? `Retry policy of ${key} set; save to keep it.` : `${key} is not retried; save to keep it.`);
+    } catch (e) {
+      if (e instanceof ApiError && e.extensions.report) {
+        const byNode = problemsByNode(e.extensions.report);
+        setReport(byNode);
+        const own = (byNode.get(key) ?? []).filter((p) => p.startsWith(RETRY_PROBLEMS));
+        say(own.length ? "error" : "ok", own.length ? `The retry policy of ${key} has ${own.length} problem(s).` : `Retry policy of ${key} set; save to keep it.`);
+      } else {
+        fail(e);
+      }
+    }
+  };
   return (
     <Page
       title={`${name} — editor`}
@@ -384,6 +416,15 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
           </ReactFlow>
         </div>
         <aside className="palette" aria-label="Add and connect">
+          {retryNode && (
+            <RetryPolicyForm
+              key={retryNode.node_key}
+              nodeKey={retryNode.node_key}
+              policy={retryNode.retry as RetryPolicy | undefined}
+              problems={(report.get(retryNode.node_key) ?? []).filter((p) => p.startsWith(RETRY_PROBLEMS))}
+              onApply={(policy) => void applyRetry(retryNode.node_key, policy)}
+            />
+          )}
           <ConnectForm graph={graph} portsOf={portsOf} onConnect={(c) => void connect(c)} />
           <AddInput graph={graph} types={[...catalog.keys()]} onAdd={add} />
           <AddFunction graph={graph} functions={(functions.data?.functions.items ?? []).map((f) => `${f.package.name}/${f.name}`)} onAdd={add} />

@@ -8,6 +8,7 @@ import { GraphTools } from "../components/GraphTools";
 import { ErrorView, Logs } from "../components/ErrorView";
 import { RunControls } from "../components/RunControls";
 import { ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
+import { Attempts, earlierAttempts } from "../components/Attempts";
 import { Timeline } from "../components/Timeline";
 import { request, subscribe } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
@@ -240,7 +241,7 @@ export function RunPage() {
       </div>
       <h2>Timeline</h2>
       <Timeline
-        items={run.nodeStates.map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt }))}
+        items={run.nodeStates.map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) }))}
         runStart={run.startedAt}
         runEnd={run.completedAt}
         selected={selected}
@@ -302,6 +303,7 @@ function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }
         <dt>Started</dt><dd>{when(state.startedAt)}</dd>
         <dt>Took</dt><dd>{duration(state.startedAt, state.finishedAt)}</dd>
       </dl>
+      <Attempts attempts={state.attempts} jobs={state.attemptJobs} current={{ attempt: state.attempt, jobId: state.jobId, status: state.status }} retryAt={state.retryAt} />
       {state.error != null && <ErrorView error={state.error} logs={job?.logs} />}
       {job?.inputs != null && <ValuesTable caption="Inputs" values={job.inputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.inputsSchema, p)} catalog={catalog} display={display} />}
       {state.outputs != null && <ValuesTable caption="Outputs" values={state.outputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
