@@ -210,15 +210,6 @@ class TestNotYetSupported:
         ("package", "loc"),
         [
             ({"dependencies": {"other": "^1.0"}}, "dependencies"),
-            (
-                {
-                    "deployment": {
-                        "strategy": "canary",
-                        "canary": {"traffic_split": {"1.0.0": 10, "0.9.0": 90}},
-                    }
-                },
-                "deployment",
-            ),
         ],
     )
     def test_refused(self, package: dict[str, Any], loc: str) -> None:

@@ -45,7 +45,7 @@ def is_major_bump(before: Version, after: Version) -> bool:
 
 def check_supported(manifest: Manifest) -> None:
     """Keys this server parses but cannot honour yet are refused, never accepted and ignored:
-    `package.dependencies` and an enabled `canary` strategy."""
+    `package.dependencies`."""
     package = manifest.package
     errors: list[FieldError] = []
     if package.dependencies:
@@ -54,17 +54,6 @@ def check_supported(manifest: Manifest) -> None:
                 ("manifest", "package", "dependencies"),
                 "dependencies are not supported by this server yet: bundle the modules you "
                 f"need in the package instead of depending on {', '.join(package.dependencies)}",
-            )
-        )
-    deployment = package.deployment
-    canary_on = deployment.canary is not None and deployment.canary.enabled
-    if deployment.strategy == "canary" and canary_on:
-        errors.append(
-            FieldError(
-                ("manifest", "package", "deployment", "strategy"),
-                f"the {deployment.strategy} strategy is not supported by this server yet: "
-                "use rolling (each deployment becomes current at once) and pin versions with "
-                "@version where callers must stay on one",
             )
         )
     if errors:
