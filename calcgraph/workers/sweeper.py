@@ -19,7 +19,7 @@ from typing import Any, Self
 
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
-from calcgraph.domain.packages.deployments.canary import canary_service
+from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.workers.broker import waiting
 from calcgraph.workers.runtime import WorkerRuntime

@@ -40,7 +40,7 @@ from calcgraph.domain.jobs.execution.repository import (
 from calcgraph.domain.jobs.inputs import resolve_inputs
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
-from calcgraph.domain.packages.deployments.canary import canary_service
+from calcgraph.domain.packages.canary.service import canary_service
 
 RUN_ACTOR = "jobs.run"
 TERMINAL = frozenset({"success", "failed"})

@@ -6,7 +6,7 @@
 - Every change is kept as history (`deployed`, `promoted`, `rolled_back`), shown by
   `GET /packages/{id}/deployment`. Promote and roll back: the package's owner, the owners of
   its organization, admins (the `manage_package` demand).
-- `canary` (`deployments/canary.py`): while a canary runs, the state is `canary`, with its
+- `canary` (`packages/canary/service.py`): while a canary runs, the state is `canary`, with its
   `traffic_split`, `started_at`, `ends_at` and the candidate's `observed` figures (null
   otherwise). A promote during it ends it; a roll-back during it ends it and keeps the
   current version.
@@ -20,8 +20,7 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import Conflict, NotFound
 from calcgraph.domain.packages.addressing import select_version
-from calcgraph.domain.packages.deployments.canary import canary_service
-from calcgraph.domain.packages.deployments.events import announce
+from calcgraph.domain.packages.canary.service import announce, canary_service
 from calcgraph.domain.packages.models import Package, PackageDeploymentEvent, PackageVersion
 from calcgraph.domain.packages.repository import DeploymentRepository, PackageVersionRepository
 from calcgraph.domain.packages.service import package_read_service

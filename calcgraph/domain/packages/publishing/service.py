@@ -26,8 +26,8 @@ from calcgraph.domain.events.catalog import FILE_UPLOADED
 from calcgraph.domain.events.service import record, upload_data
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
+from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.packages.checksums import function_checksums
-from calcgraph.domain.packages.deployments.canary import canary_service
 from calcgraph.domain.packages.deployments.service import deployment_service
 from calcgraph.domain.packages.files import clean_files
 from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest

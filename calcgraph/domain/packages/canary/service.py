@@ -26,11 +26,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import utcnow
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import Conflict, NotFound
+from calcgraph.domain.events.catalog import DEPLOYMENT_PROMOTED, DEPLOYMENT_ROLLED_BACK
+from calcgraph.domain.events.service import record
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.packages import canary_rules
-from calcgraph.domain.packages.deployments.events import announce
-from calcgraph.domain.packages.deployments.repository import CanaryRepository
+from calcgraph.domain.packages.canary.repository import CanaryRepository
 from calcgraph.domain.packages.manifest_package import Canary
 from calcgraph.domain.packages.models import Package, PackageCanary
 from calcgraph.domain.packages.repository import DeploymentRepository, PackageVersionRepository
@@ -65,6 +66,24 @@ class Decision:
 
 def criteria_of(canary: PackageCanary) -> canary_rules.Criteria:
     return canary_rules.Criteria(canary.error_rate_max, canary.latency_p95_max_ms)
+
+
+async def announce(
+    session: AsyncSession,
+    package: Package,
+    version: str,
+    previous: str | None,
+    action: str,
+    why: str,
+) -> None:
+    """`calcgraph.deployment.promoted` / `.rolled_back` (contract sections 9 and 11), in the
+    unit of work that changed the current version, beside its history row."""
+    await record(
+        session,
+        DEPLOYMENT_PROMOTED if action == "promoted" else DEPLOYMENT_ROLLED_BACK,
+        package.id,
+        {"package": package.name, "version": version, "previous": previous, "reason": why},
+    )
 
 
 class CanaryService:
