@@ -53,4 +53,5 @@ class DeploymentStateOut(Out):
         history=list[DeploymentHistoryOut],
         traffic_split=dict[str, float] | None,
         observed=dict[str, Any] | None,
+        criteria=dict[str, float | None] | None,
     )

@@ -1,4 +1,5 @@
-import { Link, useParams } from "react-router";
+import { Link, useParams, useSearchParams } from "react-router";
+import { DeploymentTab } from "../components/DeploymentTab";
 import { ErrorBox, Loading, Page } from "../components/Status";
 import { request } from "../lib/api";
 import { when } from "../lib/format";
@@ -58,14 +59,52 @@ function Changelog({ changelog }: { changelog: unknown }) {
   );
 }
 
+const TABS = [
+  ["overview", "Overview"],
+  ["deployment", "Deployment"],
+] as const;
+
+/** The package page's tabs, kept in the address (`?tab=deployment`) so a tab can be linked. */
+function PackageTabs() {
+  const [params, setParams] = useSearchParams();
+  const current = params.get("tab") ?? "overview";
+  return (
+    <div role="tablist" aria-label="Package" className="tabs">
+      {TABS.map(([key, label]) => (
+        <button
+          key={key}
+          type="button"
+          role="tab"
+          id={`tab-${key}`}
+          aria-selected={current === key}
+          aria-controls={`panel-${key}`}
+          className={current === key ? "tab active" : "tab"}
+          onClick={() => setParams(key === "overview" ? {} : { tab: key }, { replace: true })}
+        >
+          {label}
+        </button>
+      ))}
+    </div>
+  );
+}
+
 export function PackagePage() {
   const { id = "" } = useParams();
+  const [params] = useSearchParams();
+  const tab = params.get("tab") ?? "overview";
   const { data, error } = useAsync(() => request(PackageQuery, { id }), id);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading />;
   const pkg = data.package;
   return (
     <Page title={`Package ${pkg.name}`}>
+      <PackageTabs />
+      {tab === "deployment" ? (
+        <div role="tabpanel" id="panel-deployment" aria-labelledby="tab-deployment">
+          <DeploymentTab pkg={pkg.id} />
+        </div>
+      ) : (
+      <div role="tabpanel" id="panel-overview" aria-labelledby="tab-overview">
       <p>{pkg.description}</p>
       <dl className="facts">
         <dt>Current version</dt><dd>{pkg.currentVersion ?? "—"}</dd>
@@ -92,6 +131,8 @@ export function PackagePage() {
           <p>Functions: {v.functions.map((f) => `${f.name} ${f.version} (${f.status})`).join(", ")}</p>
         </article>
       ))}
+      </div>
+      )}
     </Page>
   );
 }

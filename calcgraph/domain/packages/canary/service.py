@@ -54,6 +54,7 @@ class CanaryFigures:
     started_at: datetime
     ends_at: datetime
     observed: dict[str, Any]
+    criteria: dict[str, float | None]
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,10 @@ class CanaryService:
             started_at=canary.started_at,
             ends_at=canary.ends_at,
             observed={**observed.as_dict(), "routed": await repository.routed_counts(canary.id)},
+            criteria={
+                "error_rate_max": canary.error_rate_max,
+                "latency_p95_max_ms": canary.latency_p95_max_ms,
+            },
         )
 
     async def ended_candidates(self, session: AsyncSession, package_id: str) -> set[str]:

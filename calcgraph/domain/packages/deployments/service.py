@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import Conflict, NotFound
+from calcgraph.domain.errors import Conflict, NotFound, PermissionDenied
 from calcgraph.domain.packages.addressing import select_version
 from calcgraph.domain.packages.canary.service import announce, canary_service
 from calcgraph.domain.packages.models import Package, PackageDeploymentEvent, PackageVersion
@@ -77,6 +77,15 @@ class DeploymentService:
         assert locked is not None  # found above, in this unit of work
         return locked
 
+    async def _may_manage(
+        self, session: AsyncSession, principal: Principal, package: Package
+    ) -> bool:
+        try:
+            await access_service.require(session, principal, ("manage_package", ""), on=package)
+        except PermissionDenied:
+            return False
+        return True
+
     async def state(
         self, session: AsyncSession, principal: Principal, package_ref: str
     ) -> DeploymentStateView:
@@ -105,6 +114,8 @@ class DeploymentService:
             started_at=canary.started_at if canary is not None else None,
             ends_at=canary.ends_at if canary is not None else None,
             observed=canary.observed if canary is not None else None,
+            criteria=canary.criteria if canary is not None else None,
+            viewer_may_decide=await self._may_manage(session, principal, package),
             history=tuple(
                 DeploymentHistoryEntry(e.version, e.action, e.created_at, e.reason) for e in history
             ),
