@@ -46,6 +46,7 @@ MODULES = (
     "bench_web",
     "bench_peers",
     "bench_events",
+    "bench_canary",
 )
 
 

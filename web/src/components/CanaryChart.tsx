@@ -61,7 +61,7 @@ export function CanaryChart({ figures, candidate }: { figures: CanaryFigures; ca
           );
         })}
       </svg>
-      <figcaption>{summary} Upper bar of a version: its share asked; lower bar: the share of calls it got.{versions.length > shown.length ? ` ${versions.length - shown.length} more versions not drawn.` : ""}</figcaption>
+      <figcaption>{summary}. Upper bar of a version: its share asked; lower bar: the share of calls it got.{versions.length > shown.length ? ` ${versions.length - shown.length} more versions not drawn.` : ""}</figcaption>
     </figure>
   );
 }
