@@ -77,7 +77,15 @@ class Sweeper(Timer):
         super().__init__(runtime, "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds)
 
     def tick(self) -> Any:
-        return self.runtime.call(self._sweep())
+        try:
+            return self.runtime.call(self._sweep())
+        finally:
+            # Its own unit of work, whether or not the sweep went well: a canary due is
+            # decided on time even while the job store's round keeps failing.
+            try:
+                self.runtime.call(self._judge_canaries())
+            except Exception:
+                log.exception("judging the canary deployments failed; the next round tries again")
 
     async def _sweep(self) -> Any:
         settings = self.runtime.settings
@@ -106,7 +114,6 @@ class Sweeper(Timer):
             )
         for job_id in [*report.given_up, *report.stuck]:
             self.runtime.notifier.publish(job_id)
-        await self._judge_canaries()
         return report
 
     async def _judge_canaries(self) -> None:
