@@ -48,6 +48,7 @@ MODULES = (
     "bench_events",
     "bench_dependencies",
     "bench_run_control",
+    "bench_canary",
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 # The sign-in steps and the demo's inputs are the end-to-end tests' own (tests/web).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import httpx
 from playwright.sync_api import expect, sync_playwright
 
 from calcgraph.client import Client
@@ -33,6 +34,8 @@ from tests.web.conftest import (
     _publish_demo,
     sign_in,
 )
+from tests.web.test_deployment_tab import PKG as DEPLOYMENT_PKG
+from tests.web.test_deployment_tab import _body as deployment_body
 from tests.web.test_e2e import RUN_INPUTS
 from tests.web.test_workday import DEMO_INPUTS
 
@@ -53,8 +56,38 @@ def _runs(platform: InProcessPlatform) -> tuple[str, str, str]:
     return demo, failed, retried
 
 
+def _canary(platform: InProcessPlatform) -> str:
+    """A package with a running canary and some calls shared by its split (the Deployment
+    tab's test's package), for the Deployment tab."""
+    headers = {"Authorization": f"Bearer {platform.token('alice')}"}
+    with httpx.Client(base_url=platform.base_url, headers=headers, timeout=120) as http:
+        http.post("/packages", json=deployment_body("1.0.0")).raise_for_status()
+        canary = {
+            "traffic_split": {"1.0.0": 70, "2.0.0": 30},
+            "duration": "1h",
+            "success_criteria": {"error_rate_max": "5%", "latency_p95_max": 5000},
+        }
+        report = http.post("/packages", json=deployment_body("2.0.0", canary))
+        report.raise_for_status()
+        for x in range(20):
+            http.post(
+                f"/packages/{DEPLOYMENT_PKG}/functions/run/execute",
+                params={"wait": 60},
+                json={"inputs": {"x": x}},
+            ).raise_for_status()
+        pid: str = report.json()["package_id"]
+        return pid
+
+
 def _pages(
-    context: Any, base: str, out: Path, suffix: str, demo: str, failed: str, retried: str
+    context: Any,
+    base: str,
+    out: Path,
+    suffix: str,
+    demo: str,
+    failed: str,
+    retried: str,
+    canary: str,
 ) -> None:
     page = context.new_page()
 
@@ -122,6 +155,9 @@ def _pages(
     page.get_by_role("link", name="demo-beam").click()
     expect(page.get_by_role("heading", name="Versions and changelog")).to_be_visible()
     shot("package")
+    page.goto(f"{base}/ui/packages/{canary}?tab=deployment")
+    expect(page.get_by_role("img", name=re.compile("Candidate 2.0.0"))).to_be_visible()
+    shot("package-deployment")
     page.goto(base + "/ui/functions")
     expect(page.get_by_role("link", name="cantilever")).to_be_visible()
     shot("functions")
@@ -162,6 +198,7 @@ def main(out: Path) -> None:
         with InProcessPlatform(settings) as platform, sync_playwright() as p:
             _publish_demo(platform)
             demo, failed, retried = _runs(platform)
+            canary = _canary(platform)
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             # Light as `name.png`, dark (prefers-color-scheme) as `name-dark.png`.
             for scheme, suffix in (("light", ""), ("dark", "-dark")):
@@ -176,7 +213,7 @@ def main(out: Path) -> None:
                         else route.abort()
                     ),
                 )
-                _pages(context, platform.base_url, out, suffix, demo, failed, retried)
+                _pages(context, platform.base_url, out, suffix, demo, failed, retried, canary)
                 context.close()
             browser.close()
 

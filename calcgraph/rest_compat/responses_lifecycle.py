@@ -59,4 +59,5 @@ class DeploymentStateOut(Out):
         history=list[DeploymentHistoryOut],
         traffic_split=dict[str, float] | None,
         observed=dict[str, Any] | None,
+        criteria=dict[str, float | None] | None,
     )

@@ -22,7 +22,9 @@ from calcgraph.domain.read_models import from_attributes
 @strawberry.type(name="DeploymentHistoryEntry", description="One change of the current version.")
 class DeploymentHistoryEntryType:
     version: str = strawberry.field(description="The version the change concerns.")
-    action: str = strawberry.field(description="`deployed`, `promoted` or `rolled_back`.")
+    action: str = strawberry.field(
+        description="`deployed`, `canary_started`, `promoted` or `rolled_back`."
+    )
     at: datetime = strawberry.field(description="When.")
     reason: str | None = strawberry.field(description="Why, and by whom.")
 
@@ -35,14 +37,24 @@ class DeploymentHistoryEntryType:
 class DeploymentStateType:
     package_id: str = strawberry.field(description="The package.")
     strategy: str = strawberry.field(description="`rolling`, `blue-green` or `canary`.")
-    state: str = strawberry.field(description="`stable` or `awaiting_promotion`.")
+    state: str = strawberry.field(description="`stable`, `awaiting_promotion` or `canary`.")
     current: str | None = strawberry.field(description="What unpinned calls run.")
     candidate: str | None = strawberry.field(description="A hosted version awaiting promotion.")
     traffic_split: JSON | None = strawberry.field(description="Canary shares by version.")
     started_at: datetime | None = strawberry.field(description="Start of a canary.")
     ends_at: datetime | None = strawberry.field(description="When a canary is judged.")
-    observed: JSON | None = strawberry.field(description="A canary's observed figures.")
+    observed: JSON | None = strawberry.field(
+        description="A running canary's candidate: jobs, failed, error_rate, latency_p95_ms; "
+        "and routed, the calls each version got."
+    )
     history: list[DeploymentHistoryEntryType] = strawberry.field(description="Oldest first.")
+    criteria: JSON | None = strawberry.field(
+        description="A running canary's success criteria: `error_rate_max` (a fraction), "
+        "`latency_p95_max_ms`."
+    )
+    viewer_may_decide: bool = strawberry.field(
+        description="Whether the caller may promote and roll back this package."
+    )
 
     @classmethod
     def from_view(cls, view: DeploymentStateView) -> DeploymentStateType:
@@ -51,6 +63,7 @@ class DeploymentStateType:
             view,
             traffic_split=cast(JSON, view.traffic_split),
             observed=cast(JSON, view.observed),
+            criteria=cast(JSON, view.criteria),
             history=[DeploymentHistoryEntryType.from_view(e) for e in view.history],
         )
 

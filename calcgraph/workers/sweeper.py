@@ -6,7 +6,9 @@ process runs (by their leases), however many: the sign of life the sweeper reads
 `Sweeper`: every `sweeper_interval_seconds`, one guarded round (`JobExecutionService.sweep`):
 hands a running job whose heartbeat stopped for `job_heartbeat_timeout_seconds` to another
 worker, re-sends a queued job whose message the broker no longer holds, and leaves alone a job
-whose message merely waits in the queue.
+whose message merely waits in the queue; then judges the canary deployments that are due
+(`CanaryService.judge`), so a canary ends within one interval of becoming due on every
+deployment shape (in-process workers, or each `calcgraph worker` process).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Self
 
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR
 from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.workers.broker import waiting
 from calcgraph.workers.runtime import WorkerRuntime
@@ -74,7 +77,15 @@ class Sweeper(Timer):
         super().__init__(runtime, "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds)
 
     def tick(self) -> Any:
-        return self.runtime.call(self._sweep())
+        try:
+            return self.runtime.call(self._sweep())
+        finally:
+            # Its own unit of work, whether or not the sweep went well: a canary due is
+            # decided on time even while the job store's round keeps failing.
+            try:
+                self.runtime.call(self._judge_canaries())
+            except Exception:
+                log.exception("judging the canary deployments failed; the next round tries again")
 
     async def _sweep(self) -> Any:
         settings = self.runtime.settings
@@ -104,3 +115,17 @@ class Sweeper(Timer):
         for job_id in [*report.given_up, *report.stuck]:
             self.runtime.notifier.publish(job_id)
         return report
+
+    async def _judge_canaries(self) -> None:
+        """Canary deployments due (or failing early) are promoted or rolled back here, in
+        their own unit of work: every worker process's sweeper tries, one wins each."""
+        async with self.runtime.database.write_session() as session:
+            decisions = await canary_service.judge(session)
+        for decision in decisions:
+            log.info(
+                "canary of %s %s %s: %s",
+                decision.package,
+                decision.candidate,
+                decision.action.replace("_", " "),
+                decision.reason,
+            )

@@ -72,3 +72,44 @@ class TestDeploymentFields:
             "/graphql", json={"query": '{ packageDeployment(package: "gq-bg") { current } }'}
         )
         assert anonymous.json()["errors"][0]["extensions"]["code"] == "Unauthenticated"
+
+
+class TestCanaryFields:
+    async def test_the_canary_and_who_may_decide_it(
+        self, client: httpx.AsyncClient, bearer: Bearer
+    ) -> None:
+        alice, bob = bearer("alice"), bearer("bob")
+        admin = bearer("root", roles=["admin", "user"])
+        await publish(client, alice, body("gq-cn", "1.0.0", visibility="public"))
+        request = body("gq-cn", "2.0.0")
+        request["manifest"]["package"]["deployment"] = {
+            "strategy": "canary",
+            "canary": {
+                "traffic_split": {"1.0.0": 80, "2.0.0": 20},
+                "success_criteria": {"error_rate_max": "1%", "latency_p95_max": 250},
+            },
+        }
+        await publish(client, alice, request)
+        query = (
+            "query($p: String!) { packageDeployment(package: $p) { state candidate "
+            "trafficSplit observed criteria startedAt endsAt viewerMayDecide } }"
+        )
+        mine = (await gql(client, alice, query, p="gq-cn"))["data"]["packageDeployment"]
+        assert (mine["state"], mine["candidate"]) == ("canary", "2.0.0")
+        assert mine["trafficSplit"] == {"1.0.0": 80, "2.0.0": 20}
+        assert mine["criteria"] == {"error_rate_max": 0.01, "latency_p95_max_ms": 250}
+        assert mine["observed"]["jobs"] == 0
+        assert mine["viewerMayDecide"] is True
+        theirs = (await gql(client, bob, query, p="gq-cn"))["data"]["packageDeployment"]
+        assert theirs["viewerMayDecide"] is False
+        assert theirs["state"] == "canary"
+        roots = (await gql(client, admin, query, p="gq-cn"))["data"]["packageDeployment"]
+        assert roots["viewerMayDecide"] is True
+        promote = (
+            "mutation($p: String!, $v: String!) { promotePackageVersion(package: $p, version: $v) "
+            "{ state current } }"
+        )
+        denied = await gql(client, bob, promote, p="gq-cn", v="2.0.0")
+        assert denied["errors"][0]["extensions"]["code"] == "PermissionDenied"
+        done = await gql(client, alice, promote, p="gq-cn", v="2.0.0")
+        assert done["data"]["promotePackageVersion"] == {"state": "stable", "current": "2.0.0"}

@@ -191,8 +191,8 @@ class TestRemoval:
             plan_deployment(make("2.0.1", "auto", quiet), {"beam": A}, history(old))
 
 
-class TestNotYetSupported:
-    """Keys the server cannot honour yet are refused with 422, never accepted and ignored."""
+class TestEveryStrategyPlans:
+    """Every strategy of the manifest is honoured now, so none is refused at planning."""
 
     def manifest(self, **package: Any) -> Any:
         from calcgraph.domain.packages.manifest import parse_manifest
@@ -206,31 +206,13 @@ class TestNotYetSupported:
             }
         )
 
-    @pytest.mark.parametrize(
-        ("package", "loc"),
-        [
-            (
-                {
-                    "deployment": {
-                        "strategy": "canary",
-                        "canary": {"traffic_split": {"1.0.0": 10, "0.9.0": 90}},
-                    }
-                },
-                "deployment",
-            ),
-        ],
-    )
-    def test_refused(self, package: dict[str, Any], loc: str) -> None:
-        with pytest.raises(ValidationError) as caught:
-            plan_deployment(self.manifest(**package), {"beam": A})
-        assert caught.value.errors[0].loc[2] == loc
-        assert "not supported by this server yet" in caught.value.message
-
     def test_rolling_blue_green_and_a_disabled_canary_deploy(self) -> None:
         plan_deployment(self.manifest(deployment={"strategy": "rolling"}), {"beam": A})
         plan_deployment(self.manifest(deployment={"strategy": "blue-green"}), {"beam": A})
         disabled = {"strategy": "canary", "canary": {"enabled": False}}
         plan_deployment(self.manifest(deployment=disabled), {"beam": A})
+        enabled = {"strategy": "canary", "canary": {"traffic_split": {"1.0.0": 10, "0.9.0": 90}}}
+        plan_deployment(self.manifest(deployment=enabled), {"beam": A})
 
 
 class TestDeprecationRule:

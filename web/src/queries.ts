@@ -217,3 +217,24 @@ export const CreateWorkflowMutation = graphql(`
     createWorkflow(slug: $slug, name: $name, graph: $graph, organization: $organization) { slug }
   }
 `);
+
+export const PackageDeploymentQuery = graphql(`
+  query PackageDeployment($package: String!) {
+    packageDeployment(package: $package) {
+      strategy state current candidate trafficSplit startedAt endsAt observed criteria viewerMayDecide
+      history { version action at reason }
+    }
+  }
+`);
+
+export const PromotePackageVersionMutation = graphql(`
+  mutation PromotePackageVersion($package: String!, $version: String!) {
+    promotePackageVersion(package: $package, version: $version) { state current }
+  }
+`);
+
+export const RollbackPackageMutation = graphql(`
+  mutation RollbackPackage($package: String!) {
+    rollbackPackage(package: $package) { state current }
+  }
+`);

@@ -43,31 +43,6 @@ def is_major_bump(before: Version, after: Version) -> bool:
     return after.major == 0 and after.minor > before.minor
 
 
-def check_supported(manifest: Manifest) -> None:
-    """Keys this server parses but cannot honour yet are refused, never accepted and ignored:
-    an enabled `canary` strategy. (`package.dependencies` are resolved by
-    `dependency_rules`.)"""
-    package = manifest.package
-    errors: list[FieldError] = []
-    deployment = package.deployment
-    canary_on = deployment.canary is not None and deployment.canary.enabled
-    if deployment.strategy == "canary" and canary_on:
-        errors.append(
-            FieldError(
-                ("manifest", "package", "deployment", "strategy"),
-                f"the {deployment.strategy} strategy is not supported by this server yet: "
-                "use rolling (each deployment becomes current at once) and pin versions with "
-                "@version where callers must stay on one",
-            )
-        )
-    if errors:
-        raise ValidationError(
-            "the manifest asks for what this server does not do yet: "
-            + "; ".join(e.msg for e in errors),
-            errors,
-        )
-
-
 def check_removals(manifest: Manifest, history: PackageHistory) -> None:
     version = parse_version(manifest.package.version)
     errors: list[FieldError] = []

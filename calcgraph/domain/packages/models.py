@@ -5,6 +5,7 @@ from typing import Any
 
 from sqlalchemy import (
     Boolean,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -111,3 +112,39 @@ class PackageDeploymentEvent(IdMixin, TimestampMixin, Base):
     version: Mapped[str] = mapped_column(String(100))
     action: Mapped[str] = mapped_column(String(20))
     reason: Mapped[str | None] = mapped_column(String(500))
+
+
+class PackageCanary(IdMixin, TimestampMixin, Base):
+    """A canary deployment (contract 11): while `running`, unpinned calls are shared between
+    the versions of `traffic_split`; the workers' timer judges the candidate at `ends_at` (or
+    earlier, on its error rate) and sets `status` once, by a conditional UPDATE."""
+
+    __tablename__ = "package_canaries"
+    __table_args__ = (Index("ix_package_canaries_package_status", "package_id", "status"),)
+
+    package_id: Mapped[str] = mapped_column(ForeignKey("packages.id", ondelete="CASCADE"))
+    candidate: Mapped[str] = mapped_column(String(100))
+    current: Mapped[str | None] = mapped_column(String(100))
+    """The version current when the canary started, which stays current unless promoted."""
+    traffic_split: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    """Version to percentage, as the manifest gave it."""
+    error_rate_max: Mapped[float | None] = mapped_column(Float)
+    latency_p95_max_ms: Mapped[float | None] = mapped_column(Float)
+    started_at: Mapped[datetime]
+    ends_at: Mapped[datetime]
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    """`running`, `promoted` or `rolled_back`."""
+    decided_at: Mapped[datetime | None]
+    reason: Mapped[str | None] = mapped_column(String(500))
+
+
+class CanaryJob(Base):
+    """Which version of a running canary one unpinned call was routed to: the candidate's
+    jobs are what the canary is judged on."""
+
+    __tablename__ = "canary_jobs"
+    __table_args__ = (Index("ix_canary_jobs_canary_version", "canary_id", "version"),)
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    canary_id: Mapped[str] = mapped_column(ForeignKey("package_canaries.id", ondelete="CASCADE"))
+    version: Mapped[str] = mapped_column(String(100))

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calcgraph.domain.errors import Conflict
+from calcgraph.domain.packages.canary_rules import check_split
 from calcgraph.domain.packages.interface_diff import InterfaceChange, breaking, function_changes
 from calcgraph.domain.packages.lifecycle_rules import (
     breaking_changes,
     check_removals,
-    check_supported,
 )
 from calcgraph.domain.packages.manifest import FunctionSpec, Manifest
 from calcgraph.domain.packages.manifest_package import Release
@@ -297,9 +297,19 @@ def plan_deployment(
     is_latest = same_version(
         latest_version([*history.versions, package.version]) or "", package.version
     )
-    if package.deployment.strategy == "blue-green" and history.versions:
+    canary = package.deployment.canary
+    canary_on = package.deployment.strategy == "canary" and canary is not None and canary.enabled
+    if canary_on and canary is not None:
+        check_split(
+            canary.traffic_split,
+            history.versions,
+            package.version,
+            loc=("manifest", "package", "deployment", "canary", "traffic_split"),
+        )
+    if (package.deployment.strategy == "blue-green" or canary_on) and history.versions:
         # Contract 11: hosted and reachable by @version, off until promoted (the first
-        # deployment of a package has nothing to stay behind, so it is current at once).
+        # deployment of a package has nothing to stay behind, so it is current at once);
+        # a canary's share of unpinned calls is routed at execute, not made current.
         is_latest = False
     release = package.release(package.version)
     warnings: list[str] = []
@@ -318,7 +328,6 @@ def plan_deployment(
     if conflicts:
         raise Conflict("; ".join(conflicts), {"functions": conflicts})
     removed = tuple(sorted(set(history.functions) - set(manifest.functions)))
-    check_supported(manifest)
     check_removals(manifest, history)
     changes = breaking_changes(manifest, plans, removed, history)
     return DeploymentPlan(

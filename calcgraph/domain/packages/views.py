@@ -180,7 +180,8 @@ class DeploymentStateView:
     package_id: str
     strategy: str
     state: str
-    """`stable`, or `awaiting_promotion` while a blue-green candidate is hosted and off."""
+    """`stable`, `awaiting_promotion` while a blue-green candidate is hosted and off, or
+    `canary` while unpinned calls are shared by a canary's split."""
     current: str | None
     candidate: str | None
     traffic_split: dict[str, float] | None
@@ -188,3 +189,7 @@ class DeploymentStateView:
     ends_at: datetime | None
     observed: dict[str, Any] | None
     history: tuple[DeploymentHistoryEntry, ...]
+    criteria: dict[str, float | None] | None = None
+    """A running canary's `error_rate_max` (a fraction) and `latency_p95_max_ms`."""
+    viewer_may_decide: bool = False
+    """Whether the caller may promote and roll back (the policy's `manage_package`)."""

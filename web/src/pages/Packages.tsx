@@ -1,5 +1,6 @@
 import { useEffect } from "react";
-import { Link, useLocation, useParams } from "react-router";
+import { Link, useLocation, useParams, useSearchParams } from "react-router";
+import { DeploymentTab } from "../components/DeploymentTab";
 import { ErrorBox, Loading, Page } from "../components/Status";
 import { VersionDetails, versionAnchor } from "../components/VersionDetails";
 import { request } from "../lib/api";
@@ -60,8 +61,39 @@ function Changelog({ changelog }: { changelog: unknown }) {
   );
 }
 
+const TABS = [
+  ["overview", "Overview"],
+  ["deployment", "Deployment"],
+] as const;
+
+/** The package page's tabs, kept in the address (`?tab=deployment`) so a tab can be linked. */
+function PackageTabs() {
+  const [params, setParams] = useSearchParams();
+  const current = params.get("tab") ?? "overview";
+  return (
+    <div role="tablist" aria-label="Package" className="tabs">
+      {TABS.map(([key, label]) => (
+        <button
+          key={key}
+          type="button"
+          role="tab"
+          id={`tab-${key}`}
+          aria-selected={current === key}
+          aria-controls={`panel-${key}`}
+          className={current === key ? "tab active" : "tab"}
+          onClick={() => setParams(key === "overview" ? {} : { tab: key }, { replace: true })}
+        >
+          {label}
+        </button>
+      ))}
+    </div>
+  );
+}
+
 export function PackagePage() {
   const { id = "" } = useParams();
+  const [params] = useSearchParams();
+  const tab = params.get("tab") ?? "overview";
   const { data, error } = useAsync(() => request(PackageQuery, { id }), id);
   const { hash } = useLocation();
   useEffect(() => {
@@ -73,6 +105,13 @@ export function PackagePage() {
   const pkg = data.package;
   return (
     <Page title={`Package ${pkg.name}`}>
+      <PackageTabs />
+      {tab === "deployment" ? (
+        <div role="tabpanel" id="panel-deployment" aria-labelledby="tab-deployment">
+          <DeploymentTab pkg={pkg.id} />
+        </div>
+      ) : (
+      <div role="tabpanel" id="panel-overview" aria-labelledby="tab-overview">
       <p>{pkg.description}</p>
       <dl className="facts">
         <dt>Current version</dt><dd>{pkg.currentVersion ?? "—"}</dd>
@@ -105,6 +144,8 @@ export function PackagePage() {
           />
         </article>
       ))}
+      </div>
+      )}
     </Page>
   );
 }

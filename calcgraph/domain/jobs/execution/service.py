@@ -40,6 +40,7 @@ from calcgraph.domain.jobs.execution.repository import (
 from calcgraph.domain.jobs.inputs import resolve_inputs
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.packages.dependency_rules import staged_files
 
 RUN_ACTOR = "jobs.run"
@@ -126,6 +127,9 @@ class JobExecutionService:
     ) -> Submitted:
         """The job of an execute call, with the function version it runs."""
         target = await self.resolve(session, principal, address)
+        routed = None
+        if _unpinned(address, target):
+            target, routed = await canary_service.route(session, principal, target)
         version, function = target.version, target.function
         schema = version.inputs_schema if version.typed else None
         resolved = resolve_inputs(inputs, schema)
@@ -151,6 +155,8 @@ class JobExecutionService:
         else:
             row.update(status="queued", deliveries=1)
         await JobRepository.from_session(session).insert_many([row])
+        if routed is not None:
+            await canary_service.remember(session, row["id"], routed)
         if hit is None:
             enqueue_job(RUN_ACTOR, row["id"], 1)
         else:
@@ -382,6 +388,14 @@ class JobExecutionService:
         )
         await record_job_transitions(session, ended=[*report.given_up, *report.stuck])
         return report
+
+
+def _unpinned(address: ExecuteAddress, target: ResolvedFunction) -> bool:
+    """A call that asked for no version (contract 11): `package/function`, `@latest`, or a
+    function's id (not a function version's). A canary routes only these."""
+    if address.function_id is not None:
+        return address.function_id == target.function.id
+    return address.package_selector is None and address.function_selector in (None, "latest")
 
 
 def _view_of_new(row: dict[str, Any]) -> JobView:

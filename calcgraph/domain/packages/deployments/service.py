@@ -6,8 +6,10 @@
 - Every change is kept as history (`deployed`, `promoted`, `rolled_back`), shown by
   `GET /packages/{id}/deployment`. Promote and roll back: the package's owner, the owners of
   its organization, admins (the `manage_package` demand).
-- An enabled `canary` is refused at deployment (`lifecycle_rules.check_supported`) until it
-  is built; `traffic_split`, `observed`, `started_at`, `ends_at` are null meanwhile.
+- `canary` (`packages/canary/service.py`): while a canary runs, the state is `canary`, with its
+  `traffic_split`, `started_at`, `ends_at` and the candidate's `observed` figures (null
+  otherwise). A promote during it ends it; a roll-back during it ends it and keeps the
+  current version.
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import Conflict, NotFound
-from calcgraph.domain.events.catalog import DEPLOYMENT_PROMOTED, DEPLOYMENT_ROLLED_BACK
-from calcgraph.domain.events.service import record
+from calcgraph.domain.errors import Conflict, NotFound, PermissionDenied
 from calcgraph.domain.packages.addressing import select_version
+from calcgraph.domain.packages.canary.service import announce, canary_service
 from calcgraph.domain.packages.models import Package, PackageDeploymentEvent, PackageVersion
 from calcgraph.domain.packages.repository import DeploymentRepository, PackageVersionRepository
 from calcgraph.domain.packages.service import package_read_service
@@ -44,24 +45,6 @@ def _candidate(history: list[PackageDeploymentEvent], current: str | None) -> st
             return event.version
         return None
     return None
-
-
-async def announce(
-    session: AsyncSession,
-    package: Package,
-    version: str,
-    previous: str | None,
-    action: str,
-    why: str,
-) -> None:
-    """`calcgraph.deployment.promoted` / `.rolled_back` (contract sections 9 and 11), in the
-    unit of work that changed the current version, beside its history row."""
-    await record(
-        session,
-        DEPLOYMENT_PROMOTED if action == "promoted" else DEPLOYMENT_ROLLED_BACK,
-        package.id,
-        {"package": package.name, "version": version, "previous": previous, "reason": why},
-    )
 
 
 class DeploymentService:
@@ -94,6 +77,15 @@ class DeploymentService:
         assert locked is not None  # found above, in this unit of work
         return locked
 
+    async def _may_manage(
+        self, session: AsyncSession, principal: Principal, package: Package
+    ) -> bool:
+        try:
+            await access_service.require(session, principal, ("manage_package", ""), on=package)
+        except PermissionDenied:
+            return False
+        return True
+
     async def state(
         self, session: AsyncSession, principal: Principal, package_ref: str
     ) -> DeploymentStateView:
@@ -108,16 +100,22 @@ class DeploymentService:
         section = (newest.manifest.get("package") or {}) if newest is not None else {}
         strategy = str((section.get("deployment") or {}).get("strategy", "rolling"))
         candidate = _candidate(history, view.current_version)
+        canary = await canary_service.figures(session, package.id)
+        state = "awaiting_promotion" if candidate is not None else "stable"
+        if canary is not None:
+            state, candidate = "canary", canary.candidate
         return DeploymentStateView(
             package_id=package.id,
             strategy=strategy,
-            state="awaiting_promotion" if candidate is not None else "stable",
+            state=state,
             current=view.current_version,
             candidate=candidate,
-            traffic_split=None,
-            started_at=None,
-            ends_at=None,
-            observed=None,
+            traffic_split=canary.traffic_split if canary is not None else None,
+            started_at=canary.started_at if canary is not None else None,
+            ends_at=canary.ends_at if canary is not None else None,
+            observed=canary.observed if canary is not None else None,
+            criteria=canary.criteria if canary is not None else None,
+            viewer_may_decide=await self._may_manage(session, principal, package),
             history=tuple(
                 DeploymentHistoryEntry(e.version, e.action, e.created_at, e.reason) for e in history
             ),
@@ -146,6 +144,7 @@ class DeploymentService:
         if current is not None and current.id == target.id:
             raise Conflict(f"package {package.name!r} version {target.version} is already current")
         previous = current.version if current is not None else None
+        await canary_service.end_by_hand(session, principal, package, target.version)
         repository = DeploymentRepository.from_session(session)
         await repository.make_current(package.id, target)
         reason = f"promoted by {principal.username}" + (
@@ -160,6 +159,9 @@ class DeploymentService:
     ) -> DeploymentStateView:
         """`POST /packages/{id}/rollback`: the previous current version is current again."""
         package = await self._manageable(session, principal, package_ref)
+        if await canary_service.end_by_hand(session, principal, package, None):
+            # During a canary the current version stayed current: ending it is the roll-back.
+            return await self.state(session, principal, package.id)
         repository = DeploymentRepository.from_session(session)
         deployments = await PackageVersionRepository.from_session(session).versions_of(package.id)
         current = next((d for d in deployments if d.is_latest), None)

@@ -26,6 +26,7 @@ from calcgraph.domain.events.catalog import FILE_UPLOADED
 from calcgraph.domain.events.service import record, upload_data
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
+from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.packages.checksums import function_checksums
 from calcgraph.domain.packages.dependencies.service import dependency_service
 from calcgraph.domain.packages.dependency_rules import Pin, pin_map
@@ -162,6 +163,7 @@ class PublishingService:
                     "an internal package needs an organization",
                     [FieldError(("organization",), "required when visibility is internal")],
                 )
+            await canary_service.refuse_during_canary(session, package)
             rows = await functions.functions_of_package(package.id)
             _refuse_names_differing_in_case(
                 {*parsed.functions, *(f.name for f in rows)}, f"in package {package.name!r}"
@@ -290,6 +292,16 @@ class PublishingService:
             manifest.package.deployment.strategy,
             current=plan.is_latest,
         )
+        canary = manifest.package.deployment.canary
+        if (
+            manifest.package.deployment.strategy == "canary"
+            and canary is not None
+            and canary.enabled
+            and history.versions
+        ):
+            hosted = await packages.versions_of(package.id)
+            current = next((v.version for v in hosted if v.is_latest), None)
+            await canary_service.start(session, package, canary, plan.package_version, current)
         return from_attributes(
             DeploymentReport,
             plan,
