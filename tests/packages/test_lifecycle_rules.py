@@ -211,8 +211,11 @@ class TestEveryStrategyPlans:
         plan_deployment(self.manifest(deployment={"strategy": "blue-green"}), {"beam": A})
         disabled = {"strategy": "canary", "canary": {"enabled": False}}
         plan_deployment(self.manifest(deployment=disabled), {"beam": A})
+        # An enabled canary is judged by the canary's rules (its split must name hosted
+        # versions), not refused as unsupported.
         enabled = {"strategy": "canary", "canary": {"traffic_split": {"1.0.0": 10, "0.9.0": 90}}}
-        plan_deployment(self.manifest(deployment=enabled), {"beam": A})
+        with pytest.raises(ValidationError, match="does not host: 0.9.0"):
+            plan_deployment(self.manifest(deployment=enabled), {"beam": A})
 
 
 class TestDeprecationRule:
