@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Select, and_, or_, select
 
+from calcgraph.db.search import name_contains
 from calcgraph.db.views import ViewRepository
 from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
@@ -37,8 +38,12 @@ class FunctionRepository(ViewRepository[Function, FunctionView]):
         principal: Principal,
         page: PageRequest,
         package_id: str | None = None,
+        search: str | None = None,
     ) -> Page[FunctionView]:
-        where = visible_clause(principal)
+        """`search`: in `package/name`."""
+        where = and_(
+            visible_clause(principal), name_contains(Package.name + "/" + Function.name, search)
+        )
         if package_id is not None:
             where = and_(where, Function.package_id == package_id)
         return await self._views_page(where, Function.created_at, Function.id, page)

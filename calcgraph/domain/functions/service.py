@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from calcgraph.domain.access.filters import parse_search
 from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
@@ -34,9 +35,17 @@ from calcgraph.domain.read_models import from_attributes, grouped_by
 
 class FunctionReadService:
     async def list_functions(
-        self, session: AsyncSession, principal: Principal, page: PageRequest
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        page: PageRequest,
+        *,
+        search: str | None = None,
     ) -> Page[FunctionView]:
-        return await FunctionRepository.from_session(session).list_visible(principal, page)
+        """`search`: a case-insensitive part of `package/name`."""
+        return await FunctionRepository.from_session(session).list_visible(
+            principal, page, search=parse_search(search, "search")
+        )
 
     async def get_function(
         self, session: AsyncSession, principal: Principal, function_id: str

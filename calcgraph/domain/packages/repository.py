@@ -10,6 +10,7 @@ from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
+from calcgraph.db.search import name_contains
 from calcgraph.db.views import ViewRepository
 from calcgraph.domain.access.models import Organization, User
 from calcgraph.domain.access.paging import Page, PageRequest
@@ -57,9 +58,15 @@ class PackageRepository(ViewRepository[Package, PackageView]):
             PackageView, package, owner=owner, organization=org_slug, current_version=version
         )
 
-    async def list_visible(self, principal: Principal, page: PageRequest) -> Page[PackageView]:
+    async def list_visible(
+        self, principal: Principal, page: PageRequest, search: str | None = None
+    ) -> Page[PackageView]:
+        """`search`: in the name."""
         return await self._views_page(
-            visible_clause(principal), Package.created_at, Package.id, page
+            and_(visible_clause(principal), name_contains(Package.name, search)),
+            Package.created_at,
+            Package.id,
+            page,
         )
 
     async def get_view(self, package_id: str) -> PackageView | None:

@@ -17,7 +17,7 @@ Decisions where the specification and contract are silent:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import utcnow
+from calcgraph.domain.access.filters import parse_search
 from calcgraph.domain.access.paging import Page, PageRequest
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
@@ -254,9 +255,24 @@ class WorkflowService:
         return await access_service.visible(session, principal, view, "workflow", slug)
 
     async def list_workflows(
-        self, session: AsyncSession, principal: Principal, page: PageRequest
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        page: PageRequest,
+        *,
+        search: str | None = None,
     ) -> Page[WorkflowView]:
-        return await WorkflowRepository.from_session(session).list_visible(principal, page)
+        """`search`: a case-insensitive part of the slug or the name."""
+        return await WorkflowRepository.from_session(session).list_visible(
+            principal, page, parse_search(search, "search")
+        )
+
+    async def visible_by_id(
+        self, session: AsyncSession, principal: Principal, ids: Sequence[str]
+    ) -> dict[str, WorkflowView]:
+        """The workflows among `ids` the caller may see, by id (GraphQL loaders: a run's)."""
+        rows = await WorkflowRepository.from_session(session).visible_views(principal, ids)
+        return {row.id: row for row in rows}
 
     async def versions_by_id(
         self, session: AsyncSession, ids: list[str]
