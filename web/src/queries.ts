@@ -18,8 +18,8 @@ export const CheckConnectionQuery = graphql(`
 `);
 
 export const PackagesQuery = graphql(`
-  query Packages($cursor: String) {
-    packages(limit: 100, cursor: $cursor) {
+  query Packages($cursor: String, $search: String) {
+    packages(limit: 100, cursor: $cursor, search: $search) {
       items { id name visibility owner organizationSlug description currentVersion updatedAt }
       nextCursor
     }
@@ -40,8 +40,8 @@ export const PackageQuery = graphql(`
 `);
 
 export const FunctionsQuery = graphql(`
-  query Functions($cursor: String) {
-    functions(limit: 100, cursor: $cursor) {
+  query Functions($cursor: String, $search: String) {
+    functions(limit: 100, cursor: $cursor, search: $search) {
       items { id name currentVersion package { id name } }
       nextCursor
     }
@@ -73,9 +73,21 @@ export const ExecuteMutation = graphql(`
 `);
 
 export const WorkflowsQuery = graphql(`
-  query Workflows($cursor: String) {
-    workflows(limit: 100, cursor: $cursor) {
+  query Workflows($cursor: String, $search: String) {
+    workflows(limit: 100, cursor: $cursor, search: $search) {
       items { id slug name visibility owner latestVersion updatedAt }
+      nextCursor
+    }
+  }
+`);
+
+export const WorkflowsWithLastRunQuery = graphql(`
+  query WorkflowsWithLastRun($cursor: String, $search: String) {
+    workflows(limit: 100, cursor: $cursor, search: $search) {
+      items {
+        id slug name visibility owner latestVersion updatedAt
+        lastRun { id status startedAt firstFailedNodeKey }
+      }
       nextCursor
     }
   }
@@ -113,6 +125,7 @@ export const RunFields = graphql(`
     id status startedAt completedAt inputs terminalOutputs errorMessage firstFailedNodeKey
     planSnapshot revision workflowId rerunOf
     workflowVersion { version workflowId }
+    workflow { slug }
     nodeStates {
       nodeKey status jobId outputs error attempt retryAt reused startedAt finishedAt functionVersionId
       job { id status inputs logs cacheHit createdAt startedAt finishedAt }
@@ -142,18 +155,18 @@ export const RunUpdatesSubscription = graphql(`
 `);
 
 export const RunsQuery = graphql(`
-  query Runs($status: [String!], $workflow: String, $cursor: String) {
-    workflowRuns(status: $status, workflow: $workflow, limit: 100, cursor: $cursor) {
-      items { id status startedAt completedAt workflowId firstFailedNodeKey workflowVersion { version } }
+  query Runs($status: [String!], $workflow: String, $cursor: String, $startedAfter: String, $startedBefore: String) {
+    workflowRuns(status: $status, workflow: $workflow, limit: 100, cursor: $cursor, startedAfter: $startedAfter, startedBefore: $startedBefore) {
+      items { id status startedAt completedAt workflowId firstFailedNodeKey workflowVersion { version } workflow { slug } }
       nextCursor
     }
   }
 `);
 
 export const JobsQuery = graphql(`
-  query Jobs($cursor: String) {
-    jobs(limit: 100, cursor: $cursor) {
-      items { id status cacheHit createdAt finishedAt function { id name } package { name } }
+  query Jobs($cursor: String, $function: String, $status: [String!], $createdAfter: String, $createdBefore: String) {
+    jobs(limit: 100, cursor: $cursor, function: $function, status: $status, createdAfter: $createdAfter, createdBefore: $createdBefore) {
+      items { id status cacheHit createdAt finishedAt nodeKey function { id name } package { name } run { id workflow { slug } } }
       nextCursor
     }
   }
@@ -164,6 +177,7 @@ export const JobQuery = graphql(`
     job(id: $id) {
       id status inputs outputs error logs cacheHit createdAt startedAt finishedAt
       functionVersionId function { id name } package { id name }
+      nodeKey run { id status workflowVersion { version } workflow { slug name } }
     }
   }
 `);
@@ -205,5 +219,22 @@ export const SetPackageVisibilityMutation = graphql(`
 export const CreateWorkflowMutation = graphql(`
   mutation CreateWorkflow($slug: String!, $name: String!, $graph: JSON!, $organization: String) {
     createWorkflow(slug: $slug, name: $name, graph: $graph, organization: $organization) { slug }
+  }
+`);
+
+export const PublishPackageMutation = graphql(`
+  mutation PublishPackage($manifest: JSON!, $files: JSON!, $visibility: Visibility, $organization: String) {
+    publishPackage(manifest: $manifest, files: $files, visibility: $visibility, organization: $organization) {
+      packageId package packageVersion isLatest warnings
+      functions { id name version status }
+    }
+  }
+`);
+
+export const SubmitFunctionMutation = graphql(`
+  mutation SubmitFunction($name: String!, $code: String!, $requirements: [String!], $inputs: JSON, $outputs: JSON, $visibility: Visibility) {
+    submitFunction(name: $name, code: $code, requirements: $requirements, inputs: $inputs, outputs: $outputs, visibility: $visibility) {
+      buildId functionId status version versionStatus vulnerabilities functionVersionId
+    }
   }
 `);

@@ -19,7 +19,7 @@ import { CheckConnectionQuery, FunctionQuery, FunctionsQuery, UpdateWorkflowMuta
 
 export function EditorPage() {
   const { slug = "" } = useParams();
-  const { data, error } = useAsync(() => request(WorkflowQuery, { slug }), slug);
+  const { data, error } = useAsync(() => request(WorkflowQuery, { slug }), `workflow:${slug}`);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading />;
   const latest = data.workflow.latest;

@@ -1,17 +1,28 @@
 import { Link, useParams } from "react-router";
-import { ErrorBox, Loading, Page } from "../components/Status";
+import { SearchField, useFilterParams } from "../components/Filters";
+import { Empty, ErrorBox, Loading, Page } from "../components/Status";
 import { request } from "../lib/api";
 import { when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
 import { PackageQuery, PackagesQuery } from "../queries";
 
 export function PackagesPage() {
-  const { data, error } = useAsync(() => request(PackagesQuery, { cursor: null }), "packages");
+  const [params, set] = useFilterParams();
+  const search = params.get("q") ?? "";
+  const { data, error } = useAsync(() => request(PackagesQuery, { cursor: null, search: search || null }), `packages:${search}`);
   return (
-    <Page title="Packages">
+    <Page title="Packages" actions={<Link to="/publish">Publish a package or function</Link>}>
+      <form className="filters" role="search" aria-label="Search packages" onSubmit={(e) => e.preventDefault()}>
+        <SearchField label="Name" value={search} placeholder="part of a name" onSearch={(v) => set("q", v)} />
+      </form>
       {error && <ErrorBox error={error} />}
       {!data && !error && <Loading />}
-      {data && (
+      {data && data.packages.items.length === 0 && (
+        search
+          ? <Empty>No package you can see matches "{search}".</Empty>
+          : <Empty>No packages yet. <Link to="/publish">Publish a package</Link> from its calcgraph.yaml and modules.</Empty>
+      )}
+      {data && data.packages.items.length > 0 && (
         <table>
           <thead>
             <tr><th>Name</th><th>Version</th><th>Visibility</th><th>Owner</th><th>Description</th><th>Updated</th></tr>
@@ -60,7 +71,7 @@ function Changelog({ changelog }: { changelog: unknown }) {
 
 export function PackagePage() {
   const { id = "" } = useParams();
-  const { data, error } = useAsync(() => request(PackageQuery, { id }), id);
+  const { data, error } = useAsync(() => request(PackageQuery, { id }), `package:${id}`);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading />;
   const pkg = data.package;
