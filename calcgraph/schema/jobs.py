@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
+from strawberry.types.lazy_type import LazyType
 
 from calcgraph.domain.errors import PermissionDenied
 from calcgraph.domain.jobs.views import JobView
@@ -18,6 +19,8 @@ from calcgraph.schema.pages import Page
 
 if TYPE_CHECKING:
     from calcgraph.schema.workflows import WorkflowRunType
+
+_RUN_TYPE: LazyType[Any, Any] = LazyType("WorkflowRunType", "calcgraph.schema.workflows")
 
 
 @strawberry.type(name="Job", description="One execution of a function.")
@@ -58,10 +61,9 @@ class JobType:
     ) -> Annotated[WorkflowRunType, strawberry.lazy("calcgraph.schema.workflows")] | None:
         if self.workflow_run_id is None:
             return None
-        from calcgraph.schema.workflows import WorkflowRunType, workflow_loaders_of
-
-        found = await workflow_loaders_of(info).run_by_id.load(self.workflow_run_id)
-        return WorkflowRunType.from_view(found, plan=False) if found is not None else None
+        # The higher module's type, as strawberry.lazy resolves it (no import circle).
+        run_type = _RUN_TYPE.resolve_type()
+        return cast("WorkflowRunType | None", await run_type.visible(info, self.workflow_run_id))
 
     @strawberry.field(description="The package of the job's function.")
     async def package(self, info: Info) -> PackageType:

@@ -321,6 +321,12 @@ class WorkflowRunType:
         return WorkflowVersionType.from_view(found) if found is not None else None
 
     @classmethod
+    async def visible(cls, info: Info, run_id: str) -> WorkflowRunType | None:
+        """A run summary by id (one batched read per request), or None when hidden."""
+        found = await workflow_loaders_of(info).run_by_id.load(run_id)
+        return cls.from_view(found, plan=False) if found is not None else None
+
+    @classmethod
     def from_view(cls, run: RunView, *, plan: bool = True) -> WorkflowRunType:
         """`plan`: the view holds the run's plan snapshot (not one read without it)."""
         return from_attributes(

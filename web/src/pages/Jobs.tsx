@@ -76,7 +76,7 @@ export function JobsPage() {
 /** The run a job belongs to, opened on the job's node. */
 function RunLink({ run, nodeKey }: { run: { id: string; workflow?: { slug: string } | null }; nodeKey?: string | null }) {
   const to = `/runs/${run.id}${nodeKey ? `?node=${encodeURIComponent(nodeKey)}` : ""}`;
-  return <Link to={to} aria-label={`Run ${run.id.slice(0, 8)}${nodeKey ? `, node ${nodeKey}` : ""}`}>{run.workflow?.slug ?? run.id.slice(0, 8)}{nodeKey ? ` · ${nodeKey}` : ""}</Link>;
+  return <Link to={to} title={`Run ${run.id.slice(0, 8)}`}>{run.workflow?.slug ?? run.id.slice(0, 8)}{nodeKey ? ` · ${nodeKey}` : ""}</Link>;
 }
 
 export function ValuesTable({ values, caption, schema }: { values: unknown; caption: string; schema?: unknown }) {
@@ -108,7 +108,7 @@ export function JobPage() {
         {job.run && (
           <>
             <dt>Workflow</dt><dd>{job.run.workflow ? <Link to={`/workflows/${job.run.workflow.slug}`}>{job.run.workflow.name}</Link> : "—"}{job.run.workflowVersion ? ` v${job.run.workflowVersion.version}` : ""}</dd>
-            <dt>Run</dt><dd><RunLink run={job.run} /> <StatusBadge status={job.run.status} /></dd>
+            <dt>Run</dt><dd><Link to={`/runs/${job.run.id}`}>{job.run.id.slice(0, 8)}</Link> <StatusBadge status={job.run.status} /></dd>
             <dt>Node</dt><dd>{job.nodeKey ? <Link to={`/runs/${job.run.id}?node=${encodeURIComponent(job.nodeKey)}`}>{job.nodeKey}</Link> : "—"}</dd>
           </>
         )}
