@@ -127,7 +127,7 @@ def _pages(context: Any, base: str, out: Path, suffix: str, demo: str, failed: s
     expect(page.get_by_role("heading", name="Logs")).to_be_visible()
     shot("job")
     # The jobs of a run link it; the job page names its run, node and workflow.
-    page.goto(base + "/ui/jobs?function=demo-beam%2Fbeam")
+    page.goto(base + "/ui/jobs?function=demo-beam%2Fstress_check")
     page.locator("tbody td:first-child a").first.click()
     expect(page.get_by_role("heading", name="Logs")).to_be_visible()
     shot("job-of-run")

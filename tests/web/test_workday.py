@@ -393,8 +393,8 @@ def test_publish_a_package_from_files_then_run_its_function(
     _no_axe_violations(page)
     report.get_by_role("link", name="triple").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("triple")
-    page.get_by_label("x", exact=True).fill("14")
-    page.get_by_role("button", name=re.compile(r"^(Execute|Run)")).click()
+    page.get_by_label(re.compile(r"^x ")).fill("14")
+    page.get_by_role("button", name="Run function").click()
     expect(page.get_by_text("42", exact=True)).to_be_visible(timeout=60_000)
     # The packages list finds it by a part of its name, on the server.
     page.goto(platform.base_url + "/ui/packages?q=PUBLISHED")
