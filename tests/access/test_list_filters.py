@@ -237,7 +237,8 @@ class TestJobs:
         assert {j["run"]["workflow"]["slug"] for j in linked} >= {"wf-6-0", "wf-6-5"}
         assert {j["nodeKey"] for j in linked} == {f"n{i}" for i in range(6)}
         (lone,) = [j for j in items if j["id"] == direct]
-        assert lone["run"] is None and lone["nodeKey"] is None
+        assert lone["run"] is None
+        assert lone["nodeKey"] is None
         response = await client.get(f"/jobs/{linked[0]['id']}", headers=bearer("alice"))
         assert response.json()["workflow_run_id"] == linked[0]["workflowRunId"]
 
@@ -302,10 +303,12 @@ class TestRuns:
         bobs_job = await add_job(database, beams, bob, run_id=bobs_run, node_key="n")
         body = await gql(client, JOBS, bearer("bob"))
         (item,) = body["data"]["jobs"]["items"]
-        assert item["id"] == bobs_job and item["run"] is None
+        assert item["id"] == bobs_job
+        assert item["run"] is None
         body = await gql(client, JOBS, bearer("alice"))
         (item,) = body["data"]["jobs"]["items"]
-        assert item["id"] == job and item["run"]["workflow"] == {"slug": "alices"}
+        assert item["id"] == job
+        assert item["run"]["workflow"] == {"slug": "alices"}
 
 
 WORKFLOWS = """
@@ -388,7 +391,8 @@ class TestNames:
             counts.append(len(statements))
         assert counts[0] == counts[1], counts
         found = {w["slug"]: w["lastRun"] for w in body["data"]["workflows"]["items"]}
-        assert found["never-2"] is None and found["never-6"] is None
+        assert found["never-2"] is None
+        assert found["never-6"] is None
         for slug, run_id in latest.items():
             assert found[slug] == {"id": run_id, "status": "failed"}
         body = await gql(client, WORKFLOWS, bearer("bob"), search="wf-2-0")
