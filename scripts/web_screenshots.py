@@ -138,7 +138,7 @@ def _pages(context: Any, base: str, out: Path, suffix: str, demo: str, failed: s
     expect(page.get_by_role("heading", name="New workflow")).to_be_visible()
     shot("new-workflow")
     page.goto(base + "/ui/organizations")
-    expect(page.get_by_role("heading", name="Organizations")).to_be_visible()
+    expect(page.get_by_role("heading", name="Organizations", exact=True)).to_be_visible()
     shot("organizations")
     page.goto(base + "/ui/organizations/structures")
     expect(page.get_by_role("table", name="Members")).to_be_visible()
