@@ -6,6 +6,10 @@ loaded, the run with its 999 node states fetched in one GraphQL request, React F
 the fallback) to the page having drawn it. The app records both in
 `window.__calcgraphRunMetrics`; each repetition opens a fresh run in a fresh page.
 
+CPU beside each figure: the page's renderer main thread (Chrome's `Performance.getMetrics`
+`TaskDuration`, through the DevTools protocol) from navigation to the figure's end, and this
+process's (the in-process server and workers; `resource.getrusage`), in ms per page.
+
 The graph: one Float input feeding 9 chains of 111 `step` nodes (1 + 999 nodes), ticked one
 node per job (`CALCGRAPH_CHAIN_EXECUTION=node`) so the first tick submits 9 jobs, not 999.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -90,6 +95,8 @@ def run_page(options: Options) -> list[Result]:
         return []
     first: list[float] = []
     update: list[float] = []
+    first_cpu: list[tuple[float, float]] = []
+    update_cpu: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             database_url=f"sqlite+aiosqlite:///{tmp}/web.db",
@@ -133,18 +140,21 @@ def run_page(options: Options) -> list[Result]:
                         )["createWorkflowRun"]["id"]
                         context = browser.new_context(viewport={"width": 1440, "height": 900})
                         context.add_init_script(
-                            f"localStorage.setItem('calcgraph.session', {json.dumps(session)})"
+                            f"sessionStorage.setItem('calcgraph.session', {json.dumps(session)})"
                         )
                         page = context.new_page()
+                        cpu = Cpu(context, page)
                         page.goto(f"{platform.base_url}/ui/runs/{run}")
                         page.wait_for_function(
                             "() => window.__calcgraphRunMetrics?.firstRenderMs != null",
                             timeout=60_000,
                         )
+                        first_cpu.append(cpu.lap())
                         page.wait_for_function(
                             "() => window.__calcgraphRunMetrics.updates.length > 0",
                             timeout=60_000,
                         )
+                        update_cpu.append(cpu.lap())
                         metrics = page.evaluate("() => window.__calcgraphRunMetrics")
                         drawn = page.locator("[data-node-key]").count()
                         first.append(float(metrics["firstRenderMs"]))
@@ -156,9 +166,31 @@ def run_page(options: Options) -> list[Result]:
         f"chromium headless 1440x900, run of {1 + CHAINS * LENGTH} nodes "
         f"({drawn} drawn in view), {REPETITIONS} fresh pages"
     )
-    return [_result("web_run_page_first_render", setup, first, load)] + [
-        _result("web_run_page_live_update", setup, update, load)
+    return [_result("web_run_page_first_render", setup, first, load, first_cpu)] + [
+        _result("web_run_page_live_update", setup, update, load, update_cpu)
     ]
+
+
+class Cpu:
+    """CPU spent for one page since the previous lap: its renderer's main thread (DevTools
+    `Performance.getMetrics` TaskDuration) and this process's (server and in-process workers)."""
+
+    def __init__(self, context: Any, page: Any) -> None:
+        self.session = context.new_cdp_session(page)
+        self.session.send("Performance.enable")
+        self.renderer, self.server = self._now()
+
+    def _now(self) -> tuple[float, float]:
+        metrics = self.session.send("Performance.getMetrics")["metrics"]
+        task = next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return task * 1000, (usage.ru_utime + usage.ru_stime) * 1000
+
+    def lap(self) -> tuple[float, float]:
+        renderer, server = self._now()
+        spent = (renderer - self.renderer, server - self.server)
+        self.renderer, self.server = renderer, server
+        return spent
 
 
 def _result(
@@ -166,10 +198,13 @@ def _result(
     setup: str,
     values_ms: list[float],
     load: tuple[float, ...],
+    cpu: list[tuple[float, float]],
     scenario: str = "1000-node run page",
 ) -> Result:
     ordered = sorted(values_ms)
     seconds = sum(values_ms) / 1000
+    renderer = sorted(c[0] for c in cpu)
+    server = sorted(c[1] for c in cpu)
     return Result(
         benchmark=name,
         scenario=scenario,
@@ -179,7 +214,12 @@ def _result(
         rps=len(ordered) / seconds if seconds > 0 else float("nan"),
         p50_us=percentile(ordered, 50) * 1000,
         p99_us=percentile(ordered, 99) * 1000,
-        extra={"ms": [round(v, 1) for v in values_ms], "loadavg": load},
+        extra={
+            "ms": [round(v, 1) for v in values_ms],
+            "renderer_cpu_ms_p50": round(percentile(renderer, 50), 1),
+            "server_cpu_ms_p50": round(percentile(server, 50), 1),
+            "loadavg": load,
+        },
     )
 
 
@@ -222,6 +262,7 @@ def editor_page(options: Options) -> list[Result]:
         print("web: skipped (needs /usr/bin/chromium and the built web app: make install)")
         return []
     opened: list[float] = []
+    opened_cpu: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             database_url=f"sqlite+aiosqlite:///{tmp}/web.db",
@@ -258,13 +299,15 @@ def editor_page(options: Options) -> list[Result]:
                 for _ in range(REPETITIONS):
                     context = browser.new_context(viewport={"width": 1440, "height": 900})
                     context.add_init_script(
-                        f"localStorage.setItem('calcgraph.session', {json.dumps(session)})"
+                        f"sessionStorage.setItem('calcgraph.session', {json.dumps(session)})"
                     )
                     page = context.new_page()
+                    cpu = Cpu(context, page)
                     page.goto(f"{platform.base_url}/ui/workflows/editor200")
                     page.wait_for_function(
                         "() => window.__calcgraphEditorMetrics?.openMs != null", timeout=60_000
                     )
+                    opened_cpu.append(cpu.lap())
                     opened.append(
                         float(page.evaluate("() => window.__calcgraphEditorMetrics.openMs"))
                     )
@@ -274,7 +317,7 @@ def editor_page(options: Options) -> list[Result]:
     setup = (
         f"chromium headless 1440x900, workflow of {EDITOR_NODES} nodes, {REPETITIONS} fresh pages"
     )
-    return [_result("web_editor_open", setup, opened, load, scenario="200-node editor")]
+    return [_result("web_editor_open", setup, opened, load, opened_cpu, scenario="200-node editor")]
 
 
 BENCHMARKS = {"web_run_page": run_page, "web_editor": editor_page}

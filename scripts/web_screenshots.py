@@ -40,14 +40,20 @@ from tests.web.test_e2e import RUN_INPUTS
 from tests.web.test_workday import DEMO_INPUTS
 
 
+def _demo_files() -> Path:
+    """The demo package's folder (calcgraph.yaml and its modules)."""
+    return Path(__file__).resolve().parents[1] / "calcgraph" / "demo" / "package"
+
+
 def _runs(platform: InProcessPlatform) -> tuple[str, str, str]:
     """A completed demo run, a failed one (the working-day tests' workflow) and one whose node
-    was tried 3 times (the run control tests' workflow), by the API."""
+    was tried 3 times (the run control tests' workflow), by the API; and an organization."""
     with Client(platform.base_url, token=platform.token("alice")) as client:
         client.publish_package(workday.MANIFEST, {"tools.py": workday.SOURCE})
         client.create_workflow("wd-fails", "Fails", workday.failing())
         client.publish_package(run_control.MANIFEST, {"tools.py": run_control.SOURCE})
         client.create_workflow("rc-retried", "Retried", run_control._retried())
+        client.create_organization("structures", "Structures team")
         demo = client.start_run(DEMO_SLUG, DEMO_INPUTS).id
         failed = client.start_run("wd-fails", {"x": 1}).id
         retried = client.start_run("rc-retried", {"x": 1}).id
@@ -176,6 +182,37 @@ def _pages(
     page.locator("tbody a").first.click()
     expect(page.get_by_role("heading", name="Logs")).to_be_visible()
     shot("job")
+    # The jobs of a run link it; the job page names its run, node and workflow.
+    page.goto(base + "/ui/jobs?function=demo-beam%2Fstress_check")
+    page.locator("tbody td:first-child a").first.click()
+    expect(page.get_by_role("heading", name="Logs")).to_be_visible()
+    shot("job-of-run")
+    page.goto(base + "/ui/packages")
+    expect(page.get_by_role("link", name="demo-beam")).to_be_visible()
+    shot("packages")
+    page.goto(base + "/ui/workflows/new")
+    expect(page.get_by_role("heading", name="New workflow")).to_be_visible()
+    shot("new-workflow")
+    page.goto(base + "/ui/organizations")
+    expect(page.get_by_role("heading", name="Organizations", exact=True)).to_be_visible()
+    shot("organizations")
+    page.goto(base + "/ui/organizations/structures")
+    expect(page.get_by_role("table", name="Members")).to_be_visible()
+    shot("organization")
+    page.goto(base + "/ui/publish")
+    page.get_by_label("Or pick calcgraph.yaml and its modules").set_input_files(
+        [str(p) for p in sorted(_demo_files().iterdir()) if p.is_file()]
+    )
+    expect(page.get_by_role("table", name="What will be sent")).to_contain_text("beam.py")
+    shot("publish")
+    page.goto(base + "/ui/publish/function")
+    page.get_by_label("Name").fill("moment")
+    page.get_by_label("Code (main.py)").fill(
+        "import os\n\ndef main(length, force):\n    return {'moment': force * length}\n"
+    )
+    page.get_by_role("button", name="Build and publish").click()
+    expect(page.get_by_text("Refused at line 1.")).to_be_visible()
+    shot("publish-function")
     page.goto(base + "/graphql")
     expect(page.locator(".graphiql-query-editor")).to_contain_text("username", timeout=30_000)
     page.get_by_role("button", name=re.compile("Execute query")).click()

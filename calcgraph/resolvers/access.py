@@ -8,9 +8,10 @@ import strawberry
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.jobs.service import job_read_service
+from calcgraph.domain.listing.paging import PageRequest
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.quotas.service import quota_service
-from calcgraph.resolvers.unit import read, read_page, write
+from calcgraph.resolvers.unit import read, write
 from calcgraph.schema.access import (
     MemberRole,
     MemberType,
@@ -34,42 +35,78 @@ class AccessQuery:
         org = await read(info, access_service.get_organization, slug)
         return OrganizationType.from_view(org)
 
-    @strawberry.field(description="Packages visible to the caller.")
+    @strawberry.field(
+        description="Packages visible to the caller; `search`: a case-insensitive part of the name."
+    )
     async def packages(
-        self, info: Info, limit: int | None = None, cursor: str | None = None
+        self,
+        info: Info,
+        limit: int | None = None,
+        cursor: str | None = None,
+        search: str | None = None,
     ) -> PackagePage:
-        return await read_page(
+        page = await read(
             info,
             package_read_service.list_packages,
-            limit,
-            cursor,
-            PackagePage,
-            PackageType.from_view,
+            PageRequest.parse(limit, cursor),
+            search=search,
+        )
+        return PackagePage(
+            items=[PackageType.from_view(p) for p in page.items], next_cursor=page.next_cursor
         )
 
     @strawberry.field(description="A package; PermissionDenied when it is not visible.")
     async def package(self, info: Info, id: strawberry.ID) -> PackageType:
         return PackageType.from_view(await read(info, package_read_service.get_package, str(id)))
 
-    @strawberry.field(description="Functions visible to the caller.")
+    @strawberry.field(
+        description="Functions visible to the caller; `search`: a case-insensitive part of "
+        "`package/name`."
+    )
     async def functions(
-        self, info: Info, limit: int | None = None, cursor: str | None = None
+        self,
+        info: Info,
+        limit: int | None = None,
+        cursor: str | None = None,
+        search: str | None = None,
     ) -> FunctionPage:
-        return await read_page(
+        page = await read(
             info,
             function_read_service.list_functions,
-            limit,
-            cursor,
-            FunctionPage,
-            FunctionType.from_view,
+            PageRequest.parse(limit, cursor),
+            search=search,
+        )
+        return FunctionPage(
+            items=[FunctionType.from_view(f) for f in page.items], next_cursor=page.next_cursor
         )
 
-    @strawberry.field(description="The caller's jobs whose package the caller can still see.")
+    @strawberry.field(
+        description="The caller's jobs whose package the caller can still see, newest first. "
+        "`function`: a case-insensitive part of `package/function`; `status`: any of these "
+        "(`queued`, `running`, `success`, `failed`); `createdAfter` (inclusive) and "
+        "`createdBefore` (exclusive): ISO 8601 dates (midnight UTC) or date-times."
+    )
     async def jobs(
-        self, info: Info, limit: int | None = None, cursor: str | None = None
+        self,
+        info: Info,
+        limit: int | None = None,
+        cursor: str | None = None,
+        function: str | None = None,
+        status: list[str] | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
     ) -> JobPage:
-        return await read_page(
-            info, job_read_service.list_jobs, limit, cursor, JobPage, JobType.from_view
+        page = await read(
+            info,
+            job_read_service.list_jobs,
+            PageRequest.parse(limit, cursor),
+            function=function,
+            status=status,
+            created_after=created_after,
+            created_before=created_before,
+        )
+        return JobPage(
+            items=[JobType.from_view(j) for j in page.items], next_cursor=page.next_cursor
         )
 
     @strawberry.field(

@@ -8,6 +8,7 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
+from calcgraph.domain.builds.service import FunctionSubmission, build_service
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.packages.publishing.service import publishing_service
@@ -16,6 +17,7 @@ from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import (
     DeploymentReportType,
+    FunctionBuildType,
     FunctionVersionHistoryType,
     FunctionVersionType,
     PackageType,
@@ -43,6 +45,22 @@ def _manifest(info: Info, manifest: Any) -> dict[str, Any] | str:
             [FieldError(("manifest",), "calcgraph.yaml as an object or as YAML text")],
         )
     return manifest
+
+
+def _function_name(name: str) -> str:
+    if not 1 <= len(name) <= 100:
+        raise ValidationError(
+            "name must be 1 to 100 characters", [FieldError(("name",), "1 to 100 characters")]
+        )
+    return name
+
+
+def _ports(ports: Any, name: str) -> dict[str, Any] | None:
+    if ports is not None and not isinstance(ports, dict):
+        raise ValidationError(
+            f"{name} is invalid", [FieldError((name,), "an object of typed ports, by name")]
+        )
+    return ports
 
 
 @strawberry.type
@@ -113,6 +131,48 @@ class PackageMutation:
             organization,
         )
         return DeploymentReportType.from_view(report)
+
+    @strawberry.mutation(
+        description="Build a function from submitted code (REST `POST /functions`): a package "
+        "of one function. A refusal at validation is a `ValidationError` naming the rule and "
+        "line (`extensions.errors`); at the scan an `InvalidRequest` with "
+        "`extensions.vulnerabilities`; either keeps its build record."
+    )
+    async def submit_function(
+        self,
+        info: Info,
+        name: str,
+        code: str,
+        requirements: list[str] | None = None,
+        handler: str = "main:main",
+        inputs: JSON | None = None,
+        outputs: JSON | None = None,
+        visibility: Visibility | None = None,
+        organization: str | None = None,
+    ) -> FunctionBuildType:
+        principal_of(info)
+        submission = FunctionSubmission(
+            name=_function_name(name),
+            code=code,
+            requirements=tuple(requirements or ()),
+            handler=handler,
+            inputs=_ports(inputs, "inputs"),
+            outputs=_ports(outputs, "outputs"),
+            visibility=visibility.value if visibility is not None else None,
+            organization=organization,
+        )
+        services = info.context.services
+        outcome = await write(
+            info,
+            build_service.submit,
+            services.settings.submission_limits,
+            services.builds,
+            submission,
+        )
+        # Raised after the commit: a refused build keeps its record and its reason.
+        if outcome.refusal is not None:
+            raise outcome.refusal
+        return FunctionBuildType.from_outcome(outcome)
 
     @strawberry.mutation(
         description="Change a package's visibility; owner, organization owners, admins."

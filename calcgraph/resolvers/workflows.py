@@ -16,7 +16,7 @@ from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.resolvers.unit import read, read_page, write
+from calcgraph.resolvers.unit import read, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import Visibility
@@ -56,17 +56,22 @@ class WorkflowQuery:
     async def workflow(self, info: Info, slug: str) -> WorkflowType:
         return WorkflowType.from_detail(await read(info, workflow_service.get, slug))
 
-    @strawberry.field(description="Workflows the caller may see, oldest first.")
+    @strawberry.field(
+        description="Workflows the caller may see, oldest first; `search`: a case-insensitive "
+        "part of the slug or the name."
+    )
     async def workflows(
-        self, info: Info, limit: int | None = None, cursor: str | None = None
+        self,
+        info: Info,
+        limit: int | None = None,
+        cursor: str | None = None,
+        search: str | None = None,
     ) -> WorkflowPage:
-        return await read_page(
-            info,
-            workflow_service.list_workflows,
-            limit,
-            cursor,
-            WorkflowPage,
-            WorkflowType.from_view,
+        page = await read(
+            info, workflow_service.list_workflows, PageRequest.parse(limit, cursor), search=search
+        )
+        return WorkflowPage(
+            items=[WorkflowType.from_view(w) for w in page.items], next_cursor=page.next_cursor
         )
 
     @strawberry.field(description="Validate a graph document: the report, or a ValidationError.")
@@ -84,7 +89,11 @@ class WorkflowQuery:
         run = await read(info, run_service.get, str(id), states=False, plan=plan)
         return WorkflowRunType.from_view(run, plan=plan)
 
-    @strawberry.field(description="The caller's runs, newest first; filter by status and slug.")
+    @strawberry.field(
+        description="The caller's runs, newest first; filter by status, workflow slug and "
+        "start time: `startedAfter` (inclusive) and `startedBefore` (exclusive), ISO 8601 "
+        "dates (midnight UTC) or date-times."
+    )
     async def workflow_runs(
         self,
         info: Info,
@@ -92,9 +101,17 @@ class WorkflowQuery:
         workflow: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        started_after: str | None = None,
+        started_before: str | None = None,
     ) -> WorkflowRunPage:
         page = await read(
-            info, run_service.list_runs, PageRequest.parse(limit, cursor), status or (), workflow
+            info,
+            run_service.list_runs,
+            PageRequest.parse(limit, cursor),
+            status or (),
+            workflow,
+            started_after=started_after,
+            started_before=started_before,
         )
         return WorkflowRunPage(
             items=[WorkflowRunType.from_view(r) for r in page.items], next_cursor=page.next_cursor

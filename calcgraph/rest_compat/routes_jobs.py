@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.listing.paging import Page
@@ -9,14 +11,33 @@ from calcgraph.domain.runs.control.service import run_control
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import JobOut
 from calcgraph.rest_compat.responses import Page as PageOut
-from calcgraph.rest_compat.schemas import PageQuery
+from calcgraph.rest_compat.schemas import INSTANT_HELP, PageQuery
 
 rest = Operations(tag="jobs")
 
 
+class JobsQuery(PageQuery):
+    function: str | None = Field(
+        default=None, description="a case-insensitive part of `package/function`"
+    )
+    status: list[str] = Field(
+        default=[], description="repeatable; any of `queued`, `running`, `success`, `failed`"
+    )
+    created_after: str | None = Field(default=None, description=f"inclusive; {INSTANT_HELP}")
+    created_before: str | None = Field(default=None, description=f"exclusive; {INSTANT_HELP}")
+
+
 @rest("GET", "/jobs", "The caller's jobs", {200: PageOut[JobOut]})
-async def list_jobs(call: Call[None, PageQuery]) -> Page[JobView]:
-    return await call.read(job_read_service.list_jobs, call.query.page())
+async def list_jobs(call: Call[None, JobsQuery]) -> Page[JobView]:
+    query = call.query
+    return await call.read(
+        job_read_service.list_jobs,
+        query.page(),
+        function=query.function,
+        status=query.status,
+        created_after=query.created_after,
+        created_before=query.created_before,
+    )
 
 
 @rest("GET", "/jobs/{job_id}", "A job", {200: JobOut})

@@ -11,14 +11,15 @@ from calcgraph.domain.packages.views import PackageView
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.responses import FunctionOut, PackageOut
 from calcgraph.rest_compat.responses import Page as PageOut
-from calcgraph.rest_compat.schemas import PageQuery
+from calcgraph.rest_compat.schemas import SearchQuery
 
 rest = Operations(tag="packages")
 
 
 @rest("GET", "/packages", "Packages the caller can see", {200: PageOut[PackageOut]})
-async def list_packages(call: Call[None, PageQuery]) -> Page[PackageView]:
-    return await call.read(package_read_service.list_packages, call.query.page())
+async def list_packages(call: Call[None, SearchQuery]) -> Page[PackageView]:
+    query = call.query
+    return await call.read(package_read_service.list_packages, query.page(), search=query.search)
 
 
 @rest("GET", "/packages/{package_id}", "A package", {200: PackageOut})
@@ -33,5 +34,7 @@ async def get_package(call: Call[None, None]) -> PackageView:
     {200: PageOut[FunctionOut]},
     tag="functions",
 )
-async def list_functions(call: Call[None, PageQuery]) -> Page[FunctionView]:
-    return await call.read(function_read_service.list_functions, call.query.page())
+async def list_functions(call: Call[None, SearchQuery]) -> Page[FunctionView]:
+    """`search` matches a part of `package/name`."""
+    query = call.query
+    return await call.read(function_read_service.list_functions, query.page(), search=query.search)

@@ -29,10 +29,12 @@ from calcgraph.rest_compat.responses import (
 )
 from calcgraph.rest_compat.routes_execute import WAIT
 from calcgraph.rest_compat.schemas import (
+    INSTANT_HELP,
     CreateRunBody,
     CreateWorkflowBody,
     PageQuery,
     RerunBody,
+    SearchQuery,
     WorkflowGraphBody,
 )
 
@@ -43,6 +45,8 @@ class RunsQuery(PageQuery):
         Refusal("unknown run status {value!r}", f"one of {', '.join(RUN_STATUSES)}"),
     ] = Field(default=[], description="repeatable; any of these statuses")
     workflow: str | None = Field(default=None, description="a workflow slug")
+    started_after: str | None = Field(default=None, description=f"inclusive; {INSTANT_HELP}")
+    started_before: str | None = Field(default=None, description=f"exclusive; {INSTANT_HELP}")
 
 
 class TickQuery(Query):
@@ -78,8 +82,10 @@ _GRAPH_ERRORS = (400, 403, 404)
 
 
 @rest("GET", "/workflows", "Workflows the caller can see", {200: PageOut[WorkflowOut]})
-async def list_workflows(call: Call[None, PageQuery]) -> Page[WorkflowView]:
-    return await call.read(workflow_service.list_workflows, call.query.page())
+async def list_workflows(call: Call[None, SearchQuery]) -> Page[WorkflowView]:
+    """`search` matches a part of the slug or the name."""
+    query = call.query
+    return await call.read(workflow_service.list_workflows, query.page(), search=query.search)
 
 
 @rest(
@@ -199,7 +205,14 @@ async def rerun_run(call: Call[RerunBody, None]) -> RunView:
 )
 async def list_runs(call: Call[None, RunsQuery]) -> Page[RunView]:
     query = call.query
-    return await call.read(run_service.list_runs, query.page(), query.status, query.workflow)
+    return await call.read(
+        run_service.list_runs,
+        query.page(),
+        query.status,
+        query.workflow,
+        started_after=query.started_after,
+        started_before=query.started_before,
+    )
 
 
 @rest("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, tag="runs")

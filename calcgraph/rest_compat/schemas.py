@@ -278,3 +278,14 @@ class PageQuery(Query):
 
     def page(self) -> PageRequest:
         return PageRequest.parse(self.limit, self.cursor)
+
+
+class SearchQuery(PageQuery):
+    """Listings searched by name (`domain.listing.filters`)."""
+
+    search: str | None = Field(
+        default=None, description="a case-insensitive part of the name (at most 200 characters)"
+    )
+
+
+INSTANT_HELP = "an ISO 8601 date (midnight UTC) or date-time"

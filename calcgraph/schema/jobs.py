@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
+from strawberry.types.lazy_type import LazyType
 
 from calcgraph.domain.errors import PermissionDenied
 from calcgraph.domain.jobs.views import JobView
@@ -14,6 +16,11 @@ from calcgraph.schema.access import loaders_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import FunctionType, PackageType, package_or_denied
 from calcgraph.schema.pages import Page
+
+if TYPE_CHECKING:
+    from calcgraph.schema.workflows import WorkflowRunType
+
+_RUN_TYPE: LazyType[Any, Any] = LazyType("WorkflowRunType", "calcgraph.schema.workflows")
 
 
 @strawberry.type(name="Job", description="One execution of a function.")
@@ -38,6 +45,25 @@ class JobType:
         description="The outputs are over 64 KiB and left out of this listing; `job(id)` "
         "reads them whole.",
     )
+    workflow_run_id: str | None = strawberry.field(
+        default=None, description="The workflow run whose node this job ran; null otherwise."
+    )
+    node_key: str | None = strawberry.field(
+        default=None, description="The node of that run this job ran; null otherwise."
+    )
+
+    @strawberry.field(
+        description="The workflow run whose node this job ran (one batched read for a page of "
+        "jobs); null for a direct execution or a run the caller may no longer see."
+    )
+    async def run(
+        self, info: Info
+    ) -> Annotated[WorkflowRunType, strawberry.lazy("calcgraph.schema.workflows")] | None:
+        if self.workflow_run_id is None:
+            return None
+        # The higher module's type, as strawberry.lazy resolves it (no import circle).
+        run_type = _RUN_TYPE.resolve_type()
+        return cast("WorkflowRunType | None", await run_type.visible(info, self.workflow_run_id))
 
     @strawberry.field(description="The package of the job's function.")
     async def package(self, info: Info) -> PackageType:

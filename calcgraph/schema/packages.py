@@ -11,6 +11,7 @@ from typing import cast
 import strawberry
 from strawberry.scalars import JSON
 
+from calcgraph.domain.builds.service import BuildOutcome
 from calcgraph.domain.errors import PermissionDenied
 from calcgraph.domain.functions.views import (
     FunctionVersionEntry,
@@ -200,6 +201,27 @@ class FunctionDeploymentType:
     @classmethod
     def from_view(cls, f: FunctionDeployment) -> FunctionDeploymentType:
         return from_attributes(cls, f, id=f.function_id, breaking_reasons=list(f.breaking_reasons))
+
+
+@strawberry.type(
+    name="FunctionBuild", description="A function built from submitted code (`POST /functions`)."
+)
+class FunctionBuildType:
+    build_id: str = strawberry.field(description="The build's record.")
+    function_id: str = strawberry.field(description="The function (and its package's) id.")
+    status: str = strawberry.field(description="The build's status.")
+    docker_image: str | None = strawberry.field(description="The image built, if any.")
+    image_size_bytes: int | None = strawberry.field(description="Its size.")
+    build_seconds: float = strawberry.field(description="How long the build took.")
+    vulnerabilities: JSON = strawberry.field(description="The scan's findings by severity.")
+    function_version_id: str | None = strawberry.field(description="The version it made.")
+    version: str | None = strawberry.field(description="That version's number.")
+    version_status: str | None = strawberry.field(description="That version's status.")
+    package_version: str | None = strawberry.field(description="The package version.")
+
+    @classmethod
+    def from_outcome(cls, outcome: BuildOutcome) -> FunctionBuildType:
+        return from_attributes(cls, outcome)
 
 
 @strawberry.type(name="DeploymentReport", description="What a deployment did (Versioning 8).")

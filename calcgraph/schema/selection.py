@@ -15,8 +15,9 @@ from calcgraph.domain.jobs.views import JOB_FIELDS
 from calcgraph.schema.context import Info
 from calcgraph.schema.jobs import JobType
 
-JOB_KEYS = ("id", "function_id", "package_id")
-"""Read whatever the query selects: the job's own resolvers (`package`, `function`) need them."""
+JOB_KEYS = ("id", "function_id", "package_id", "workflow_run_id")
+"""Read whatever the query selects: the job's own resolvers (`package`, `function`, `run`)
+need them."""
 
 
 def _fields(selections: Sequence[Selection]) -> Iterator[SelectedField]:
@@ -71,7 +72,7 @@ def job_fields(info: Info, relation: str = "job") -> tuple[str, ...]:
     return tuple(name for name in JOB_FIELDS if name in wanted)
 
 
-_UNREAD = dict.fromkeys(name for name in JOB_FIELDS if name != "workflow_run_id")
+_UNREAD = dict.fromkeys(JOB_FIELDS)
 
 
 def job_of_fields(row: dict[str, Any]) -> JobType:

@@ -27,9 +27,9 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.runs.service import run_service
-from calcgraph.domain.runs.views import NodeRow
+from calcgraph.domain.runs.views import NodeRow, RunView
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.domain.workflows.views import WorkflowVersionView
+from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
 from calcgraph.schema.loading import none, session_loader
 
 V = TypeVar("V")
@@ -55,6 +55,18 @@ class NodeStatesByRunIdLoader(DataLoader[tuple[str, Fields], list[NodeRow]]):
 
 class PlanByRunIdLoader(DataLoader[str, dict[str, Any] | None]):
     """The frozen plan of a run the caller read (large: read only when a field needs it)."""
+
+
+class RunByIdLoader(DataLoader[str, RunView | None]):
+    """A run summary by id (a job's run); None when the caller may not see it."""
+
+
+class LastRunByWorkflowIdLoader(DataLoader[str, RunView | None]):
+    """The caller's latest run of a workflow (admins: anyone's), as a summary."""
+
+
+class WorkflowByIdLoader(DataLoader[str, WorkflowView | None]):
+    """A workflow by id (a run's); None when the caller may not see it."""
 
 
 class JobByIdLoader(DataLoader[tuple[str, Fields], JobRow | None]):
@@ -100,6 +112,9 @@ class WorkflowLoaders:
     plan_by_run_id: PlanByRunIdLoader
     job_by_id: JobByIdLoader
     jobs_of_run: JobsOfRunLoader
+    run_by_id: RunByIdLoader
+    last_run_by_workflow_id: LastRunByWorkflowIdLoader
+    workflow_by_id: WorkflowByIdLoader
 
     @classmethod
     def build(cls, database: Database, principal: Principal) -> WorkflowLoaders:
@@ -129,14 +144,27 @@ class WorkflowLoaders:
             s: AsyncSession, ids: list[str], fields: Fields
         ) -> dict[str, dict[str, JobRow]]:
             grouped: dict[str, dict[str, JobRow]] = {run_id: {} for run_id in ids}
-            found = await job_read_service.visible_fields(
-                s, principal, (*fields, "workflow_run_id"), run_ids=ids
-            )
+            wanted = fields if "workflow_run_id" in fields else (*fields, "workflow_run_id")
+            found = await job_read_service.visible_fields(s, principal, wanted, run_ids=ids)
             for job_id, row in found.items():
-                grouped[row.pop("workflow_run_id")][job_id] = row
+                grouped[row["workflow_run_id"]][job_id] = row
             return grouped
 
+        async def runs(s: AsyncSession, ids: list[str]) -> dict[str, RunView | None]:
+            return dict(await run_service.visible_summaries(s, principal, ids))
+
+        async def last_runs(s: AsyncSession, ids: list[str]) -> dict[str, RunView | None]:
+            return dict(await run_service.last_runs(s, principal, ids))
+
+        async def workflows(s: AsyncSession, ids: list[str]) -> dict[str, WorkflowView | None]:
+            return dict(await workflow_service.visible_by_id(s, principal, ids))
+
         return cls(
+            run_by_id=session_loader(RunByIdLoader, database, runs, none),
+            last_run_by_workflow_id=session_loader(
+                LastRunByWorkflowIdLoader, database, last_runs, none
+            ),
+            workflow_by_id=session_loader(WorkflowByIdLoader, database, workflows, none),
             workflow_version_by_id=session_loader(
                 WorkflowVersionByIdLoader, database, versions, none
             ),

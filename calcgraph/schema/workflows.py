@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -75,6 +75,17 @@ class WorkflowType:
                 str(self.id)
             )
         return WorkflowVersionType.from_view(found) if found is not None else None
+
+    @strawberry.field(
+        description="The caller's latest run of this workflow (admins: anyone's), without its "
+        "terminal outputs (`workflowRun(id)` reads them); one batched read for a page of "
+        "workflows. Null when there is none."
+    )
+    async def last_run(
+        self, info: Info
+    ) -> Annotated[WorkflowRunType, strawberry.lazy("calcgraph.schema.workflows")] | None:
+        found = await workflow_loaders_of(info).last_run_by_workflow_id.load(str(self.id))
+        return WorkflowRunType.from_view(found, plan=False) if found is not None else None
 
     @classmethod
     def from_view(cls, w: WorkflowView, latest: WorkflowVersionView | None = None) -> WorkflowType:
@@ -325,12 +336,26 @@ class WorkflowRunType:
         (node,) = await self._nodes(info, [(key, state)], whole=False)
         return node
 
+    @strawberry.field(
+        description="The workflow run; null when the caller may no longer see it (its "
+        "visibility changed)."
+    )
+    async def workflow(self, info: Info) -> WorkflowType | None:
+        found = await workflow_loaders_of(info).workflow_by_id.load(self.workflow_id)
+        return WorkflowType.from_view(found) if found is not None else None
+
     @strawberry.field(description="The workflow version frozen for the run.")
     async def workflow_version(self, info: Info) -> WorkflowVersionType | None:
         found = await workflow_loaders_of(info).workflow_version_by_id.load(
             self.workflow_version_id
         )
         return WorkflowVersionType.from_view(found) if found is not None else None
+
+    @classmethod
+    async def visible(cls, info: Info, run_id: str) -> WorkflowRunType | None:
+        """A run summary by id (one batched read per request), or None when hidden."""
+        found = await workflow_loaders_of(info).run_by_id.load(run_id)
+        return cls.from_view(found, plan=False) if found is not None else None
 
     @classmethod
     def from_view(cls, run: RunView, *, plan: bool = True) -> WorkflowRunType:

@@ -278,12 +278,48 @@ def test_jobs_page_past_100_and_lists_filter_and_link(
     _no_axe_violations(page)
     page.get_by_role("button", name="Previous page").click()
     expect(page.get_by_text("Page 1")).to_be_visible()
-    # The filters narrow the page shown (the jobs API has no filters): the wide run's jobs.
-    page.get_by_label("Status").select_option("failed")
-    expect(page.get_by_text("No job on this page matches the filter")).to_be_visible()
-    page.get_by_label("Status").select_option("")
-    page.get_by_label("Function or job id").fill("wd-tools/step")
+    # A job of a run links its run, opened on the job's node.
+    link = rows.first.get_by_role("link", name=re.compile(r"^wd-\S+ · "))
+    node = link.inner_text().rsplit(" · ", 1)[1]
+    link.click()
+    expect(page).to_have_url(re.compile(rf"/runs/[0-9a-f-]+\?node={re.escape(node)}$"))
+    page.go_back()
+    # Back to the list: the cached page shows at once (and is revalidated).
     expect(rows).to_have_count(100)
+
+    # The filters are the server's: every failed job of alice's (the failing run's), whatever
+    # page it was on, and a function search across all pages.
+    page.get_by_label("Status").select_option("failed")
+    expect(page).to_have_url(re.compile(r"status=failed"))
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("wd-tools/boom")
+    page.get_by_label("Status").select_option("")
+    page.get_by_label("Function").fill("wd-tools/boom")
+    expect(page).to_have_url(re.compile(r"function=wd-tools%2Fboom"))
+    expect(rows).to_have_count(1)
+    page.get_by_label("Function").fill("")
+    expect(rows).to_have_count(100)
+    page.get_by_label("Created before").fill("2000-01-01")
+    expect(page.get_by_text("No job matches these filters")).to_be_visible()
+    page.get_by_label("Created before").fill("")
+    page.get_by_label("Created on or after").fill("2000-01-01")
+    expect(rows).to_have_count(100)
+    _no_axe_violations(page)
+    # bob sees none of alice's jobs, filtered or not.
+    bob = new_page()
+    sign_in(bob, platform.base_url, "bob", path="/ui/jobs?function=wd-tools")
+    expect(bob.get_by_text("No job matches these filters")).to_be_visible()
+
+    # The job page names its run, node and workflow.
+    page.goto(platform.base_url + "/ui/jobs?status=failed")
+    rows.first.locator("td:first-child a").click()
+    expect(page.get_by_role("link", name="Fails")).to_have_attribute(
+        "href", "/ui/workflows/wd-fails"
+    )
+    expect(page.get_by_role("link", name="second", exact=True)).to_have_attribute(
+        "href", f"/ui/runs/{runs.failed}?node=second"
+    )
+    _no_axe_violations(page)
 
     # Runs: filtered by workflow on the server, linked to the workflow and the failed node.
     page.goto(platform.base_url + "/ui/runs")
@@ -295,7 +331,107 @@ def test_jobs_page_past_100_and_lists_filter_and_link(
     expect(page).to_have_url(re.compile(rf"/runs/{runs.failed}\?node=second$"))
     page.goto(platform.base_url + "/ui/runs?status=cancelled")
     expect(page.get_by_text("No run matches these filters")).to_be_visible()
+    # A start date range, on the server.
+    page.goto(platform.base_url + "/ui/runs?after=2000-01-01")
+    expect(runs_rows.first).to_be_visible()
+    page.get_by_label("Started before").fill("2000-01-02")
+    expect(page.get_by_text("No run matches these filters")).to_be_visible()
     _no_axe_violations(page)
+
+
+def test_workflows_show_their_last_run_and_search_on_the_server(
+    platform: InProcessPlatform, runs: Runs, new_page: Any
+) -> None:
+    page = new_page()
+    sign_in(page, platform.base_url, "alice", path="/ui/workflows")
+    failed = page.get_by_role("link", name=re.compile(r"^Last run of wd-fails: failed"))
+    expect(failed).to_have_attribute("href", f"/ui/runs/{runs.failed}")
+    expect(
+        page.get_by_role("link", name=re.compile(r"^Last run of wd-wide: completed"))
+    ).to_be_visible()
+    expect(page.get_by_role("row").filter(has_text="wd-chain")).to_contain_text("never run")
+    page.get_by_label("Search").fill("WD-F")
+    expect(page).to_have_url(re.compile(r"q=WD-F"))
+    expect(page.get_by_role("table").locator("tbody tr")).to_have_count(1)
+    _no_axe_violations(page)
+    page.get_by_label("Search").fill("no-such-workflow")
+    expect(page.get_by_text('No workflow matches "no-such-workflow"')).to_be_visible()
+    # bob never sees alice's private workflows nor her runs.
+    bob = new_page()
+    sign_in(bob, platform.base_url, "bob", path="/ui/workflows?q=wd")
+    expect(bob.get_by_text('No workflow matches "wd"')).to_be_visible()
+
+
+PUBLISHED = "wd-published"
+PUBLISHED_SOURCE = "def triple(x):\n    return {'y': x * 3}\n"
+
+
+def test_publish_a_package_from_files_then_run_its_function(
+    platform: InProcessPlatform, runs: Runs, new_page: Any, tmp_path: Any
+) -> None:
+    manifest = tmp_path / "calcgraph.yaml"
+    manifest.write_text(
+        f"kind: package\nversion: 1\npackage: {{name: {PUBLISHED}, version: 1.0.0}}\n"
+        "functions:\n  triple:\n    handler: calc:triple\n"
+        "    inputs: {x: {type: Float, required: true}}\n    outputs: {y: {type: Float}}\n"
+    )
+    module = tmp_path / "calc.py"
+    module.write_text(PUBLISHED_SOURCE)
+    page = new_page()
+    sign_in(page, platform.base_url, "alice", path="/ui/packages")
+    page.get_by_role("link", name="Publish a package or function").click()
+    expect(page).to_have_title("Publish a package · calcgraph")
+    _no_axe_violations(page)
+    page.get_by_label("Or pick calcgraph.yaml and its modules").set_input_files(
+        [str(manifest), str(module)]
+    )
+    sent = page.get_by_role("table", name="What will be sent")
+    expect(sent).to_contain_text("calc.py")
+    page.get_by_role("button", name="Publish package").click()
+    report = page.get_by_role("status")
+    expect(report).to_contain_text(f"Published {PUBLISHED} 1.0.0")
+    _no_axe_violations(page)
+    report.get_by_role("link", name="triple").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("triple")
+    page.get_by_label(re.compile(r"^x ")).fill("14")
+    page.get_by_role("button", name="Run function").click()
+    expect(page.get_by_text("42", exact=True)).to_be_visible(timeout=60_000)
+    # The packages list finds it by a part of its name, on the server.
+    page.goto(platform.base_url + "/ui/packages?q=PUBLISHED")
+    expect(page.get_by_role("table").locator("tbody tr")).to_have_count(1)
+
+    # A manifest the server refuses: its message, not a client-side copy of its rules.
+    manifest.write_text("kind: package\nversion: 1\npackage: {name: wd-bad}\nfunctions: {}\n")
+    page.goto(platform.base_url + "/ui/publish")
+    page.get_by_label("Or pick calcgraph.yaml and its modules").set_input_files([str(manifest)])
+    page.get_by_role("button", name="Publish package").click()
+    expect(page.get_by_role("alert")).to_contain_text("ValidationError")
+
+
+def test_a_single_function_refused_shows_the_servers_rule_and_line(
+    platform: InProcessPlatform, runs: Runs, new_page: Any
+) -> None:
+    page = new_page()
+    sign_in(page, platform.base_url, "alice", path="/ui/functions")
+    page.get_by_role("link", name="Publish a function").click()
+    expect(page).to_have_title("Publish a function · calcgraph")
+    _no_axe_violations(page)
+    page.get_by_label("Name").fill("wd-risky")
+    page.get_by_label("Code (main.py)").fill(
+        "import os\n\ndef main(length, force):\n    return {}\n"
+    )
+    page.get_by_role("button", name="Build and publish").click()
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("ValidationError")
+    expect(alert).to_contain_text("line 1")
+    expect(page.get_by_text("Refused at line 1.")).to_be_visible()
+    _no_axe_violations(page)
+    # The same page builds what the server accepts.
+    page.get_by_label("Code (main.py)").fill(
+        "def main(length, force):\n    return {'moment': force * length}\n"
+    )
+    page.get_by_role("button", name="Build and publish").click()
+    expect(page.get_by_role("status")).to_contain_text("Built wd-risky 1.0.0")
 
 
 def test_organizations_members_roles_and_a_new_workflow(
@@ -349,6 +485,8 @@ PAGES = [
     ("/ui/jobs", "Jobs"),
     ("/ui/organizations", "Organizations"),
     ("/ui/workflows/new", "New workflow"),
+    ("/ui/publish", "Publish a package"),
+    ("/ui/publish/function", "Publish a function"),
     (f"/ui/workflows/{DEMO_SLUG}/run", "Start a run of Cantilever check"),
     (f"/ui/workflows/{DEMO_SLUG}", "Cantilever check — editor"),
 ]

@@ -15,6 +15,7 @@ import { RunsPage } from "./pages/Runs";
 import { JobPage, JobsPage } from "./pages/Jobs";
 import { NewWorkflowPage } from "./pages/NewWorkflow";
 import { OrganizationPage, OrganizationsPage } from "./pages/Organizations";
+import { PublishFunctionPage, PublishPackagePage } from "./pages/Publish";
 
 function RequireSession({ children }: { children: ReactNode }) {
   const location = useLocation();
@@ -97,6 +98,8 @@ export function App() {
           <Route path="/organizations/:slug" element={guarded(<OrganizationPage />)} />
           <Route path="/workflows/:slug" element={guarded(<EditorPage />)} />
           <Route path="/workflows/:slug/run" element={guarded(<StartRunPage />)} />
+          <Route path="/publish" element={guarded(<PublishPackagePage />)} />
+          <Route path="/publish/function" element={guarded(<PublishFunctionPage />)} />
           <Route path="/runs" element={guarded(<RunsPage />)} />
           <Route path="/runs/:id" element={guarded(<RunPage />)} />
           <Route path="/jobs" element={guarded(<JobsPage />)} />

@@ -18,8 +18,8 @@ export const CheckConnectionQuery = graphql(`
 `);
 
 export const PackagesQuery = graphql(`
-  query Packages($cursor: String) {
-    packages(limit: 100, cursor: $cursor) {
+  query Packages($cursor: String, $search: String) {
+    packages(limit: 100, cursor: $cursor, search: $search) {
       items { id name visibility owner organizationSlug description currentVersion updatedAt }
       nextCursor
     }
@@ -49,8 +49,8 @@ export const PackageVersionQuery = graphql(`
 `);
 
 export const FunctionsQuery = graphql(`
-  query Functions($cursor: String) {
-    functions(limit: 100, cursor: $cursor) {
+  query Functions($cursor: String, $search: String) {
+    functions(limit: 100, cursor: $cursor, search: $search) {
       items { id name currentVersion package { id name } }
       nextCursor
     }
@@ -82,9 +82,21 @@ export const ExecuteMutation = graphql(`
 `);
 
 export const WorkflowsQuery = graphql(`
-  query Workflows($cursor: String) {
-    workflows(limit: 100, cursor: $cursor) {
+  query Workflows($cursor: String, $search: String) {
+    workflows(limit: 100, cursor: $cursor, search: $search) {
       items { id slug name visibility owner latestVersion updatedAt }
+      nextCursor
+    }
+  }
+`);
+
+export const WorkflowsWithLastRunQuery = graphql(`
+  query WorkflowsWithLastRun($cursor: String, $search: String) {
+    workflows(limit: 100, cursor: $cursor, search: $search) {
+      items {
+        id slug name visibility owner latestVersion updatedAt
+        lastRun { id status startedAt firstFailedNodeKey }
+      }
       nextCursor
     }
   }
@@ -122,6 +134,7 @@ export const RunFields = graphql(`
     id status startedAt completedAt inputs terminalOutputs errorMessage firstFailedNodeKey
     planSnapshot revision workflowId rerunOf
     workflowVersion { version workflowId }
+    workflow { slug }
     nodeStates {
       nodeKey status jobId outputs error attempt retryAt attempts reused startedAt finishedAt functionVersionId
       attemptJobs { id createdAt finishedAt }
@@ -152,18 +165,18 @@ export const RunUpdatesSubscription = graphql(`
 `);
 
 export const RunsQuery = graphql(`
-  query Runs($status: [String!], $workflow: String, $cursor: String) {
-    workflowRuns(status: $status, workflow: $workflow, limit: 100, cursor: $cursor) {
-      items { id status startedAt completedAt workflowId firstFailedNodeKey workflowVersion { version } }
+  query Runs($status: [String!], $workflow: String, $cursor: String, $startedAfter: String, $startedBefore: String) {
+    workflowRuns(status: $status, workflow: $workflow, limit: 100, cursor: $cursor, startedAfter: $startedAfter, startedBefore: $startedBefore) {
+      items { id status startedAt completedAt workflowId firstFailedNodeKey workflowVersion { version } workflow { slug } }
       nextCursor
     }
   }
 `);
 
 export const JobsQuery = graphql(`
-  query Jobs($cursor: String) {
-    jobs(limit: 100, cursor: $cursor) {
-      items { id status cacheHit createdAt finishedAt function { id name } package { name } }
+  query Jobs($cursor: String, $function: String, $status: [String!], $createdAfter: String, $createdBefore: String) {
+    jobs(limit: 100, cursor: $cursor, function: $function, status: $status, createdAfter: $createdAfter, createdBefore: $createdBefore) {
+      items { id status cacheHit createdAt finishedAt nodeKey function { id name } package { name } run { id workflow { slug } } }
       nextCursor
     }
   }
@@ -174,6 +187,7 @@ export const JobQuery = graphql(`
     job(id: $id) {
       id status inputs outputs error logs cacheHit createdAt startedAt finishedAt
       functionVersionId function { id name } package { id name }
+      nodeKey run { id status workflowVersion { version } workflow { slug name } }
     }
   }
 `);
@@ -227,6 +241,15 @@ export const PackageDeploymentQuery = graphql(`
   }
 `);
 
+export const PublishPackageMutation = graphql(`
+  mutation PublishPackage($manifest: JSON!, $files: JSON!, $visibility: Visibility, $organization: String) {
+    publishPackage(manifest: $manifest, files: $files, visibility: $visibility, organization: $organization) {
+      packageId package packageVersion isLatest warnings
+      functions { id name version status }
+    }
+  }
+`);
+
 export const PromotePackageVersionMutation = graphql(`
   mutation PromotePackageVersion($package: String!, $version: String!) {
     promotePackageVersion(package: $package, version: $version) { state current }
@@ -236,5 +259,13 @@ export const PromotePackageVersionMutation = graphql(`
 export const RollbackPackageMutation = graphql(`
   mutation RollbackPackage($package: String!) {
     rollbackPackage(package: $package) { state current }
+  }
+`);
+
+export const SubmitFunctionMutation = graphql(`
+  mutation SubmitFunction($name: String!, $code: String!, $requirements: [String!], $inputs: JSON, $outputs: JSON, $visibility: Visibility) {
+    submitFunction(name: $name, code: $code, requirements: $requirements, inputs: $inputs, outputs: $outputs, visibility: $visibility) {
+      buildId functionId status version versionStatus vulnerabilities functionVersionId
+    }
   }
 `);

@@ -15,7 +15,7 @@ from calcgraph.domain.functions.views import (
     FunctionView,
 )
 from calcgraph.domain.listing.paging import Page, PageRequest
-from calcgraph.domain.listing.repository import ViewRepository
+from calcgraph.domain.listing.repository import ViewRepository, name_contains
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
 from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.read_models import from_attributes
@@ -37,8 +37,12 @@ class FunctionRepository(ViewRepository[Function, FunctionView]):
         principal: Principal,
         page: PageRequest,
         package_id: str | None = None,
+        search: str | None = None,
     ) -> Page[FunctionView]:
-        where = visible_clause(principal)
+        """`search`: in `package/name`."""
+        where = and_(
+            visible_clause(principal), name_contains(Package.name + "/" + Function.name, search)
+        )
         if package_id is not None:
             where = and_(where, Function.package_id == package_id)
         return await self._views_page(where, Function.created_at, Function.id, page)

@@ -23,6 +23,7 @@ from calcgraph.domain.functions.views import (
     FunctionView,
     ResolvedFunction,
 )
+from calcgraph.domain.listing.filters import parse_search
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.packages.addressing import parse_function_ref, select_version, split_selector
 from calcgraph.domain.packages.repository import PackageVersionRepository
@@ -34,9 +35,17 @@ from calcgraph.domain.read_models import from_attributes, grouped_by
 
 class FunctionReadService:
     async def list_functions(
-        self, session: AsyncSession, principal: Principal, page: PageRequest
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        page: PageRequest,
+        *,
+        search: str | None = None,
     ) -> Page[FunctionView]:
-        return await FunctionRepository.from_session(session).list_visible(principal, page)
+        """`search`: a case-insensitive part of `package/name`."""
+        return await FunctionRepository.from_session(session).list_visible(
+            principal, page, search=parse_search(search, "search")
+        )
 
     async def get_function(
         self, session: AsyncSession, principal: Principal, function_id: str

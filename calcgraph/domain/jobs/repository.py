@@ -27,10 +27,12 @@ from calcgraph.db.base import JSONType, RepositoryBase
 from calcgraph.db.dialect import by_keys, insert_from_arrays, stored_bytes
 from calcgraph.domain import answers
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.functions.models import Function
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.views import JOB_FIELDS, JobView
+from calcgraph.domain.listing.filters import EVERY_JOB, JobFilter
 from calcgraph.domain.listing.paging import Page, PageRequest, creation_key, encode_cursor
-from calcgraph.domain.listing.repository import keyset_clause
+from calcgraph.domain.listing.repository import in_range, keyset_clause, name_contains
 from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.read_models import from_attributes
@@ -63,10 +65,13 @@ def _columns(fields: Sequence[str]) -> list[Any]:
 class JobRepository(RepositoryBase[Job]):
     model = Job
 
-    async def list_of_caller(self, principal: Principal, page: PageRequest) -> Page[JobView]:
+    async def list_of_caller(
+        self, principal: Principal, page: PageRequest, where: JobFilter = EVERY_JOB
+    ) -> Page[JobView]:
         """The caller's own jobs whose package the caller can still see, newest first, within
         one answer's bound (contract 8b): first the page's ids and value sizes, computed by the
-        database; then the values of the rows that fit, outputs over 64 KiB left out."""
+        database; then the values of the rows that fit, outputs over 64 KiB left out. `where`
+        narrows them (function `package/name` search, statuses, creation time)."""
         dialect = self.session.get_bind().dialect.name
         inputs, outputs = stored_bytes(dialect, Job.inputs), stored_bytes(dialect, Job.outputs)
         other = stored_bytes(dialect, Job.logs) + stored_bytes(dialect, Job.error)
@@ -75,6 +80,13 @@ class JobRepository(RepositoryBase[Job]):
             .join(Package, Package.id == Job.package_id)
             .where(Job.user_id == principal.user_id, visible_clause(principal))
         )
+        if where.function is not None:
+            query = query.join(Function, Function.id == Job.function_id).where(
+                name_contains(Package.name + "/" + Function.name, where.function)
+            )
+        if where.statuses:
+            query = query.where(Job.status.in_(where.statuses))
+        query = query.where(in_range(Job.created_at, where.created))
         query = query.where(keyset_clause(Job.created_at, Job.id, page.after, newest_first=True))
         sized = (
             await self.session.execute(

@@ -11,16 +11,34 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import NotFound
 from calcgraph.domain.jobs.repository import JobRepository
-from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.jobs.views import JOB_STATUSES, JobView
+from calcgraph.domain.listing.filters import JobFilter
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.packages.repository import PackageRepository
 
 
 class JobReadService:
     async def list_jobs(
-        self, session: AsyncSession, principal: Principal, page: PageRequest
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        page: PageRequest,
+        *,
+        function: str | None = None,
+        status: Sequence[str] | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
     ) -> Page[JobView]:
-        return await JobRepository.from_session(session).list_of_caller(principal, page)
+        """The caller's jobs, narrowed by a `package/function` search, statuses and a creation
+        time range (`domain.listing.filters`)."""
+        where = JobFilter.parse(
+            JOB_STATUSES,
+            function=function,
+            status=status,
+            created_after=created_after,
+            created_before=created_before,
+        )
+        return await JobRepository.from_session(session).list_of_caller(principal, page, where)
 
     async def get_job(self, session: AsyncSession, principal: Principal, job_id: str) -> JobView:
         job = await JobRepository.from_session(session).get_view(job_id)

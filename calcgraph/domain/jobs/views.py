@@ -8,6 +8,9 @@ from typing import Any
 
 from calcgraph.domain.functions.deprecation import Deprecation
 
+JOB_STATUSES = ("queued", "running", "success", "failed")
+"""A job's statuses (a cancelled job ends `failed`, error kind `cancelled`)."""
+
 JOB_FIELDS = (
     "id",
     "status",
@@ -23,9 +26,10 @@ JOB_FIELDS = (
     "started_at",
     "finished_at",
     "workflow_run_id",
+    "node_key",
 )
 """The fields a read of chosen fields may ask for (the repository's `visible_fields_*`): a job
-as the contract shows it, with its run."""
+as the contract shows it, with its run and node."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""All SQL of listings: the keyset condition of every listing (the one place a cursor becomes a
+"""All SQL of listings: the search and filters of `listing.filters`, the keyset condition of
+every listing (the one place a cursor becomes a
 WHERE) and the statement of one page; and the reads every repository of views shares: one view,
 a list of views, a page of views.
 
@@ -12,9 +13,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar, TypeVarTuple
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select, true
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select, true
 
 from calcgraph.db.base import M, RepositoryBase
+from calcgraph.domain.listing.filters import TimeRange
 from calcgraph.domain.listing.paging import (
     Created,
     Page,
@@ -84,3 +86,21 @@ class ViewRepository(RepositoryBase[M], Generic[M, V]):
         query = keyset_page(self._views().where(where), sort, id_, page)
         rows = await self.session.execute(query)
         return make_page([self._view(row) for row in rows], page.limit, creation_key)
+
+
+# The listings' search and filters (`listing.filters`), as SQL.
+def name_contains(column: Any, text: str | None) -> ColumnElement[bool]:
+    """A case-insensitive substring match (`%` and `_` literal); everything when None."""
+    if text is None:
+        return true()
+    return func.lower(column).contains(text.lower(), autoescape=True)
+
+
+def in_range(column: Any, span: TimeRange) -> ColumnElement[bool]:
+    """`column` within [after, before)."""
+    clause: ColumnElement[bool] = true()
+    if span.after is not None:
+        clause = clause & (column >= span.after)
+    if span.before is not None:
+        clause = clause & (column < span.before)
+    return clause

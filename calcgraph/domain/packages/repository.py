@@ -15,7 +15,7 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.listing.paging import Page, PageRequest
-from calcgraph.domain.listing.repository import ViewRepository
+from calcgraph.domain.listing.repository import ViewRepository, name_contains
 from calcgraph.domain.packages.dependency_rules import Hosted, Pin
 from calcgraph.domain.packages.models import (
     CodeBlob,
@@ -59,9 +59,15 @@ class PackageRepository(ViewRepository[Package, PackageView]):
             PackageView, package, owner=owner, organization=org_slug, current_version=version
         )
 
-    async def list_visible(self, principal: Principal, page: PageRequest) -> Page[PackageView]:
+    async def list_visible(
+        self, principal: Principal, page: PageRequest, search: str | None = None
+    ) -> Page[PackageView]:
+        """`search`: in the name."""
         return await self._views_page(
-            visible_clause(principal), Package.created_at, Package.id, page
+            and_(visible_clause(principal), name_contains(Package.name, search)),
+            Package.created_at,
+            Package.id,
+            page,
         )
 
     async def get_view(self, package_id: str) -> PackageView | None:

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
+from calcgraph.domain.listing.filters import parse_search
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.packages.repository import PackageRepository
 from calcgraph.domain.packages.views import PackageView
@@ -15,9 +16,17 @@ from calcgraph.domain.packages.views import PackageView
 
 class PackageReadService:
     async def list_packages(
-        self, session: AsyncSession, principal: Principal, page: PageRequest
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        page: PageRequest,
+        *,
+        search: str | None = None,
     ) -> Page[PackageView]:
-        return await PackageRepository.from_session(session).list_visible(principal, page)
+        """`search`: a case-insensitive part of the name."""
+        return await PackageRepository.from_session(session).list_visible(
+            principal, page, parse_search(search, "search")
+        )
 
     async def get_package(
         self, session: AsyncSession, principal: Principal, package_id: str

@@ -45,6 +45,7 @@ from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
 from calcgraph.domain.jobs.inputs import refuse_mismatches
+from calcgraph.domain.listing.filters import TimeRange
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
@@ -278,7 +279,12 @@ class RunService:
         page: PageRequest,
         statuses: Sequence[str] = (),
         workflow_slug: str | None = None,
+        *,
+        started_after: str | None = None,
+        started_before: str | None = None,
     ) -> Page[RunView]:
+        """The caller's runs, narrowed by statuses, a workflow and a start time range."""
+        started = TimeRange.parse(started_after, started_before, "started")
         unknown = [s for s in statuses if s not in RUN_STATUSES]
         if unknown:
             raise ValidationError(
@@ -289,7 +295,7 @@ class RunService:
         if workflow_slug is not None:
             workflow_id = (await workflow_service.visible(session, principal, workflow_slug)).id
         return await RunListRepository.from_session(session).list_visible(
-            principal, page.limit, page.after, statuses, workflow_id
+            principal, page.limit, page.after, statuses, workflow_id, started
         )
 
     async def tick(
@@ -566,6 +572,22 @@ class RunService:
         """Node states of runs the caller already read (GraphQL loaders); without `values`,
         their outputs and errors are left out (None)."""
         return await RunRepository.from_session(session).node_rows(run_ids, values=values)
+
+    async def visible_summaries(
+        self, session: AsyncSession, principal: Principal, run_ids: Sequence[str]
+    ) -> dict[str, RunView]:
+        """The runs among `run_ids` the caller may see, by id, without node states, plan and
+        terminal outputs (GraphQL loaders: a job's run)."""
+        rows = await RunListRepository.from_session(session).visible_summaries(principal, run_ids)
+        return {row.id: row for row in rows}
+
+    async def last_runs(
+        self, session: AsyncSession, principal: Principal, workflow_ids: Sequence[str]
+    ) -> dict[str, RunView]:
+        """The caller's latest run (admins: anyone's) of each workflow among `workflow_ids`
+        the caller already read, by workflow id, as summaries (GraphQL loaders)."""
+        rows = await RunListRepository.from_session(session).last_runs(principal, workflow_ids)
+        return {row.workflow_id: row for row in rows}
 
     async def plan_snapshots(
         self, session: AsyncSession, run_ids: Sequence[str]

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select
 
 from calcgraph.db.dialect import locked
 from calcgraph.domain.access.models import Organization, User
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import visible_clause_on
 from calcgraph.domain.listing.paging import Page, PageRequest
-from calcgraph.domain.listing.repository import ViewRepository
+from calcgraph.domain.listing.repository import ViewRepository, name_contains
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
@@ -58,9 +58,18 @@ class WorkflowRepository(ViewRepository[Workflow, WorkflowView]):
     async def view_by_id(self, workflow_id: str) -> WorkflowView | None:
         return await self._first_view(Workflow.id == workflow_id)
 
-    async def list_visible(self, principal: Principal, page: PageRequest) -> Page[WorkflowView]:
-        where = visible_workflow_clause(principal)
+    async def list_visible(
+        self, principal: Principal, page: PageRequest, search: str | None = None
+    ) -> Page[WorkflowView]:
+        """`search`: in the slug or the name."""
+        where = and_(
+            visible_workflow_clause(principal),
+            or_(name_contains(Workflow.slug, search), name_contains(Workflow.name, search)),
+        )
         return await self._views_page(where, Workflow.created_at, Workflow.id, page)
+
+    async def visible_views(self, principal: Principal, ids: Sequence[str]) -> list[WorkflowView]:
+        return await self._views_in(Workflow.id, ids, visible_workflow_clause(principal))
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
         return await self._ids_in(Workflow.id, ids, visible_workflow_clause(principal))

@@ -17,7 +17,7 @@ Decisions where the specification and contract are silent:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from calcgraph.domain.errors import (
 from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import FunctionVersionView
+from calcgraph.domain.listing.filters import parse_search
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas, check_nodes
 from calcgraph.domain.types.expr import TypeExprError
@@ -254,9 +255,24 @@ class WorkflowService:
         return await access_service.visible(session, principal, view, "workflow", slug)
 
     async def list_workflows(
-        self, session: AsyncSession, principal: Principal, page: PageRequest
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        page: PageRequest,
+        *,
+        search: str | None = None,
     ) -> Page[WorkflowView]:
-        return await WorkflowRepository.from_session(session).list_visible(principal, page)
+        """`search`: a case-insensitive part of the slug or the name."""
+        return await WorkflowRepository.from_session(session).list_visible(
+            principal, page, parse_search(search, "search")
+        )
+
+    async def visible_by_id(
+        self, session: AsyncSession, principal: Principal, ids: Sequence[str]
+    ) -> dict[str, WorkflowView]:
+        """The workflows among `ids` the caller may see, by id (GraphQL loaders: a run's)."""
+        rows = await WorkflowRepository.from_session(session).visible_views(principal, ids)
+        return {row.id: row for row in rows}
 
     async def versions_by_id(
         self, session: AsyncSession, ids: list[str]

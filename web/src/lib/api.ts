@@ -26,6 +26,19 @@ export async function publicRequest<TResult>(
   return send(document, {}, null);
 }
 
+const mutationListeners = new Set<() => void>();
+
+/** `listener` runs after every mutation the server accepted (the query cache marks its answers
+ * stale: lib/hooks). Returns the function that removes it. */
+export function onMutation(listener: () => void): () => void {
+  mutationListeners.add(listener);
+  return () => mutationListeners.delete(listener);
+}
+
+function isMutation(text: string): boolean {
+  return /^\s*mutation\b/.test(text.replace(/^\s*(#[^\n]*\n\s*)*/, ""));
+}
+
 export async function request<TResult, TVariables>(
   document: TypedDocumentString<TResult, TVariables>,
   ...[variables]: TVariables extends Record<string, never> ? [] : [TVariables]
@@ -35,7 +48,9 @@ export async function request<TResult, TVariables>(
     sessionExpired();
     throw new ApiError("your session has ended: signing in again", "Unauthenticated");
   }
-  return send(document, variables ?? {}, currentSession()?.accessToken ?? null);
+  const answer = await send(document, variables ?? {}, currentSession()?.accessToken ?? null);
+  if (isMutation(document.toString())) for (const listener of mutationListeners) listener();
+  return answer;
 }
 
 async function send<TResult, TVariables>(

@@ -23,7 +23,7 @@ const RETRY_PROBLEMS = "invalid retry policies";
 
 export function EditorPage() {
   const { slug = "" } = useParams();
-  const { data, error } = useAsync(() => request(WorkflowQuery, { slug }), slug);
+  const { data, error } = useAsync(() => request(WorkflowQuery, { slug }), `workflow:${slug}`);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading />;
   const latest = data.workflow.latest;

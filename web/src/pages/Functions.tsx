@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { Link, useParams } from "react-router";
-import { ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
+import { SearchField, useFilterParams } from "../components/Filters";
+import { Empty, ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
 import { InputsForm, type FormPort } from "../components/TypeForm";
 import { request, ApiError } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
@@ -11,12 +12,22 @@ import type { Draft } from "../lib/values";
 import { ExecuteMutation, FunctionQuery, FunctionsQuery } from "../queries";
 
 export function FunctionsPage() {
-  const { data, error } = useAsync(() => request(FunctionsQuery, { cursor: null }), "functions");
+  const [params, set] = useFilterParams();
+  const search = params.get("q") ?? "";
+  const { data, error } = useAsync(() => request(FunctionsQuery, { cursor: null, search: search || null }), search ? `functions:${search}` : "functions");
   return (
-    <Page title="Functions">
+    <Page title="Functions" actions={<Link to="/publish/function">Publish a function</Link>}>
+      <form className="filters" role="search" aria-label="Search functions" onSubmit={(e) => e.preventDefault()}>
+        <SearchField label="Name" value={search} placeholder="package/function" onSearch={(v) => set("q", v)} />
+      </form>
       {error && <ErrorBox error={error} />}
       {!data && !error && <Loading />}
-      {data && (
+      {data && data.functions.items.length === 0 && (
+        search
+          ? <Empty>No function you can see matches "{search}".</Empty>
+          : <Empty>No functions yet. <Link to="/publish/function">Publish a function</Link> or <Link to="/publish">a package</Link>.</Empty>
+      )}
+      {data && data.functions.items.length > 0 && (
         <table>
           <thead><tr><th>Function</th><th>Package</th><th>Version</th></tr></thead>
           <tbody>
@@ -57,7 +68,7 @@ export function PortsTable({ schema, caption }: { schema: unknown; caption: stri
 
 export function FunctionPage() {
   const { id = "" } = useParams();
-  const { data, error } = useAsync(() => request(FunctionQuery, { ref: id }), id);
+  const { data, error } = useAsync(() => request(FunctionQuery, { ref: id }), `function:${id}`);
   const [drafts, setDrafts] = useSessionState<Record<string, Draft>>(`calcgraph.draft.function.${id}`, () => ({}));
   const [result, setResult] = useState<{ id: string; status: string; outputs: unknown; error: unknown } | null>(null);
   const [runError, setRunError] = useState<string | null>(null);

@@ -72,7 +72,7 @@ export function OrganizationsPage() {
 
 export function OrganizationPage() {
   const { slug = "" } = useParams();
-  const { data, error, reload } = useAsync(() => request(OrganizationQuery, { slug }), slug);
+  const { data, error, reload } = useAsync(() => request(OrganizationQuery, { slug }), `organization:${slug}`);
   const [username, setUsername] = useState("");
   const [role, setRole] = useState<MemberRole>("member");
   const [note, setNote] = useState<{ ok: boolean; text: string } | null>(null);

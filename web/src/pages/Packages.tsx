@@ -1,7 +1,8 @@
 import { useEffect } from "react";
 import { Link, useLocation, useParams, useSearchParams } from "react-router";
 import { DeploymentTab } from "../components/DeploymentTab";
-import { ErrorBox, Loading, Page } from "../components/Status";
+import { SearchField, useFilterParams } from "../components/Filters";
+import { Empty, ErrorBox, Loading, Page } from "../components/Status";
 import { VersionDetails, versionAnchor } from "../components/VersionDetails";
 import { request } from "../lib/api";
 import { when } from "../lib/format";
@@ -9,12 +10,22 @@ import { useAsync } from "../lib/hooks";
 import { PackageQuery, PackagesQuery } from "../queries";
 
 export function PackagesPage() {
-  const { data, error } = useAsync(() => request(PackagesQuery, { cursor: null }), "packages");
+  const [params, set] = useFilterParams();
+  const search = params.get("q") ?? "";
+  const { data, error } = useAsync(() => request(PackagesQuery, { cursor: null, search: search || null }), `packages:${search}`);
   return (
-    <Page title="Packages">
+    <Page title="Packages" actions={<Link to="/publish">Publish a package or function</Link>}>
+      <form className="filters" role="search" aria-label="Search packages" onSubmit={(e) => e.preventDefault()}>
+        <SearchField label="Name" value={search} placeholder="part of a name" onSearch={(v) => set("q", v)} />
+      </form>
       {error && <ErrorBox error={error} />}
       {!data && !error && <Loading />}
-      {data && (
+      {data && data.packages.items.length === 0 && (
+        search
+          ? <Empty>No package you can see matches "{search}".</Empty>
+          : <Empty>No packages yet. <Link to="/publish">Publish a package</Link> from its calcgraph.yaml and modules.</Empty>
+      )}
+      {data && data.packages.items.length > 0 && (
         <table>
           <thead>
             <tr><th>Name</th><th>Version</th><th>Visibility</th><th>Owner</th><th>Description</th><th>Updated</th></tr>
@@ -94,7 +105,7 @@ export function PackagePage() {
   const { id = "" } = useParams();
   const [params] = useSearchParams();
   const tab = params.get("tab") ?? "overview";
-  const { data, error } = useAsync(() => request(PackageQuery, { id }), id);
+  const { data, error } = useAsync(() => request(PackageQuery, { id }), `package:${id}`);
   const { hash } = useLocation();
   useEffect(() => {
     // A link to one version (a pinned dependency's) scrolls to it once the page is drawn.

@@ -19,8 +19,7 @@ import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
 import type { RunFieldsFragment } from "../gql/graphql";
-import { useAsync } from "../lib/hooks";
-import { RunQuery, RunUpdatesSubscription, TickMutation, WorkflowsQuery } from "../queries";
+import { RunQuery, RunUpdatesSubscription, TickMutation } from "../queries";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const POLL_MS = 2000; // the specification's polling period of the run page
@@ -137,9 +136,9 @@ function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
 export function RunPage() {
   const { id = "" } = useParams();
   const { run, error, mode, arrived, show } = useLiveRun(id);
-  // The run names its workflow by id; the slug (for the editor and the runs filter) from the list.
-  const workflows = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
-  const slug = workflows.data?.workflows.items.find((w) => w.id === run?.workflowId)?.slug;
+  // The run's workflow (null when it is no longer visible to the caller): the editor's and the
+  // runs filter's slug.
+  const slug = run?.workflow?.slug;
   const catalog = useCatalog();
   const [display, setDisplay] = useDisplayUnits();
   const [params, setParams] = useSearchParams();

@@ -1,4 +1,5 @@
 import { Link, useSearchParams } from "react-router";
+import { DateRange } from "../components/Filters";
 import { Pager, useCursorPages } from "../components/Pager";
 import { Empty, ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
 import { request } from "../lib/api";
@@ -13,19 +14,21 @@ export function RunsPage() {
   const [params, setParams] = useSearchParams();
   const chosen = params.getAll("status");
   const workflow = params.get("workflow") ?? "";
-  const filterKey = `${chosen.join(",")}|${workflow}`;
+  const after = params.get("after") ?? "";
+  const before = params.get("before") ?? "";
+  const filterKey = `${chosen.join(",")}|${workflow}|${after}|${before}`;
   const pages = useCursorPages(filterKey);
   const workflows = useAsync(() => request(WorkflowsQuery, { cursor: null }), "workflows");
   const loaded = useAsync(
-    () => request(RunsQuery, { status: chosen.length ? chosen : null, workflow: workflow || null, cursor: pages.cursor }),
-    `${filterKey}|${pages.cursor ?? ""}`,
+    () => request(RunsQuery, { status: chosen.length ? chosen : null, workflow: workflow || null, cursor: pages.cursor, startedAfter: after || null, startedBefore: before || null }),
+    `runs:${filterKey}|${pages.cursor ?? ""}`,
   );
-  const { error } = loaded;
-  const data = loaded.loading ? null : loaded.data; // a new page or filter: no stale rows
-  const slugs = new Map((workflows.data?.workflows.items ?? []).map((w) => [w.id, w.slug]));
-  const update = (status: string[], wf: string) => {
+  const { error, data } = loaded; // a new page or filter: no rows until its answer (cached ones show at once)
+  const update = (status: string[], wf: string, range: [string, string] = [after, before]) => {
     const next: [string, string][] = status.map((s) => ["status", s]);
     if (wf) next.push(["workflow", wf]);
+    if (range[0]) next.push(["after", range[0]]);
+    if (range[1]) next.push(["before", range[1]]);
     setParams(next, { replace: true });
   };
   const toggle = (status: string) => update(chosen.includes(status) ? chosen.filter((s) => s !== status) : [...chosen, status], workflow);
@@ -46,11 +49,12 @@ export function RunsPage() {
             </label>
           ))}
         </fieldset>
+        <DateRange noun="Started" after={after} before={before} onAfter={(v) => update(chosen, workflow, [v, before])} onBefore={(v) => update(chosen, workflow, [after, v])} />
       </form>
       {error && <ErrorBox error={error} />}
       {!data && !error && <Loading rows={8} />}
       {data && data.workflowRuns.items.length === 0 && (
-        chosen.length || workflow
+        chosen.length || workflow || after || before
           ? <Empty>No run matches these filters. Clear a filter to see more.</Empty>
           : <Empty>No runs yet. Open a <Link to="/workflows">workflow</Link> and choose "Start a run".</Empty>
       )}
@@ -59,7 +63,7 @@ export function RunsPage() {
           <thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Started</th><th>Duration</th><th>Failed node</th></tr></thead>
           <tbody>
             {data.workflowRuns.items.map((r) => {
-              const slug = slugs.get(r.workflowId);
+              const slug = r.workflow?.slug;
               return (
                 <tr key={r.id}>
                   <td><Link to={`/runs/${r.id}`}>{r.id.slice(0, 8)}</Link></td>

@@ -1,7 +1,8 @@
 import { useEffect, useState } from "react";
-import { Link, useLocation, useNavigate, useParams, useSearchParams } from "react-router";
+import { Link, useLocation, useNavigate, useParams } from "react-router";
 import { Pager, useCursorPages } from "../components/Pager";
-import { Empty, ErrorBox, Loading, Page } from "../components/Status";
+import { SearchField, useFilterParams } from "../components/Filters";
+import { Empty, ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
 import { InputsForm, type FormPort } from "../components/TypeForm";
 import { request } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
@@ -11,33 +12,33 @@ import { useAsync, useSessionState } from "../lib/hooks";
 import { naturalSort } from "../lib/sort";
 import { typeExprOf } from "../lib/typeexpr";
 import { draftOf, type Draft } from "../lib/values";
-import { CreateRunMutation, WorkflowQuery, WorkflowsQuery } from "../queries";
+import { CreateRunMutation, WorkflowQuery, WorkflowsWithLastRunQuery } from "../queries";
 
 export function WorkflowsPage() {
-  const [params, setParams] = useSearchParams();
+  const [params, set] = useFilterParams();
   const search = params.get("q") ?? "";
-  const pages = useCursorPages("workflows");
-  const loaded = useAsync(() => request(WorkflowsQuery, { cursor: pages.cursor }), `workflows:${pages.cursor ?? ""}`);
-  const { error } = loaded;
-  const data = loaded.loading ? null : loaded.data; // a new page: no stale rows while it loads
-  const items = naturalSort(
-    (data?.workflows.items ?? []).filter((w) => !search || `${w.slug} ${w.name} ${w.owner}`.toLowerCase().includes(search.toLowerCase())),
-    (w) => w.slug,
+  const pages = useCursorPages(`workflows:${search}`);
+  const loaded = useAsync(
+    () => request(WorkflowsWithLastRunQuery, { cursor: pages.cursor, search: search || null }),
+    `workflows+last:${search}:${pages.cursor ?? ""}`,
   );
+  const { error, data } = loaded;
+  const items = naturalSort(data?.workflows.items ?? [], (w) => w.slug);
   return (
     <Page title="Workflows" actions={<Link to="/workflows/new">New workflow</Link>}>
       <form className="filters" role="search" aria-label="Filter workflows" onSubmit={(e) => e.preventDefault()}>
-        <label>Search <input type="search" value={search} placeholder="slug, name or owner" onChange={(e) => setParams(e.target.value ? { q: e.target.value } : {}, { replace: true })} /></label>
+        <SearchField label="Search" value={search} placeholder="slug or name" onSearch={(v) => set("q", v)} />
       </form>
       {error && <ErrorBox error={error} />}
       {!data && !error && <Loading rows={6} />}
-      {data && data.workflows.items.length === 0 && pages.page === 1 && (
-        <Empty>No workflows yet. <Link to="/workflows/new">Create a workflow</Link> and add the functions of your packages to it in the editor.</Empty>
+      {data && items.length === 0 && pages.page === 1 && (
+        search
+          ? <Empty>No workflow matches "{search}".</Empty>
+          : <Empty>No workflows yet. <Link to="/workflows/new">Create a workflow</Link> and add the functions of your packages to it in the editor.</Empty>
       )}
-      {data && data.workflows.items.length > 0 && items.length === 0 && <Empty>No workflow on this page matches "{search}".</Empty>}
       {items.length > 0 && (
         <table>
-          <thead><tr><th>Workflow</th><th>Name</th><th>Version</th><th>Visibility</th><th>Owner</th><th>Updated</th><th>Actions</th></tr></thead>
+          <thead><tr><th>Workflow</th><th>Name</th><th>Version</th><th>Visibility</th><th>Owner</th><th>Updated</th><th>Last run</th><th>Actions</th></tr></thead>
           <tbody>
             {items.map((w) => (
               <tr key={w.id}>
@@ -47,6 +48,7 @@ export function WorkflowsPage() {
                 <td>{w.visibility}</td>
                 <td>{w.owner}</td>
                 <td>{when(w.updatedAt)}</td>
+                <td>{w.lastRun ? <Link to={`/runs/${w.lastRun.id}`} aria-label={`Last run of ${w.slug}: ${w.lastRun.status}, ${when(w.lastRun.startedAt)}`}><StatusBadge status={w.lastRun.status} /> {when(w.lastRun.startedAt)}</Link> : "never run"}</td>
                 <td>
                   <Link to={`/workflows/${w.slug}/run`} aria-label={`Start a run of ${w.slug}`}>Start a run</Link>{" · "}
                   <Link to={`/runs?workflow=${encodeURIComponent(w.slug)}`} aria-label={`Runs of ${w.slug}`}>Runs</Link>
@@ -65,7 +67,7 @@ export function StartRunPage() {
   const { slug = "" } = useParams();
   const navigate = useNavigate();
   const catalog = useCatalog();
-  const { data, error } = useAsync(() => request(WorkflowQuery, { slug }), slug);
+  const { data, error } = useAsync(() => request(WorkflowQuery, { slug }), `workflow:${slug}`);
   const [drafts, setDrafts] = useSessionState<Record<string, Draft>>(`calcgraph.draft.run.${slug}`, () => ({}));
   const [problem, setProblem] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);

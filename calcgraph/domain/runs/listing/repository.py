@@ -10,13 +10,15 @@ from typing import Any, cast
 
 from sqlalchemy import Table, case, null, select, type_coerce
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import JSONType
 from calcgraph.db.dialect import stored_bytes
 from calcgraph.domain import answers
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.listing.filters import ALL_TIME, TimeRange
 from calcgraph.domain.listing.paging import Page, encode_cursor
-from calcgraph.domain.listing.repository import keyset_clause
+from calcgraph.domain.listing.repository import in_range, keyset_clause
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.models import Workflow
@@ -39,6 +41,12 @@ _VIEW_COLUMNS = (
 )
 
 
+_SUMMARY_COLUMNS = tuple(c for c in _VIEW_COLUMNS if c != "plan_snapshot") + (
+    "rerun_of",
+    "retry_at",
+)
+
+
 class RunListRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -54,6 +62,7 @@ class RunListRepository:
         after: tuple[str, ...] | None,
         statuses: Sequence[str],
         workflow_id: str | None,
+        started: TimeRange = ALL_TIME,
     ) -> Page[RunView]:
         """The caller's runs (admins: all) whose workflow the caller can still see, newest
         first, without node states, as many as fit one answer."""
@@ -74,6 +83,7 @@ class RunListRepository:
             query = query.where(WorkflowRun.status.in_(statuses))
         if workflow_id is not None:
             query = query.where(WorkflowRun.workflow_id == workflow_id)
+        query = query.where(in_range(WorkflowRun.started_at, started))
         query = query.where(
             keyset_clause(WorkflowRun.started_at, WorkflowRun.id, after, newest_first=True)
         )
@@ -114,4 +124,55 @@ class RunListRepository:
                 terminal_outputs_omitted=row.id in omitted,
             )
             for row in rows
+        ]
+
+    async def visible_summaries(self, principal: Principal, ids: Sequence[str]) -> list[RunView]:
+        """The runs among `ids` the caller may see (the listing's rule), as summaries."""
+        if not ids:
+            return []
+        query = self._summaries().where(_RUNS.c.id.in_(list(ids)))
+        if not principal.is_admin:
+            query = query.join_from(_RUNS, Workflow, Workflow.id == _RUNS.c.workflow_id).where(
+                _RUNS.c.user_id == principal.user_id, visible_workflow_clause(principal)
+            )
+        return await self._summary_views(query)
+
+    async def last_runs(self, principal: Principal, workflow_ids: Sequence[str]) -> list[RunView]:
+        """The latest run of each of `workflow_ids` the caller may see (its own; admins any),
+        as summaries: one statement, one index probe per workflow."""
+        if not workflow_ids:
+            return []
+        latest = aliased(WorkflowRun)
+        newest = select(latest.id).where(latest.workflow_id == Workflow.id)
+        if not principal.is_admin:
+            newest = newest.where(latest.user_id == principal.user_id)
+        newest_id = (
+            newest.order_by(latest.started_at.desc(), latest.id.desc())
+            .limit(1)
+            .correlate(Workflow)
+            .scalar_subquery()
+        )
+        query = (
+            self._summaries()
+            .join_from(Workflow, _RUNS, _RUNS.c.id == newest_id)
+            .where(Workflow.id.in_(list(workflow_ids)))
+        )
+        return await self._summary_views(query)
+
+    @staticmethod
+    def _summaries() -> Any:
+        return select(*(_RUNS.c[name] for name in _SUMMARY_COLUMNS))
+
+    async def _summary_views(self, query: Any) -> list[RunView]:
+        """Without the plan (read when a field needs it) and the terminal outputs (a completed
+        run's are left out, as a listing leaves large ones: `workflowRun(id)` reads them)."""
+        connection = await self.session.connection()
+        return [
+            RunView(
+                **{name: getattr(row, name) for name in _SUMMARY_COLUMNS},
+                plan_snapshot={},
+                terminal_outputs=None,
+                terminal_outputs_omitted=row.status == "completed",
+            )
+            for row in await connection.execute(query)
         ]
