@@ -4,17 +4,24 @@
   enabled webhook whose owner may see it now (the subject's rules, in SQL), become attempt 1
   of a delivery (`pending`, due now), in the unit of work that moves the cursor: an event is
   fanned out once, and never lost (at least once).
-- `due`: attempts due now are leased to this worker (a killed worker's lease runs out and the
-  attempt is sent again) and sent to the `webhooks.deliver` actor after the commit.
+- `due`: attempts due now are leased to this worker process (a killed worker's lease runs out
+  and the attempt is sent again), at most as many as it has room for, and at most
+  `per_webhook` in flight for one webhook: the process sends them after the commit, each on
+  its own (`calcgraph.workers.webhooks`), so a receiver that hangs holds only its own slots.
 - `prepare`/`finish`: one attempt: what to send (or why not: the webhook is gone, disabled,
   or its owner may no longer see the event), then its outcome: `delivered`, `retrying` with
   the next attempt written, or `failed` when the schedule is spent; 50 events failed in a row
   disable the webhook and record `calcgraph.webhook.disabled`.
+
+A delivery row is one attempt. The next attempt (attempt 1 when fanned out, attempt n + 1 after
+a `retrying` one) is written ahead, `pending`, due at `next_attempt_at`: it is the queue, not an
+attempt made, and the listing (`GET /webhooks/{id}/deliveries`) shows only attempts made, each
+`delivered`, `retrying` (its `next_attempt_at` says when the next one goes) or `failed`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,10 +36,8 @@ from calcgraph.domain.events.repository import EventRepository
 from calcgraph.domain.events.schedule import MAX_FAILED_IN_A_ROW, retry_delay
 from calcgraph.domain.events.service import record
 from calcgraph.domain.events.views import EventView, event_view
-from calcgraph.domain.jobs.enqueue import enqueue
 from calcgraph.domain.webhooks.repository import WebhookRepository
 
-DELIVER_ACTOR = "webhooks.deliver"
 FAN_OUT = "webhooks"
 FAN_OUT_BATCH = 500
 LEASE_SECONDS = 60.0
@@ -99,19 +104,40 @@ class Raced(Exception):
     """Another worker fanned this batch out first: roll this unit back."""
 
 
+@dataclass(frozen=True)
+class Leased:
+    delivery_id: str
+    webhook_id: str
+
+
 async def due(
-    session: AsyncSession, now: datetime, lease_seconds: float = LEASE_SECONDS, limit: int = 100
-) -> list[str]:
-    """Lease the attempts due now for `lease_seconds` and send each to the deliver actor
-    after the commit."""
+    session: AsyncSession,
+    now: datetime,
+    lease_seconds: float = LEASE_SECONDS,
+    limit: int = 100,
+    *,
+    room: Mapping[str, int] | None = None,
+    per_webhook: int | None = None,
+) -> tuple[list[Leased], bool]:
+    """Lease for `lease_seconds` up to `limit` attempts due now, at most `per_webhook` of one
+    webhook beyond those it already has in flight (`room`: webhook id -> in flight). Returns
+    them, and whether more were due than leased (the caller comes back once it has room)."""
     repository = WebhookRepository.from_session(session)
-    leased: list[str] = []
+    in_flight = dict(room or {})
+    full = [w for w, n in in_flight.items() if n >= per_webhook] if per_webhook is not None else []
+    leased: list[Leased] = []
+    more = False
     until = now + timedelta(seconds=lease_seconds)
-    for delivery_id in await repository.due(now, limit):
+    if limit <= 0:
+        return leased, await repository.any_due(now, full)
+    for delivery_id, webhook_id in await repository.due(now, limit, exclude=full):
+        if per_webhook is not None and in_flight.get(webhook_id, 0) >= per_webhook:
+            more = True
+            continue
         if await repository.lease(delivery_id, now, until):
-            enqueue(DELIVER_ACTOR, delivery_id=delivery_id)
-            leased.append(delivery_id)
-    return leased
+            leased.append(Leased(delivery_id, webhook_id))
+            in_flight[webhook_id] = in_flight.get(webhook_id, 0) + 1
+    return leased, more
 
 
 @dataclass(frozen=True)
