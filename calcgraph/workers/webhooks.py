@@ -32,6 +32,7 @@ import ssl
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -146,11 +147,16 @@ async def post(attempt: Attempt, allow: AllowList, limit_s: float = TIMEOUT_SECO
     return outcome(status, f"the receiver answered {status}")
 
 
-async def deliver(runtime: WorkerRuntime, delivery_id: str) -> str | None:
-    """One leased attempt, start to end, on the runtime's loop; the delivery's state."""
+async def deliver(
+    runtime: WorkerRuntime, delivery_id: str, ready: Attempt | None = None
+) -> str | None:
+    """One leased attempt, start to end, on the runtime's loop; the delivery's state.
+    `ready`: what the fan-out that wrote it found to send (read now otherwise)."""
     settings = runtime.settings
-    async with runtime.database.read_session() as session:
-        prepared = await prepare(session, delivery_id)
+    prepared: Attempt | str | None = ready
+    if prepared is None:
+        async with runtime.database.read_session() as session:
+            prepared = await prepare(session, delivery_id)
     if prepared is None:
         return None
     if isinstance(prepared, str):
@@ -194,15 +200,30 @@ class Deliveries:
     def room(self) -> int:
         return self.concurrency - len(self._tasks)
 
-    def start(self, delivery_id: str, webhook_id: str) -> None:
+    def taker(self) -> Callable[[str], bool]:
+        """For one fan-out: whether there is room for one more attempt to a webhook now
+        (counting those this fan-out took already)."""
+        took: Counter[str] = Counter()
+
+        def take(webhook_id: str) -> bool:
+            if self.room - took.total() <= 0:
+                return False
+            if self.in_flight[webhook_id] + took[webhook_id] >= self.per_webhook:
+                return False
+            took[webhook_id] += 1
+            return True
+
+        return take
+
+    def start(self, delivery_id: str, webhook_id: str, ready: Attempt | None = None) -> None:
         self.in_flight[webhook_id] += 1
-        task = asyncio.get_running_loop().create_task(self._one(delivery_id, webhook_id))
+        task = asyncio.get_running_loop().create_task(self._one(delivery_id, webhook_id, ready))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _one(self, delivery_id: str, webhook_id: str) -> None:
+    async def _one(self, delivery_id: str, webhook_id: str, ready: Attempt | None) -> None:
         try:
-            await deliver(self.runtime, delivery_id)
+            await deliver(self.runtime, delivery_id, ready)
         except Exception:
             # Its lease runs out and another round sends it again.
             log.exception("webhook delivery %s failed; it is sent again later", delivery_id)
@@ -276,16 +297,27 @@ class WebhookTimer(Timer):
         """One round: fan out, start what is due, prune when it is time. Returns the
         attempts started."""
         self.rounds += 1
+        settings = self.runtime.settings
+        deliveries = self.deliveries
+        started = 0
         for _ in range(_FAN_OUT_ROUNDS):
             try:
                 async with self.runtime.database.write_session() as session:
-                    written = await fan_out(session, utcnow())
+                    fanned = await fan_out(
+                        session,
+                        utcnow(),
+                        deliveries.taker(),
+                        settings.webhook_delivery_lease_seconds,
+                    )
             except Raced:
                 break
-            if written == 0:
+            # Attempts 1 this process had room for, leased to it in that unit: sent now,
+            # without waiting for `due` to find them.
+            for attempt in fanned.taken:
+                deliveries.start(attempt.delivery_id, attempt.webhook_id, attempt)
+            started += len(fanned.taken)
+            if fanned.events == 0:
                 break
-        settings = self.runtime.settings
-        deliveries = self.deliveries
         async with self.runtime.database.write_session() as session:
             self._hooked = await WebhookRepository.from_session(session).any_enabled()
             leased, self._more = await due(
@@ -307,4 +339,4 @@ class WebhookTimer(Timer):
                 log.info(
                     "deleted %d events older than %g days", pruned, settings.event_retention_days
                 )
-        return len(leased)
+        return started + len(leased)

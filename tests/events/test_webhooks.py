@@ -213,7 +213,7 @@ def _attempt(url: str) -> Attempt:
     from datetime import UTC, datetime
 
     event = EventView("e1", "calcgraph.webhook.test", "w1", datetime.now(UTC), {}, 1)
-    return Attempt("d1", url, "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", event, 1)
+    return Attempt("d1", "w1", url, "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", event, 1)
 
 
 async def test_a_hanging_receiver_times_out() -> None:

@@ -21,8 +21,8 @@ attempt made, and the listing (`GET /webhooks/{id}/deliveries`) shows only attem
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -51,15 +51,38 @@ def _owner(user_id: str, roles: Sequence[Any]) -> Principal:
     )
 
 
-async def fan_out(session: AsyncSession, now: datetime) -> int:
-    """Fan the next batch of events out; how many events it held (0: nothing new). Raises
-    `Raced` when another worker moved the cursor first (the unit then writes nothing)."""
+@dataclass
+class FannedOut:
+    events: int
+    """How many events the batch held (0: nothing new)."""
+    taken: list[Attempt] = field(default_factory=list)
+    """The attempts 1 written leased to the caller, ready to send after the commit."""
+
+
+async def fan_out(
+    session: AsyncSession,
+    now: datetime,
+    take: Callable[[str], bool] | None = None,
+    lease_seconds: float = LEASE_SECONDS,
+) -> FannedOut:
+    """Fan the next batch of events out. `take(webhook_id)`: whether the caller has room to
+    send one more attempt to that webhook now; those it takes are written leased to it
+    (`FannedOut.taken`: what to send, the webhook and the owner's sight checked here), the
+    others wait for `due`. Raises `Raced` when another worker moved the cursor first (the
+    unit then writes nothing)."""
     events = EventRepository.from_session(session)
-    await events.sequence()
     position = await events.cursor(FAN_OUT)
     batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
     if not batch:
-        return 0
+        # The unit that recorded them numbers events after its commit; one whose numbering
+        # failed is numbered here.
+        if not await events.sequence():
+            return FannedOut(0)
+        batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
+        if not batch:
+            return FannedOut(0)
+    until = now + timedelta(seconds=lease_seconds)
+    taken: list[Attempt] = []
     last = int(batch[-1].position or position)
     webhooks = await WebhookRepository.from_session(session).enabled_with_owners()
     rows: list[dict[str, Any]] = []
@@ -81,23 +104,30 @@ async def fan_out(session: AsyncSession, now: datetime) -> int:
         visible = seen[webhook.user_id]
         for event in wanted:
             if event.id in visible or event.type == WEBHOOK_TEST:
-                rows.append(
-                    {
-                        "id": new_id(),
-                        "webhook_id": webhook.id,
-                        "event_id": event.id,
-                        "type": event.type,
-                        "attempt": 1,
-                        "state": "pending",
-                        "next_attempt_at": now,
-                        "first_created_at": now,
-                        "created_at": now,
-                    }
-                )
+                delivery_id = new_id()
+                row: dict[str, Any] = {
+                    "id": delivery_id,
+                    "webhook_id": webhook.id,
+                    "event_id": event.id,
+                    "type": event.type,
+                    "attempt": 1,
+                    "state": "pending",
+                    "next_attempt_at": now,
+                    "first_created_at": now,
+                    "created_at": now,
+                    "lease_until": None,
+                }
+                if take is not None and take(webhook.id):
+                    row["lease_until"] = until
+                    view = event_view(event)
+                    taken.append(
+                        Attempt(delivery_id, webhook.id, webhook.url, webhook.secret, view, 1)
+                    )
+                rows.append(row)
     if not await events.move_cursor(FAN_OUT, position, last):
         raise Raced()
     await WebhookRepository.from_session(session).add_deliveries(rows)
-    return len(batch)
+    return FannedOut(len(batch), taken)
 
 
 class Raced(Exception):
@@ -143,6 +173,7 @@ async def due(
 @dataclass(frozen=True)
 class Attempt:
     delivery_id: str
+    webhook_id: str
     url: str
     secret: str
     event: EventView
@@ -167,7 +198,9 @@ async def prepare(session: AsyncSession, delivery_id: str) -> Attempt | str | No
         )
         if event.id not in visible:
             return "the webhook's owner may no longer see this event"
-    return Attempt(delivery.id, webhook.url, webhook.secret, event_view(event), delivery.attempt)
+    return Attempt(
+        delivery.id, webhook.id, webhook.url, webhook.secret, event_view(event), delivery.attempt
+    )
 
 
 async def _roles(session: AsyncSession, user_id: str) -> list[Any]:
