@@ -81,7 +81,7 @@ async def test_the_worker_process_records_jobs_and_isolates_a_hanging_receiver(
         for url in (hanging.url, prompt.url):
             created = await platform.client.post(
                 "/webhooks",
-                json={"url": url, "types": ["calcgraph.job.*"]},
+                json={"url": url, "types": ["calcgraph.job.*", "calcgraph.calculation.started"]},
                 headers=platform.headers(),
             )
             assert created.status_code == 201, created.text
