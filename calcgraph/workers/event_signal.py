@@ -54,7 +54,8 @@ def _tell_observers() -> None:
 
 class EventSignal:
     """A `UnitHook`: after a commit that recorded an event, number it, then
-    `notifier.publish_events()`."""
+    `notifier.publish_events(types)` (the types recorded: a reader whose filter matches none
+    of them is not woken)."""
 
     def __init__(self, database: Database, notifier: Notifier) -> None:
         self.database = database
@@ -79,9 +80,9 @@ class EventSignal:
         if isinstance(self.notifier, RedisNotifier):
             # A blocking publish: off the event loop (a Redis that does not answer holds a
             # thread, not every request).
-            await asyncio.to_thread(self.notifier.publish_events)
+            await asyncio.to_thread(self.notifier.publish_events, frozenset(marks))
         else:
-            self.notifier.publish_events()
+            self.notifier.publish_events(frozenset(marks))
 
     def end(self, state: Any) -> None:
         manager, _ = state

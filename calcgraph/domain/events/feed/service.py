@@ -66,7 +66,7 @@ class EventFeed:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait, MAX_WAIT))
         signalled = False
-        async with self.signals.listen_events() as signal:
+        async with self.signals.listen_events(query.types.matches) as signal:
             while True:
                 page = await self._page(principal, query, after, number=not signalled)
                 remaining = deadline - loop.time()
@@ -80,7 +80,7 @@ class EventFeed:
         the query's cursor), until the consumer stops."""
         after = await self.start(query)
         signalled = False
-        async with self.signals.listen_events() as signal:
+        async with self.signals.listen_events(query.types.matches) as signal:
             while True:
                 page = await self._page(principal, query, after, number=not signalled)
                 after = int(page.next_cursor)
