@@ -46,6 +46,7 @@ from bench.scale_client import (
     POSTGRES_URL,
     Api,
     CpuSplit,
+    Unavailable,
     api,
     cpu_split,
     diamond_nodes,
@@ -120,8 +121,17 @@ def _epoch(rfc3339: str) -> float:
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
+UNAVAILABLE = {"answers": 0}
+"""503s the server answered (its database queue full), each retried after its Retry-After."""
+
+
 async def _events(bench: Api, **params: Any) -> dict[str, Any]:
-    response = await bench.http.get("/events", params=params, headers=bench.headers)
+    while True:
+        response = await bench.http.get("/events", params=params, headers=bench.headers)
+        if response.status_code != 503:
+            break
+        UNAVAILABLE["answers"] += 1
+        await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
     if response.status_code != 200:
         raise RuntimeError(f"/events answered {response.status_code}: {response.text[:300]}")
     body: dict[str, Any] = response.json()
@@ -169,11 +179,18 @@ async def _delivery_phase(shape: str, runs_at_once: int, name: str) -> list[Resu
             async def runs() -> None:
                 nonlocal completed
                 while not stop.is_set():
-                    await bench.run_to_end(slug, random.uniform(0, 1e6), limit_s=300)
+                    try:
+                        await bench.run_to_end(slug, random.uniform(0, 1e6), limit_s=300)
+                    except Unavailable as busy:
+                        # The run is left behind (its jobs still run); a new one starts.
+                        UNAVAILABLE["answers"] += 1
+                        await asyncio.sleep(busy.retry_after)
+                        continue
                     completed += 1
 
             follower = asyncio.create_task(follow())
             await asyncio.sleep(0.5)  # the follower is waiting
+            UNAVAILABLE["answers"] = 0
             before, t0 = await cpu_split(bench), time.perf_counter()
             drivers = [asyncio.create_task(runs()) for _ in range(runs_at_once)]
             await asyncio.sleep(PHASE_S)
@@ -201,6 +218,7 @@ async def _delivery_phase(shape: str, runs_at_once: int, name: str) -> list[Resu
                 "events_recorded": recorded,
                 "events_per_s": round(recorded / elapsed, 1),
                 "diamond_runs_completed": completed,
+                "answered_503": UNAVAILABLE["answers"],
                 **_cpu_extra(spent, recorded, "event"),
                 "loadavg": loadavg,
             }
@@ -399,16 +417,17 @@ async def _pages_phase(mode: str) -> Result:
             slug = await bench.workflow(diamond_nodes(bench))
             run_ids = [await bench.start(slug, float(i)) for i in range(PAGES)]
             start = (await _events(bench, after="now"))["next_cursor"]
-            ticks = 0
+            ticks = busy = 0
             stop = asyncio.Event()
             headers = bench.headers
             base = bench.server.base_url
 
             async def tick(session: aiohttp.ClientSession, run_id: str) -> str:
-                nonlocal ticks
+                nonlocal ticks, busy
                 async with session.post(f"/workflow-runs/{run_id}/tick", headers=headers) as r:
                     ticks += 1
                     if r.status != 200:
+                        busy += r.status == 503
                         return "error"
                     return str((await r.json())["status"])
 
@@ -422,6 +441,7 @@ async def _pages_phase(mode: str) -> Result:
                             await asyncio.wait_for(stop.wait(), BLIND_TICK_S)
 
             async def driven(run_id: str, offset: float) -> None:
+                nonlocal busy
                 # One connection for the long-poll, one for ticks: a browser tab's two.
                 connector = aiohttp.TCPConnector(limit=2)
                 async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
@@ -434,6 +454,10 @@ async def _pages_phase(mode: str) -> Result:
                         wait = max(0.0, min(25.0, SAFETY_TICK_S - (time.monotonic() - last_tick)))
                         query = [*params, ("after", cursor), ("wait", f"{wait:.2f}")]
                         async with session.get("/events", params=query, headers=headers) as r:
+                            if r.status == 503:
+                                busy += 1
+                                await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+                                continue
                             page = await r.json()
                         cursor = page["next_cursor"]
                         mine = any(e["data"].get("run_id") == run_id for e in page["items"])
@@ -455,6 +479,7 @@ async def _pages_phase(mode: str) -> Result:
             loadavg = [round(x, 2) for x in os.getloadavg()]
             measured_ticks = ticks
             stop.set()
+            failed = sum(1 for task in pages if task.done() and task.exception() is not None)
             for task in pages:
                 task.cancel()
             await asyncio.gather(*pages, return_exceptions=True)
@@ -471,7 +496,10 @@ async def _pages_phase(mode: str) -> Result:
                 rps=measured_ticks / elapsed,
                 p50_us=float("nan"),
                 p99_us=float("nan"),
+                errors=failed,
                 extra={
+                    "pages_failed": failed,
+                    "answered_503": busy,
                     "mode": mode,
                     "ticks_per_s": round(measured_ticks / elapsed, 2),
                     "server_cpu_s_per_s": round(_server_s(spent) / elapsed, 3),
