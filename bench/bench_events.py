@@ -186,6 +186,12 @@ async def _delivery_phase(shape: str, runs_at_once: int, name: str) -> list[Resu
                         UNAVAILABLE["answers"] += 1
                         await asyncio.sleep(busy.retry_after)
                         continue
+                    except RuntimeError as refused:
+                        if "503" not in str(refused):  # a run start the server was too busy for
+                            raise
+                        UNAVAILABLE["answers"] += 1
+                        await asyncio.sleep(1.0)
+                        continue
                     completed += 1
 
             follower = asyncio.create_task(follow())
