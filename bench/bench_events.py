@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 import aiohttp
+import httpx
 
 from bench.bench_scale_tick import REDIS_URL, redis_prefix
 from bench.core import Options, Result, percentile, summarise
@@ -168,7 +169,10 @@ async def _delivery_phase(shape: str, runs_at_once: int, name: str) -> list[Resu
             async def follow() -> None:
                 cursor = start
                 while True:
-                    page = await _events(bench, after=cursor, wait=25, type=JOB_SUCCEEDED)
+                    try:
+                        page = await _events(bench, after=cursor, wait=25, type=JOB_SUCCEEDED)
+                    except httpx.TransportError:
+                        continue  # a kept-alive connection the server closed: ask again
                     answered = time.time()
                     for event in page["items"]:
                         polled[event["id"]] = (_epoch(event["time"]), answered)
