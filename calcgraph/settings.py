@@ -276,6 +276,19 @@ class Settings(BaseSettings):
         gt=0,
         description="how often a worker process fans out events and sends due deliveries",
     )
+    webhook_delivery_concurrency: int = Field(
+        default=64,
+        gt=0,
+        le=1000,
+        description="webhook attempts a worker process has in flight at once",
+    )
+    webhook_delivery_per_webhook: int = Field(
+        default=4,
+        gt=0,
+        le=100,
+        description="of which at most this many to one webhook: a receiver that hangs holds "
+        "only these",
+    )
     webhook_delivery_lease_seconds: float = Field(
         default=60.0,
         gt=0,

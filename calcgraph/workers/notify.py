@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
 log = logging.getLogger("calcgraph.workers.notify")
@@ -24,6 +24,8 @@ _RECENT = 10_000
 _STEADY_AFTER_S = 1.0
 _RESUBSCRIBE_S = 0.5
 _DOWN_LOG_SECONDS = 60.0
+_MAX_TYPES = 50
+"""An event signal names at most this many types (more: it names none, every reader wakes)."""
 
 
 class _Waiters:
@@ -64,24 +66,30 @@ class _Waiters:
                         del self._waiting[job_id]
 
 
+_Listener = tuple[asyncio.AbstractEventLoop, asyncio.Event, Callable[[str], bool] | None]
+
+
 class _Signal:
-    """A broadcast wake-up (an event was recorded): every listener's event is set; `wake`
+    """A broadcast wake-up (events were recorded): the event of every listener whose filter
+    matches one of the types recorded (all of them when the types are unknown) is set; `wake`
     may be called from any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._listening: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self._listening: list[_Listener] = []
 
-    def wake(self) -> None:
+    def wake(self, types: Collection[str] | None = None) -> None:
         with self._lock:
             listening = list(self._listening)
-        for loop, event in listening:
+        for loop, event, matches in listening:
+            if types and matches is not None and not any(matches(t) for t in types):
+                continue
             with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits
                 loop.call_soon_threadsafe(event.set)
 
     @contextlib.contextmanager
-    def register(self) -> Any:
-        entry = (asyncio.get_running_loop(), asyncio.Event())
+    def register(self, matches: Callable[[str], bool] | None = None) -> Any:
+        entry = (asyncio.get_running_loop(), asyncio.Event(), matches)
         with self._lock:
             self._listening.append(entry)
         try:
@@ -101,13 +109,16 @@ class LocalNotifier:
     def publish(self, job_id: str) -> None:
         self._waiters.wake(job_id)
 
-    def publish_events(self) -> None:
-        """Events were committed: wake every reader waiting for one."""
-        self._events.wake()
+    def publish_events(self, types: Collection[str] | None = None) -> None:
+        """Events of `types` (None: unknown) were committed: wake every reader waiting for
+        one of them."""
+        self._events.wake(types)
 
     @contextlib.asynccontextmanager
-    async def listen_events(self) -> AsyncIterator[asyncio.Event]:
-        with self._events.register() as event:
+    async def listen_events(
+        self, matches: Callable[[str], bool] | None = None
+    ) -> AsyncIterator[asyncio.Event]:
+        with self._events.register(matches) as event:
             yield event
 
     @contextlib.asynccontextmanager
@@ -154,18 +165,22 @@ class RedisNotifier:
         except Exception as exc:  # redis.RedisError, OSError
             self._down("no completion notifications", exc)
 
-    def publish_events(self) -> None:
+    def publish_events(self, types: Collection[str] | None = None) -> None:
         # Best effort too: a reader that misses it re-reads the log within a second.
-        self._events.wake()
+        self._events.wake(types)
+        # The types, comma-separated ("" when unknown: every reader wakes).
+        payload = ",".join(sorted(types)) if types and len(types) <= _MAX_TYPES else ""
         try:
-            self._publisher.publish(self.events_channel, "1")
+            self._publisher.publish(self.events_channel, payload)
         except Exception as exc:  # redis.RedisError, OSError
             self._down("no event notifications", exc)
 
     @contextlib.asynccontextmanager
-    async def listen_events(self) -> AsyncIterator[asyncio.Event]:
+    async def listen_events(
+        self, matches: Callable[[str], bool] | None = None
+    ) -> AsyncIterator[asyncio.Event]:
         await self._ensure_subscribed()
-        with self._events.register() as event:
+        with self._events.register(matches) as event:
             yield event
 
     async def _subscribe(self, ready: asyncio.Event) -> None:
@@ -198,11 +213,14 @@ class RedisNotifier:
                     channel = message.get("channel")
                     if isinstance(channel, bytes):
                         channel = channel.decode()
-                    if channel == self.events_channel:
-                        self._events.wake()
-                        continue
                     data = message["data"]
-                    self._waiters.wake(data.decode() if isinstance(data, bytes) else str(data))
+                    if isinstance(data, bytes):
+                        data = data.decode()
+                    if channel == self.events_channel:
+                        types = [t for t in str(data).split(",") if t.startswith("calcgraph.")]
+                        self._events.wake(types or None)
+                        continue
+                    self._waiters.wake(str(data))
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()

@@ -1,27 +1,42 @@
-"""Webhook delivery on the workers (contract section 9), never on the API's event loop.
+"""Webhook delivery in the worker processes (contract section 9), never on the API's event
+loop nor on the job threads.
 
-`WebhookTimer`, in every worker process, every `webhook_dispatch_interval_seconds`: fans the
-newly numbered events out to the webhooks that match them (one delivery row per webhook and
-event, in the unit of work that moves the fan-out's cursor), leases the attempts due now and
-sends each to the `webhooks.deliver` actor after that commit, and every
-`event_prune_interval_seconds` deletes the events older than `event_retention_days` (their
-deliveries with them). Two processes' timers never fan an event out twice (the cursor's
-guarded move) nor send one attempt twice at once (the lease).
+`WebhookTimer`, in every worker process: a round fans the newly numbered events out to the
+webhooks that match them (one delivery row per webhook and event, in the unit of work that
+moves the fan-out's cursor), leases the attempts due now and starts each on the runtime's event
+loop, and every `event_prune_interval_seconds` deletes the events older than
+`event_retention_days` (their deliveries with them). A round runs every
+`webhook_dispatch_interval_seconds`, and at once (at most every `_MIN_ROUND_S`) when a unit of
+this process recorded events or an attempt ended while others were due. Two processes' timers
+never fan an event out twice (the cursor's guarded move) nor send one attempt twice at once
+(the lease).
 
-`webhooks.deliver`: one attempt, in a worker thread: the host is resolved once, the address
-connected to is checked (loopback, private, link-local... refused unless allowed), and the
-event is POSTed to that address (Host and TLS name kept) with its Standard Webhooks signature
-(`standardwebhooks`), no redirects followed, 10 s at most, the answer's body never read.
+`Deliveries`: the attempts in flight, asynchronous on the runtime's loop: at most
+`webhook_delivery_concurrency` at once, at most `webhook_delivery_per_webhook` of one webhook.
+An attempt that waits for its receiver holds a socket and one of its webhook's slots, no
+thread: a receiver that hangs for its 10 s delays neither the jobs (the Dramatiq threads never
+send) nor another webhook's deliveries (its own slots are free).
+
+One attempt (`post`): the host is resolved once, the address connected to is checked
+(loopback, private, link-local... refused unless allowed), and the event is POSTed to that
+address (Host and TLS name kept) with its Standard Webhooks signature (`standardwebhooks`), no
+redirects followed, 10 s at most in all, the answer's body never read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+import ssl
+import threading
 import time
+from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import certifi
 import httpx
 from standardwebhooks.webhooks import Webhook as Signer
 
@@ -33,10 +48,9 @@ from calcgraph.domain.events.destinations import (
     parse_url,
 )
 from calcgraph.domain.events.envelope import CONTENT_TYPE, body
-from calcgraph.domain.events.resolve import resolve_sync
+from calcgraph.domain.events.resolve import resolve
 from calcgraph.domain.events.service import event_service
 from calcgraph.domain.webhooks.delivery.service import (
-    DELIVER_ACTOR,
     Attempt,
     Outcome,
     Raced,
@@ -45,16 +59,29 @@ from calcgraph.domain.webhooks.delivery.service import (
     finish,
     prepare,
 )
-from calcgraph.workers.actor import ActorSpec
+from calcgraph.domain.webhooks.repository import WebhookRepository
+from calcgraph.workers.event_signal import observe
 from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sweeper import Timer
 
 log = logging.getLogger("calcgraph.webhooks")
 TIMEOUT_SECONDS = 10.0
 _FAN_OUT_ROUNDS = 20
+_MIN_ROUND_S = 0.02
+"""Rounds woken by events come at most this often: a flood of events costs a round per
+interval, not one per unit of work."""
+_tls: ssl.SSLContext | None = None
 
 
-def post(attempt: Attempt, allow: AllowList, timeout: float = TIMEOUT_SECONDS) -> Outcome:
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every attempt (building one costs milliseconds of CPU)."""
+    global _tls
+    if _tls is None:
+        _tls = ssl.create_default_context(cafile=certifi.where())
+    return _tls
+
+
+async def post(attempt: Attempt, allow: AllowList, limit_s: float = TIMEOUT_SECONDS) -> Outcome:
     """Send one attempt; the outcome (never raises for the receiver's faults)."""
     started = time.monotonic()
     attempted_at = utcnow()
@@ -64,7 +91,7 @@ def post(attempt: Attempt, allow: AllowList, timeout: float = TIMEOUT_SECONDS) -
 
     try:
         destination = parse_url(attempt.url)
-        addresses = resolve_sync(destination.host, destination.port)
+        addresses = await resolve(destination.host, destination.port)
         if not addresses:
             raise DestinationError(f"{destination.host} does not resolve")
         address = addresses[0]
@@ -91,19 +118,26 @@ def post(attempt: Attempt, allow: AllowList, timeout: float = TIMEOUT_SECONDS) -
         "webhook-signature": signature,
     }
     extensions: dict[str, Any] = {}
+    verify: ssl.SSLContext | bool = False
     if destination.scheme == "https":
         extensions["sni_hostname"] = destination.host
+        verify = _tls_context()
     try:
-        with (
-            httpx.Client(follow_redirects=False, timeout=timeout, trust_env=False) as client,
+        # The whole attempt within `limit_s` (httpx's own timeouts are per read: a receiver
+        # that trickles its answer would otherwise hold the attempt for ever).
+        async with (
+            asyncio.timeout(limit_s),
+            httpx.AsyncClient(
+                follow_redirects=False, timeout=limit_s, trust_env=False, verify=verify
+            ) as client,
             client.stream(
                 "POST", url, content=payload, headers=headers, extensions=extensions
             ) as response,
         ):
             # The status line and headers are the answer; its body is never read.
             status = response.status_code
-    except httpx.TimeoutException:
-        return outcome(None, f"no answer within {timeout:g} s")
+    except (TimeoutError, httpx.TimeoutException):
+        return outcome(None, f"no answer within {limit_s:g} s")
     except httpx.HTTPError as exc:
         return outcome(None, f"{type(exc).__name__}: {exc}"[:500])
     if 200 <= status < 300:
@@ -113,17 +147,23 @@ def post(attempt: Attempt, allow: AllowList, timeout: float = TIMEOUT_SECONDS) -
     return outcome(status, f"the receiver answered {status}")
 
 
-def deliver(runtime: WorkerRuntime, delivery_id: str) -> None:
+async def deliver(
+    runtime: WorkerRuntime, delivery_id: str, ready: Attempt | None = None
+) -> str | None:
+    """One leased attempt, start to end, on the runtime's loop; the delivery's state.
+    `ready`: what the fan-out that wrote it found to send (read now otherwise)."""
     settings = runtime.settings
-    prepared = runtime.call(_prepare(runtime, delivery_id))
+    prepared: Attempt | str | None = ready
     if prepared is None:
-        return
+        async with runtime.database.read_session() as session:
+            prepared = await prepare(session, delivery_id)
+    if prepared is None:
+        return None
     if isinstance(prepared, str):
         result = Outcome(None, prepared, None, utcnow())
-        runtime.call(_finish(runtime, delivery_id, result, final=True))
-        return
-    result = post(prepared, AllowList.parse(settings.webhook_allowed_hosts))
-    state = runtime.call(_finish(runtime, delivery_id, result))
+        return await _finish(runtime, delivery_id, result, final=True)
+    result = await post(prepared, AllowList.parse(settings.webhook_allowed_hosts))
+    state = await _finish(runtime, delivery_id, result)
     log.info(
         "webhook delivery %s attempt %d: %s (%s)",
         delivery_id,
@@ -131,11 +171,7 @@ def deliver(runtime: WorkerRuntime, delivery_id: str) -> None:
         state,
         result.status_code if result.status_code is not None else result.error,
     )
-
-
-async def _prepare(runtime: WorkerRuntime, delivery_id: str) -> Attempt | str | None:
-    async with runtime.database.read_session() as session:
-        return await prepare(session, delivery_id)
+    return state
 
 
 async def _finish(
@@ -147,33 +183,154 @@ async def _finish(
         )
 
 
-ACTORS = [ActorSpec(DELIVER_ACTOR, deliver, {"time_limit": 60_000, "max_retries": 0})]
+class Deliveries:
+    """The attempts this process has in flight, as tasks of the runtime's loop (use them from
+    that loop only)."""
+
+    def __init__(self, runtime: WorkerRuntime, concurrency: int, per_webhook: int) -> None:
+        self.runtime = runtime
+        self.concurrency = concurrency
+        self.per_webhook = per_webhook
+        self.in_flight: Counter[str] = Counter()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.on_done: list[Any] = []
+        """Called (no arguments) after each attempt: the timer comes back if more were due."""
+
+    @property
+    def room(self) -> int:
+        return self.concurrency - len(self._tasks)
+
+    def taker(self) -> Callable[[str], bool]:
+        """For one fan-out: whether there is room for one more attempt to a webhook now
+        (counting those this fan-out took already)."""
+        took: Counter[str] = Counter()
+
+        def take(webhook_id: str) -> bool:
+            if self.room - took.total() <= 0:
+                return False
+            if self.in_flight[webhook_id] + took[webhook_id] >= self.per_webhook:
+                return False
+            took[webhook_id] += 1
+            return True
+
+        return take
+
+    def start(self, delivery_id: str, webhook_id: str, ready: Attempt | None = None) -> None:
+        self.in_flight[webhook_id] += 1
+        task = asyncio.get_running_loop().create_task(self._one(delivery_id, webhook_id, ready))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _one(self, delivery_id: str, webhook_id: str, ready: Attempt | None) -> None:
+        try:
+            await deliver(self.runtime, delivery_id, ready)
+        except Exception:
+            # Its lease runs out and another round sends it again.
+            log.exception("webhook delivery %s failed; it is sent again later", delivery_id)
+        finally:
+            self.in_flight[webhook_id] -= 1
+            if self.in_flight[webhook_id] <= 0:
+                del self.in_flight[webhook_id]
+            for callback in self.on_done:
+                callback()
+
+    async def close(self) -> None:
+        """Stop the attempts under way (their leases run out; they are sent again later)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class WebhookTimer(Timer):
     def __init__(self, runtime: WorkerRuntime) -> None:
-        super().__init__(
-            runtime, "calcgraph-webhooks", runtime.settings.webhook_dispatch_interval_seconds
-        )
+        settings = runtime.settings
+        super().__init__(runtime, "calcgraph-webhooks", settings.webhook_dispatch_interval_seconds)
         self._pruned_at = -math.inf
+        self._wake = threading.Event()
+        self._more = False
+        """Attempts were due that this process had no room for: come back when one ends."""
+        self.deliveries = Deliveries(
+            runtime, settings.webhook_delivery_concurrency, settings.webhook_delivery_per_webhook
+        )
+        self.deliveries.on_done.append(self._attempt_ended)
+        self._hooked = True
+        """Some webhook was enabled at the last round: events recorded here wake the timer
+        (with none, the interval's rounds pick up a webhook created meanwhile)."""
+        self._unobserve = observe(self._event_recorded)
+        self.rounds = 0
+
+    def _event_recorded(self) -> None:
+        if self._hooked:
+            self._wake.set()
+
+    def _attempt_ended(self) -> None:
+        if self._more:
+            self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            if self._stop.is_set():
+                break
+            self._wake.clear()
+            try:
+                self.tick()
+            except Exception:
+                log.exception("%s failed; it tries again in %s s", self._thread.name, self.interval)
+            self._stop.wait(_MIN_ROUND_S)
+
+    def stop(self) -> None:
+        self._unobserve()
+        self._stop.set()
+        self._wake.set()
+        super().stop()
+        try:
+            self.runtime.call(self.deliveries.close())
+        except RuntimeError:  # the runtime's loop is gone already
+            pass
 
     def tick(self) -> Any:
         return self.runtime.call(self.round())
 
     async def round(self) -> int:
-        """One round: fan out, send what is due, prune when it is time. Returns the
-        attempts sent."""
+        """One round: fan out, start what is due, prune when it is time. Returns the
+        attempts started."""
+        self.rounds += 1
+        settings = self.runtime.settings
+        deliveries = self.deliveries
+        started = 0
         for _ in range(_FAN_OUT_ROUNDS):
             try:
                 async with self.runtime.database.write_session() as session:
-                    written = await fan_out(session, utcnow())
+                    fanned = await fan_out(
+                        session,
+                        utcnow(),
+                        deliveries.taker(),
+                        settings.webhook_delivery_lease_seconds,
+                    )
             except Raced:
                 break
-            if written == 0:
+            # Attempts 1 this process had room for, leased to it in that unit: sent now,
+            # without waiting for `due` to find them.
+            for attempt in fanned.taken:
+                deliveries.start(attempt.delivery_id, attempt.webhook_id, attempt)
+            started += len(fanned.taken)
+            if fanned.events == 0:
                 break
-        settings = self.runtime.settings
         async with self.runtime.database.write_session() as session:
-            sent = await due(session, utcnow(), settings.webhook_delivery_lease_seconds)
+            self._hooked = await WebhookRepository.from_session(session).any_enabled()
+            leased, self._more = await due(
+                session,
+                utcnow(),
+                settings.webhook_delivery_lease_seconds,
+                limit=deliveries.room,
+                room=deliveries.in_flight,
+                per_webhook=deliveries.per_webhook,
+            )
+        # After the lease's commit: another process's round now passes these by.
+        for item in leased:
+            deliveries.start(item.delivery_id, item.webhook_id)
         if time.monotonic() - self._pruned_at >= settings.event_prune_interval_seconds:
             async with self.runtime.database.write_session() as session:
                 pruned = await event_service.prune(session, settings.event_retention_days)
@@ -182,4 +339,4 @@ class WebhookTimer(Timer):
                 log.info(
                     "deleted %d events older than %g days", pruned, settings.event_retention_days
                 )
-        return len(sent)
+        return started + len(leased)

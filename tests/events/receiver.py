@@ -1,9 +1,11 @@
 """A real HTTP receiver on loopback for the webhook tests: records what it is sent and
 answers as told (`ok`, `fail` with 500, `redirect` to the cloud metadata address, `hang`,
-`hold`: no answer until `released` is set)."""
+`hold`: no answer until `released` is set, or the sender gives up)."""
 
 from __future__ import annotations
 
+import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -27,11 +29,24 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     arrived: threading.Condition = field(default_factory=threading.Condition)
     released: threading.Event = field(default_factory=threading.Event)
+    in_flight: int = 0
+    """Requests being answered now; `most_in_flight`: the most at once."""
+    most_in_flight: int = 0
 
     def wait_for(self, count: int, seconds: float = 30.0) -> list[Received]:
         with self.arrived:
             self.arrived.wait_for(lambda: len(self.received) >= count, seconds)
             return list(self.received)
+
+
+def _peer_closed(connection: socket.socket) -> bool:
+    readable, _, _ = select.select([connection], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 @contextmanager
@@ -47,11 +62,25 @@ def receiver(mode: str = "ok") -> Iterator[Receiver]:
                 state.received.append(
                     Received({k.lower(): v for k, v in self.headers.items()}, body)
                 )
+                state.in_flight += 1
+                state.most_in_flight = max(state.most_in_flight, state.in_flight)
                 state.arrived.notify_all()
+            try:
+                self._answer()
+            finally:
+                with state.arrived:
+                    state.in_flight -= 1
+
+        def _answer(self) -> None:
+            assert state is not None
             if state.mode == "hang":
                 time.sleep(5)
             if state.mode == "hold":
-                state.released.wait(60)
+                # Until released, or until the sender gives up (then no answer at all).
+                deadline = time.monotonic() + 60
+                while not state.released.wait(0.05):
+                    if _peer_closed(self.connection) or time.monotonic() > deadline:
+                        return
             if state.mode == "fail":
                 self.send_response(500)
             elif state.mode == "redirect":

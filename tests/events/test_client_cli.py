@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -49,7 +50,15 @@ def test_client_webhooks_and_signatures(served_hooks: Served) -> None:
         with pytest.raises(InvalidSignature):
             verify_webhook(other, arrived[0].headers, arrived[0].body)
         assert cg.update_webhook(hook.id, enabled=False).enabled is False
-        assert [d.event_id for d in cg.webhook_deliveries(hook.id).items][-1] == event_id
+        # Listed once its outcome is recorded (just after the receiver answered).
+        listed: list[str] = []
+        for _ in range(300):
+            listed = [d.event_id for d in cg.webhook_deliveries(hook.id).items]
+            if listed:
+                break
+            time.sleep(0.1)
+        assert listed[-1] == event_id
+        assert cg.webhook_deliveries(hook.id).items[-1].state == "delivered"
         cg.delete_webhook(hook.id)
 
 

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 
 class EventSignals(Protocol):
-    def listen_events(self) -> AbstractAsyncContextManager[asyncio.Event]:
+    def listen_events(
+        self, matches: Callable[[str], bool] | None = None
+    ) -> AbstractAsyncContextManager[asyncio.Event]:
         """An event set whenever a unit of work that recorded events has committed (in any
-        process sharing the backbone); the listener clears it."""
+        process sharing the backbone), when one of their types `matches` (a signal whose
+        types are unknown sets it always); the listener clears it."""
         ...

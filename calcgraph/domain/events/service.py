@@ -71,7 +71,7 @@ async def record(
     subject may be either; every other type implies it."""
     row = event_row(type_, subject, data, subject_kind)
     await EventRepository.from_session(session).insert_many([row])
-    signal.mark()
+    signal.mark(type_)
     return str(row["id"])
 
 
@@ -79,7 +79,7 @@ async def record_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
     """Several `event_row`s in one statement (a batch of job transitions)."""
     if rows:
         await EventRepository.from_session(session).insert_many(rows)
-        signal.mark()
+        signal.mark(*{str(row["type"]) for row in rows})
 
 
 def job_started_row(job: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,21 +9,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-_MARK: ContextVar[list[bool] | None] = ContextVar("calcgraph_events_recorded", default=None)
+_MARK: ContextVar[set[str] | None] = ContextVar("calcgraph_events_recorded", default=None)
 
 
-def mark() -> None:
+def mark(*types: str) -> None:
+    """The unit recorded events of these types."""
     found = _MARK.get()
-    if found is not None and not found:
-        found.append(True)
+    if found is not None:
+        found.update(types)
 
 
 @contextmanager
-def collecting() -> Iterator[list[bool]]:
-    """A fresh mark for one unit of work: non-empty after it recorded an event."""
-    mark_list: list[bool] = []
-    token = _MARK.set(mark_list)
+def collecting() -> Iterator[set[str]]:
+    """A fresh mark for one unit of work: the types of the events it recorded (non-empty
+    after it recorded one)."""
+    marks: set[str] = set()
+    token = _MARK.set(marks)
     try:
-        yield mark_list
+        yield marks
     finally:
         _MARK.reset(token)

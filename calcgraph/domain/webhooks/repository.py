@@ -6,7 +6,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    Table,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.models import User
@@ -46,9 +56,10 @@ class WebhookRepository(RepositoryBase[Webhook]):
         await self.session.execute(delete(Webhook).where(Webhook.id == webhook.id))
 
     async def deliveries(self, webhook_id: str, page: PageRequest) -> list[WebhookDelivery]:
-        """The attempts made (and the ones waiting), newest first."""
+        """The attempts made, newest first (not the next ones, written ahead, `pending`)."""
         query = select(WebhookDelivery).where(
             WebhookDelivery.webhook_id == webhook_id,
+            WebhookDelivery.state != "pending",
             keyset_clause(
                 WebhookDelivery.created_at, WebhookDelivery.id, page.after, newest_first=True
             ),
@@ -71,23 +82,45 @@ class WebhookRepository(RepositoryBase[Webhook]):
         )
         return [(row[0], list(row[1] or [])) for row in rows]
 
+    async def any_enabled(self) -> bool:
+        found = await self.session.scalar(
+            select(Webhook.id).where(Webhook.enabled.is_(True)).limit(1)
+        )
+        return found is not None
+
     async def add_deliveries(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
             await self.session.execute(insert(_DELIVERIES), list(rows))
 
-    async def due(self, now: datetime, limit: int) -> list[str]:
-        """Attempts due now that no worker holds (or whose holder's lease ran out)."""
-        ids = await self.session.scalars(
-            select(WebhookDelivery.id)
-            .where(
-                WebhookDelivery.state == "pending",
-                WebhookDelivery.next_attempt_at <= now,
-                or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
-            )
+    @staticmethod
+    def _due_clause(now: datetime, exclude: Sequence[str]) -> list[ColumnElement[bool]]:
+        clauses = [
+            WebhookDelivery.state == "pending",
+            WebhookDelivery.next_attempt_at <= now,
+            or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+        ]
+        if exclude:
+            clauses.append(WebhookDelivery.webhook_id.not_in(sorted(exclude)))
+        return clauses
+
+    async def due(
+        self, now: datetime, limit: int, exclude: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
+        """(delivery id, webhook id) of attempts due now that no worker holds (or whose
+        holder's lease ran out), oldest due first, of webhooks not in `exclude`."""
+        rows = await self.session.execute(
+            select(WebhookDelivery.id, WebhookDelivery.webhook_id)
+            .where(*self._due_clause(now, exclude))
             .order_by(WebhookDelivery.next_attempt_at)
             .limit(limit)
         )
-        return list(ids)
+        return [(row[0], row[1]) for row in rows]
+
+    async def any_due(self, now: datetime, exclude: Sequence[str] = ()) -> bool:
+        found = await self.session.scalar(
+            select(WebhookDelivery.id).where(*self._due_clause(now, exclude)).limit(1)
+        )
+        return found is not None
 
     async def lease(self, delivery_id: str, now: datetime, until: datetime) -> bool:
         result = await self.session.execute(

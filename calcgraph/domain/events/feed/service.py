@@ -1,8 +1,13 @@
 """The pull of the event log (`GET /events`, GraphQL `events`) and its push (the `events`
-subscription): number what was committed, read a page the caller may see, and with `wait`
-hold no transaction until an event is recorded (the signal of `ports.EventSignals`) or the
-wait ends. A lost signal (a Redis reconnect, a unit without the hook) costs at most
-`recheck` seconds: the log is read again that often anyway."""
+subscription): read a page the caller may see, and with `wait` hold no transaction until an
+event is recorded (the signal of `ports.EventSignals`) or the wait ends.
+
+The unit of work that records events numbers them right after its commit, before it signals
+(`calcgraph.workers.event_signal`): a woken reader only reads. A reader numbers what it finds
+unnumbered itself only where a signal may have been lost (its first read, and each re-check
+after `recheck` seconds without a signal: a Redis reconnect, a unit without the hook, a
+process killed between its commit and the numbering), so a lost signal costs at most
+`recheck` seconds, and a burst of signals costs no write."""
 
 from __future__ import annotations
 
@@ -46,8 +51,11 @@ class EventFeed:
         async with self.database.read_session() as session:
             return await event_service.end(session)
 
-    async def _page(self, principal: Principal, query: EventQuery, after: int) -> EventPage:
-        await self._sequenced()
+    async def _page(
+        self, principal: Principal, query: EventQuery, after: int, *, number: bool = True
+    ) -> EventPage:
+        if number:
+            await self._sequenced()
         async with self.database.read_session() as session:
             return await event_service.page(session, principal, query, after)
 
@@ -57,33 +65,38 @@ class EventFeed:
         after = await self.start(query)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait, MAX_WAIT))
-        async with self.signals.listen_events() as signal:
+        signalled = False
+        async with self.signals.listen_events(query.types.matches) as signal:
             while True:
-                page = await self._page(principal, query, after)
+                page = await self._page(principal, query, after, number=not signalled)
                 remaining = deadline - loop.time()
                 if page.items or remaining <= 0:
                     return page
                 after = int(page.next_cursor)
-                try:
-                    await asyncio.wait_for(signal.wait(), min(remaining, self.recheck))
-                except TimeoutError:
-                    pass
-                signal.clear()
+                signalled = await self._wait(signal, min(remaining, self.recheck))
 
     async def follow(self, principal: Principal, query: EventQuery) -> AsyncIterator[EventView]:
         """Every matching event the caller may see, as it is recorded, from now on (or after
         the query's cursor), until the consumer stops."""
         after = await self.start(query)
-        async with self.signals.listen_events() as signal:
+        signalled = False
+        async with self.signals.listen_events(query.types.matches) as signal:
             while True:
-                page = await self._page(principal, query, after)
+                page = await self._page(principal, query, after, number=not signalled)
                 after = int(page.next_cursor)
                 for item in page.items:
                     yield item
                 if len(page.items) >= query.limit:
                     continue  # more are waiting: read on at once
-                try:
-                    await asyncio.wait_for(signal.wait(), self.recheck)
-                except TimeoutError:
-                    pass
-                signal.clear()
+                signalled = await self._wait(signal, self.recheck)
+
+    @staticmethod
+    async def _wait(signal: asyncio.Event, seconds: float) -> bool:
+        """Until the signal or `seconds`; whether it was the signal."""
+        try:
+            await asyncio.wait_for(signal.wait(), seconds)
+        except TimeoutError:
+            return False
+        finally:
+            signal.clear()
+        return True

@@ -4,18 +4,25 @@
   enabled webhook whose owner may see it now (the subject's rules, in SQL), become attempt 1
   of a delivery (`pending`, due now), in the unit of work that moves the cursor: an event is
   fanned out once, and never lost (at least once).
-- `due`: attempts due now are leased to this worker (a killed worker's lease runs out and the
-  attempt is sent again) and sent to the `webhooks.deliver` actor after the commit.
+- `due`: attempts due now are leased to this worker process (a killed worker's lease runs out
+  and the attempt is sent again), at most as many as it has room for, and at most
+  `per_webhook` in flight for one webhook: the process sends them after the commit, each on
+  its own (`calcgraph.workers.webhooks`), so a receiver that hangs holds only its own slots.
 - `prepare`/`finish`: one attempt: what to send (or why not: the webhook is gone, disabled,
   or its owner may no longer see the event), then its outcome: `delivered`, `retrying` with
   the next attempt written, or `failed` when the schedule is spent; 50 events failed in a row
   disable the webhook and record `calcgraph.webhook.disabled`.
+
+A delivery row is one attempt. The next attempt (attempt 1 when fanned out, attempt n + 1 after
+a `retrying` one) is written ahead, `pending`, due at `next_attempt_at`: it is the queue, not an
+attempt made, and the listing (`GET /webhooks/{id}/deliveries`) shows only attempts made, each
+`delivered`, `retrying` (its `next_attempt_at` says when the next one goes) or `failed`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,10 +36,8 @@ from calcgraph.domain.events.repository import EventRepository
 from calcgraph.domain.events.schedule import MAX_FAILED_IN_A_ROW, retry_delay
 from calcgraph.domain.events.service import record
 from calcgraph.domain.events.views import EventView, event_view
-from calcgraph.domain.jobs.enqueue import enqueue
 from calcgraph.domain.webhooks.repository import WebhookRepository
 
-DELIVER_ACTOR = "webhooks.deliver"
 FAN_OUT = "webhooks"
 FAN_OUT_BATCH = 500
 LEASE_SECONDS = 60.0
@@ -46,15 +51,38 @@ def _owner(user_id: str, roles: Sequence[Any]) -> Principal:
     )
 
 
-async def fan_out(session: AsyncSession, now: datetime) -> int:
-    """Fan the next batch of events out; how many events it held (0: nothing new). Raises
-    `Raced` when another worker moved the cursor first (the unit then writes nothing)."""
+@dataclass
+class FannedOut:
+    events: int
+    """How many events the batch held (0: nothing new)."""
+    taken: list[Attempt] = field(default_factory=list)
+    """The attempts 1 written leased to the caller, ready to send after the commit."""
+
+
+async def fan_out(
+    session: AsyncSession,
+    now: datetime,
+    take: Callable[[str], bool] | None = None,
+    lease_seconds: float = LEASE_SECONDS,
+) -> FannedOut:
+    """Fan the next batch of events out. `take(webhook_id)`: whether the caller has room to
+    send one more attempt to that webhook now; those it takes are written leased to it
+    (`FannedOut.taken`: what to send, the webhook and the owner's sight checked here), the
+    others wait for `due`. Raises `Raced` when another worker moved the cursor first (the
+    unit then writes nothing)."""
     events = EventRepository.from_session(session)
-    await events.sequence()
     position = await events.cursor(FAN_OUT)
     batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
     if not batch:
-        return 0
+        # The unit that recorded them numbers events after its commit; one whose numbering
+        # failed is numbered here.
+        if not await events.sequence():
+            return FannedOut(0)
+        batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
+        if not batch:
+            return FannedOut(0)
+    until = now + timedelta(seconds=lease_seconds)
+    taken: list[Attempt] = []
     last = int(batch[-1].position or position)
     webhooks = await WebhookRepository.from_session(session).enabled_with_owners()
     rows: list[dict[str, Any]] = []
@@ -76,47 +104,76 @@ async def fan_out(session: AsyncSession, now: datetime) -> int:
         visible = seen[webhook.user_id]
         for event in wanted:
             if event.id in visible or event.type == WEBHOOK_TEST:
-                rows.append(
-                    {
-                        "id": new_id(),
-                        "webhook_id": webhook.id,
-                        "event_id": event.id,
-                        "type": event.type,
-                        "attempt": 1,
-                        "state": "pending",
-                        "next_attempt_at": now,
-                        "first_created_at": now,
-                        "created_at": now,
-                    }
-                )
+                delivery_id = new_id()
+                row: dict[str, Any] = {
+                    "id": delivery_id,
+                    "webhook_id": webhook.id,
+                    "event_id": event.id,
+                    "type": event.type,
+                    "attempt": 1,
+                    "state": "pending",
+                    "next_attempt_at": now,
+                    "first_created_at": now,
+                    "created_at": now,
+                    "lease_until": None,
+                }
+                if take is not None and take(webhook.id):
+                    row["lease_until"] = until
+                    view = event_view(event)
+                    taken.append(
+                        Attempt(delivery_id, webhook.id, webhook.url, webhook.secret, view, 1)
+                    )
+                rows.append(row)
     if not await events.move_cursor(FAN_OUT, position, last):
         raise Raced()
     await WebhookRepository.from_session(session).add_deliveries(rows)
-    return len(batch)
+    return FannedOut(len(batch), taken)
 
 
 class Raced(Exception):
     """Another worker fanned this batch out first: roll this unit back."""
 
 
+@dataclass(frozen=True)
+class Leased:
+    delivery_id: str
+    webhook_id: str
+
+
 async def due(
-    session: AsyncSession, now: datetime, lease_seconds: float = LEASE_SECONDS, limit: int = 100
-) -> list[str]:
-    """Lease the attempts due now for `lease_seconds` and send each to the deliver actor
-    after the commit."""
+    session: AsyncSession,
+    now: datetime,
+    lease_seconds: float = LEASE_SECONDS,
+    limit: int = 100,
+    *,
+    room: Mapping[str, int] | None = None,
+    per_webhook: int | None = None,
+) -> tuple[list[Leased], bool]:
+    """Lease for `lease_seconds` up to `limit` attempts due now, at most `per_webhook` of one
+    webhook beyond those it already has in flight (`room`: webhook id -> in flight). Returns
+    them, and whether more were due than leased (the caller comes back once it has room)."""
     repository = WebhookRepository.from_session(session)
-    leased: list[str] = []
+    in_flight = dict(room or {})
+    full = [w for w, n in in_flight.items() if n >= per_webhook] if per_webhook is not None else []
+    leased: list[Leased] = []
+    more = False
     until = now + timedelta(seconds=lease_seconds)
-    for delivery_id in await repository.due(now, limit):
+    if limit <= 0:
+        return leased, await repository.any_due(now, full)
+    for delivery_id, webhook_id in await repository.due(now, limit, exclude=full):
+        if per_webhook is not None and in_flight.get(webhook_id, 0) >= per_webhook:
+            more = True
+            continue
         if await repository.lease(delivery_id, now, until):
-            enqueue(DELIVER_ACTOR, delivery_id=delivery_id)
-            leased.append(delivery_id)
-    return leased
+            leased.append(Leased(delivery_id, webhook_id))
+            in_flight[webhook_id] = in_flight.get(webhook_id, 0) + 1
+    return leased, more
 
 
 @dataclass(frozen=True)
 class Attempt:
     delivery_id: str
+    webhook_id: str
     url: str
     secret: str
     event: EventView
@@ -141,7 +198,9 @@ async def prepare(session: AsyncSession, delivery_id: str) -> Attempt | str | No
         )
         if event.id not in visible:
             return "the webhook's owner may no longer see this event"
-    return Attempt(delivery.id, webhook.url, webhook.secret, event_view(event), delivery.attempt)
+    return Attempt(
+        delivery.id, webhook.id, webhook.url, webhook.secret, event_view(event), delivery.attempt
+    )
 
 
 async def _roles(session: AsyncSession, user_id: str) -> list[Any]:
