@@ -61,7 +61,7 @@ def _alice_runs_the_demo(page: Any, base: str) -> str:
     expect(page.get_by_label("Problems in the form")).to_contain_text("m is not a Force unit")
     assert "/runs/" not in page.url
 
-    # The run page follows the run through `runUpdates` over the WebSocket door.
+    # The run page follows the run's events over the WebSocket door (and ticks on them).
     pushes: list[str] = []
 
     def on_socket(socket: Any) -> None:

@@ -79,7 +79,7 @@ def test_alice_creates_tests_disables_and_deletes_a_webhook(
         expect(page.get_by_role("status")).to_contain_text("calcgraph.webhook.test")
         assert ok.wait_for(1), "the receiver got nothing"
         page.get_by_role("link", name=f"Deliveries of {ok.url}").click()
-        expect(page.get_by_role("heading", name="Webhook deliveries")).to_be_visible()
+        expect(page.get_by_role("heading", name=f"Deliveries to {ok.url}")).to_be_visible()
         _deliveries_show(page, "delivered")
         attempt = page.get_by_role("row").filter(has_text="calcgraph.webhook.test")
         expect(attempt).to_contain_text("204")

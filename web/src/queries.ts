@@ -268,6 +268,7 @@ export const TestWebhookMutation = graphql(`
 
 export const WebhookDeliveriesQuery = graphql(`
   query WebhookDeliveries($id: ID!, $cursor: String) {
+    webhook(id: $id) { ...WebhookFields }
     webhookDeliveries(id: $id, limit: 50, cursor: $cursor) {
       items { id eventId type attempt statusCode error durationMs attemptedAt state nextAttemptAt }
       nextCursor

@@ -58,19 +58,21 @@ export function Notifications({ username }: { username: string }) {
   const root = useRef<HTMLDivElement>(null);
   const count = unread(items, seen);
   const newest = items[0]?.time ?? null;
-  useEffect(() => {
-    if (!open) return;
-    // Opened: everything listed is read (in every tab of this user).
+  // Closed after being open: everything it listed is read (in every tab of this user).
+  const close = () => {
+    setOpen(false);
     if (newest) {
       markSeen(username, newest);
       setSeen(newest);
     }
-  }, [open, newest, username]);
+  };
+  const closeRef = useRef(close);
+  closeRef.current = close;
   useEffect(() => {
     if (!open) return;
-    const onKey = (e: KeyboardEvent) => e.key === "Escape" && setOpen(false);
+    const onKey = (e: KeyboardEvent) => e.key === "Escape" && closeRef.current();
     const onClick = (e: MouseEvent) => {
-      if (root.current && !root.current.contains(e.target as Node)) setOpen(false);
+      if (root.current && !root.current.contains(e.target as Node)) closeRef.current();
     };
     document.addEventListener("keydown", onKey);
     document.addEventListener("mousedown", onClick);
@@ -79,11 +81,11 @@ export function Notifications({ username }: { username: string }) {
       document.removeEventListener("mousedown", onClick);
     };
   }, [open]);
-  const label = count > 0 ? `Notifications, ${count} unread` : "Notifications";
   return (
     <div className="notifications" ref={root}>
-      <button type="button" aria-label={label} aria-expanded={open} aria-controls={panelId} onClick={() => setOpen(!open)}>
-        Notifications{count > 0 && <span className="unread" aria-hidden="true">{count}</span>}
+      {/* The name is what shows: "Notifications 2 unread" (the word read out, not drawn). */}
+      <button type="button" aria-expanded={open} aria-controls={panelId} onClick={() => (open ? close() : setOpen(true))}>
+        Notifications{count > 0 && <> <span className="unread">{count}</span><span className="visually-hidden"> unread</span></>}
       </button>
       {open && (
         <div id={panelId} className="notifications-panel" role="region" aria-label="Recent notifications">
@@ -93,10 +95,11 @@ export function Notifications({ username }: { username: string }) {
             <ul>
               {items.map((e) => {
                 const d = describe(e);
+                const fresh = seen === null || Date.parse(e.time) > Date.parse(seen);
                 return (
-                  <li key={e.id} className={d.failed ? "notice failed" : "notice"}>
-                    {d.href ? <Link to={d.href} onClick={() => setOpen(false)}>{d.text}</Link> : <span>{d.text}</span>}
-                    <time dateTime={e.time}>{when(e.time)}</time>
+                  <li key={e.id} className={`notice${d.failed ? " failed" : ""}${fresh ? " fresh" : ""}`}>
+                    {d.href ? <Link to={d.href} onClick={close}>{d.text}</Link> : <span>{d.text}</span>}
+                    <time dateTime={e.time}>{fresh && <span className="new-mark">new · </span>}{when(e.time)}</time>
                   </li>
                 );
               })}

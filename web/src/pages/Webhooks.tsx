@@ -88,9 +88,17 @@ export function WebhookDeliveriesPage() {
   const pages = useCursorPages(id);
   const { data, error, loading, reload } = useAsync(() => request(WebhookDeliveriesQuery, { id, cursor: pages.cursor }), `${id}|${pages.cursor ?? ""}`);
   const items = data?.webhookDeliveries.items ?? [];
+  const hook = data?.webhook;
   return (
-    <Page title="Webhook deliveries" actions={<button type="button" onClick={reload} disabled={loading}>Refresh</button>}>
+    <Page title={hook ? `Deliveries to ${hook.url}` : "Webhook deliveries"} documentTitle="Webhook deliveries" actions={<button type="button" onClick={reload} disabled={loading}>Refresh</button>}>
       <p><Link to="/webhooks">All webhooks</Link></p>
+      {hook && (
+        <dl className="facts">
+          <dt>Event types</dt><dd>{hook.types.join(", ")}</dd>
+          <dt>State</dt><dd>{hook.enabled ? "enabled" : "disabled"}</dd>
+          <dt>Description</dt><dd>{hook.description || "—"}</dd>
+        </dl>
+      )}
       {error && <ErrorBox error={error} />}
       {!data && !error && <Loading rows={4} />}
       {data && items.length === 0 && <Empty>No delivery yet. Send a test event from the webhooks list, then refresh.</Empty>}
