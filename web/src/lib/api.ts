@@ -124,6 +124,7 @@ export function subscribe<TResult, TVariables>(
   },
 ): () => void {
   let done = false;
+  let disposed = false; // the caller unsubscribed: it hears nothing more
   const onOpen = () => {
     openListeners.delete(onOpen);
     if (!done) handlers.connected?.();
@@ -135,6 +136,7 @@ export function subscribe<TResult, TVariables>(
     { query: document.toString(), variables: variables as Record<string, unknown> },
     {
       next: (value) => {
+        if (disposed) return;
         const first = value.errors?.[0];
         if (first) {
           const code = typeof first.extensions?.code === "string" ? first.extensions.code : null;
@@ -146,6 +148,7 @@ export function subscribe<TResult, TVariables>(
       error: (error: unknown) => {
         done = true;
         openListeners.delete(onOpen);
+        if (disposed) return;
         // A CloseEvent 4401 means the token was refused: sign in again.
         const closeCode = (error as { code?: number } | null)?.code;
         if (closeCode === 4401) {
@@ -157,12 +160,13 @@ export function subscribe<TResult, TVariables>(
       complete: () => {
         done = true;
         openListeners.delete(onOpen);
-        handlers.complete();
+        if (!disposed) handlers.complete();
       },
     },
   );
   return () => {
     done = true;
+    disposed = true;
     openListeners.delete(onOpen);
     unsubscribe();
   };

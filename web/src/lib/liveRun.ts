@@ -73,6 +73,17 @@ export function useLiveRun(id: string) {
       if (resubscribe) clearTimeout(resubscribe);
       setMode("idle");
     };
+    // No events (the socket is blocked or dropped, or the stream ended or was refused): tick
+    // every 2 s, and try the socket again now and then.
+    const fallBack = () => {
+      stopSocket?.();
+      stopSocket = null;
+      if (!live || !ticker.running) return;
+      ticker.setLive(false);
+      setMode("polling");
+      if (resubscribe) clearTimeout(resubscribe);
+      resubscribe = setTimeout(() => live && ticker.running && follow(null), SAFETY_MS);
+    };
     const follow = (after: string | null) => {
       stopSocket = subscribe(EventsSubscription, { types: RUN_EVENT_TYPES, after }, {
         next: (data) => {
@@ -85,16 +96,9 @@ export function useLiveRun(id: string) {
           // Reconnected after a loss: whatever happened meanwhile is read by one tick.
           if (after === null) ticker.nudge();
         },
-        error: (e) => live && setError(e),
-        lost: () => {
-          stopSocket = null;
-          if (!live || !ticker.running) return;
-          ticker.setLive(false);
-          setMode("polling");
-          // Try the socket again now and then; ticks every 2 s meanwhile.
-          resubscribe = setTimeout(() => live && ticker.running && follow(null), SAFETY_MS);
-        },
-        complete: () => undefined,
+        error: fallBack,
+        lost: fallBack,
+        complete: fallBack,
       });
     };
     request(LiveRunQuery, { id, types: RUN_EVENT_TYPES }).then(
