@@ -2,8 +2,8 @@
 
 `first_render`: from navigation to the page having drawn the whole plan (the app's JavaScript
 loaded, the run with its 999 node states fetched in one GraphQL request, React Flow laid out).
-`live_update`: from a new run state arriving (runUpdates over graphql-ws, or the 2 s tick of
-the fallback) to the page having drawn it. The app records both in
+`live_update`: from a new run state arriving (the answer of a tick the page sent on an event of
+the run, or of the 2 s tick of the fallback) to the page having drawn it. The app records both in
 `window.__calcgraphRunMetrics`; each repetition opens a fresh run in a fresh page.
 
 CPU beside each figure: the page's renderer main thread (Chrome's `Performance.getMetrics`

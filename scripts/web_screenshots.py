@@ -25,6 +25,7 @@ from playwright.sync_api import expect, sync_playwright
 from calcgraph.client import Client
 from calcgraph.demo.platform import InProcessPlatform
 from calcgraph.settings import Settings
+from tests.events.receiver import Receiver, receiver
 from tests.web import test_run_control as run_control
 from tests.web import workday
 from tests.web.conftest import (
@@ -83,6 +84,56 @@ def _canary(platform: InProcessPlatform) -> str:
             ).raise_for_status()
         pid: str = report.json()["package_id"]
         return pid
+
+
+def _webhooks(platform: InProcessPlatform, ok: Receiver, failing: Receiver) -> str:
+    """Two of alice's webhooks, each sent a test event (one receiver answers 500); the failing
+    one's id."""
+    with Client(platform.base_url, token=platform.token("alice")) as client:
+        good = client.create_webhook(ok.url, ["calcgraph.run.*"], "run notifications to ops")
+        bad = client.create_webhook(failing.url, ["calcgraph.build.refused"], "refused builds")
+        for hook in (good, bad):
+            client.test_webhook(hook.id)
+        ok.wait_for(1)
+        failing.wait_for(1)
+        return bad.id
+
+
+def _event_pages(context: Any, base: str, out: Path, suffix: str, failing_hook: str) -> None:
+    """The notifications menu (the runs above as its unread events) and the Webhooks page with
+    a new webhook's secret shown once, and a failing webhook's deliveries."""
+    page = context.new_page()
+
+    def shot(name: str) -> None:
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(out / f"{name}{suffix}.png"))
+
+    page.goto(f"{base}/ui/runs")
+    menu = page.get_by_role("button", name=re.compile(r"^Notifications"))
+    expect(menu).to_have_accessible_name(re.compile(r"unread"))
+    menu.click()
+    expect(page.get_by_role("region", name="Recent notifications")).to_be_visible()
+    shot("notifications")
+    page.keyboard.press("Escape")
+
+    page.goto(f"{base}/ui/webhooks")
+    form = page.get_by_role("form", name="Create a webhook")
+    url = "http://127.0.0.1:9/screenshots"
+    form.get_by_label("URL").fill(url)
+    form.get_by_label(re.compile("^Event types")).fill("calcgraph.run.failed, calcgraph.build.*")
+    form.get_by_label("Description").fill("nightly failures")
+    form.get_by_role("button", name="Create webhook").click()
+    expect(page.get_by_role("region", name=f"Signing secret of {url}")).to_be_visible()
+    shot("webhooks")
+    page.get_by_role("button", name="I have stored it").click()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name=f"Delete {url}").click()
+    expect(page.get_by_role("row").filter(has_text=url)).to_have_count(0)
+
+    page.goto(f"{base}/ui/webhooks/{failing_hook}")
+    expect(page.get_by_role("table", name="Delivery attempts, newest first")).to_contain_text("500")
+    shot("webhook-deliveries")
+    page.close()
 
 
 def _pages(
@@ -231,11 +282,18 @@ def main(out: Path) -> None:
             redis_url=None,
             oidc_client_id="calcgraph-dev",
             oidc_client_secret="development",
+            webhook_allowed_hosts=["127.0.0.1"],
         )
-        with InProcessPlatform(settings) as platform, sync_playwright() as p:
+        with (
+            InProcessPlatform(settings) as platform,
+            sync_playwright() as p,
+            receiver() as ok,
+            receiver("fail") as failing,
+        ):
             _publish_demo(platform)
             demo, failed, retried = _runs(platform)
             canary = _canary(platform)
+            failing_hook = _webhooks(platform, ok, failing)
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             # Light as `name.png`, dark (prefers-color-scheme) as `name-dark.png`.
             for scheme, suffix in (("light", ""), ("dark", "-dark")):
@@ -251,6 +309,7 @@ def main(out: Path) -> None:
                     ),
                 )
                 _pages(context, platform.base_url, out, suffix, demo, failed, retried, canary)
+                _event_pages(context, platform.base_url, out, suffix, failing_hook)
                 context.close()
             browser.close()
 

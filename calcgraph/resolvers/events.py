@@ -14,6 +14,9 @@ from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.events import CloudEventType, EventPageType
 
+RECENT_LIMIT = 20
+MAX_RECENT = 100
+
 
 @strawberry.type
 class EventQuery:
@@ -44,17 +47,44 @@ class EventQuery:
             next_cursor=page.next_cursor,
         )
 
+    @strawberry.field(
+        description="The newest `limit` (1-100) events the caller may see of these `types`, "
+        "newest first (a notifications list). `nextCursor` is the end they were read at: the "
+        "`events` subscription with `after` set to it follows on, missing and repeating none."
+    )
+    async def recent_events(
+        self, info: Info, types: list[str] | None = None, limit: int = RECENT_LIMIT
+    ) -> EventPageType:
+        principal = principal_of(info)
+        if not 1 <= limit <= MAX_RECENT:
+            raise ValidationError(
+                f"limit must be from 1 to {MAX_RECENT}",
+                [FieldError(("limit",), f"a number from 1 to {MAX_RECENT}")],
+            )
+        query = parse_query(types or [], None, "now", limit)
+        page = await info.context.services.events.recent(principal, query)
+        return EventPageType(
+            items=[CloudEventType.from_view(item) for item in page.items],
+            next_cursor=page.next_cursor,
+        )
+
 
 @strawberry.type
 class EventSubscription:
     @strawberry.subscription(
         description="Each event the subscriber may see, as it is recorded (from now on), of "
-        "these `types` (event types or prefixes ending in `*`; none: all) and `subject`."
+        "these `types` (event types or prefixes ending in `*`; none: all) and `subject`. "
+        "`after` (a cursor of the `events` or `recentEvents` query) starts after it instead: "
+        "nothing recorded between that answer and the subscription is missed."
     )
     async def events(
-        self, info: Info, types: list[str] | None = None, subject: str | None = None
+        self,
+        info: Info,
+        types: list[str] | None = None,
+        subject: str | None = None,
+        after: str | None = None,
     ) -> AsyncGenerator[CloudEventType, None]:
         principal = principal_of(info)
-        query = parse_query(types or [], subject, "now", DEFAULT_LIMIT)
+        query = parse_query(types or [], subject, after or "now", DEFAULT_LIMIT)
         async for view in info.context.services.events.follow(principal, query):
             yield CloudEventType.from_view(view)

@@ -25,6 +25,7 @@ from calcgraph.resolvers.deployments import DeploymentMutation, DeploymentQuery
 from calcgraph.resolvers.events import EventQuery, EventSubscription
 from calcgraph.resolvers.execute import ExecuteMutation
 from calcgraph.resolvers.packages import PackageMutation, PackageQuery
+from calcgraph.resolvers.webhooks import WebhookMutation, WebhookQuery
 from calcgraph.resolvers.workflows import WorkflowMutation, WorkflowQuery, WorkflowSubscription
 from calcgraph.schema.bounds import DocumentBounds
 from calcgraph.schema.context import ReleaseLoaders
@@ -38,13 +39,26 @@ log = logging.getLogger("calcgraph.graphql")
 
 
 @strawberry.type(description="Read access to calcgraph.")
-class Query(CatalogQuery, AccessQuery, PackageQuery, DeploymentQuery, WorkflowQuery, EventQuery):
+class Query(
+    CatalogQuery,
+    AccessQuery,
+    PackageQuery,
+    DeploymentQuery,
+    WorkflowQuery,
+    EventQuery,
+    WebhookQuery,
+):
     pass
 
 
 @strawberry.type(description="Changes to calcgraph; each field is one transaction.")
 class Mutation(
-    AccessMutation, PackageMutation, DeploymentMutation, ExecuteMutation, WorkflowMutation
+    AccessMutation,
+    PackageMutation,
+    DeploymentMutation,
+    ExecuteMutation,
+    WorkflowMutation,
+    WebhookMutation,
 ):
     pass
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import strawberry
@@ -9,6 +10,8 @@ from strawberry.scalars import JSON
 
 from calcgraph.domain.events.envelope import structured
 from calcgraph.domain.events.views import EventView
+from calcgraph.domain.webhooks.views import DeliveryView, WebhookView
+from calcgraph.schema.pages import Page
 
 
 @strawberry.type(name="CloudEvent", description="An event, as CloudEvents 1.0 structures it.")
@@ -43,3 +46,74 @@ class EventPageType:
     next_cursor: str = strawberry.field(
         description="Pass as `after` for the next call; never null."
     )
+
+
+@strawberry.type(name="Webhook", description="A webhook (contract section 9); its secret never.")
+class WebhookType:
+    id: strawberry.ID = strawberry.field(description="Identifier.")
+    url: str = strawberry.field(description="Where its events are POSTed.")
+    types: list[str] = strawberry.field(description="Event types, or prefixes ending in `*`.")
+    description: str = strawberry.field(description="What it is for.")
+    enabled: bool = strawberry.field(description="False: switched off (or after 50 failures).")
+    created_at: datetime = strawberry.field(description="Creation time.")
+
+    @classmethod
+    def from_view(cls, view: WebhookView) -> WebhookType:
+        return cls(
+            id=strawberry.ID(view.id),
+            url=view.url,
+            types=list(view.types),
+            description=view.description,
+            enabled=view.enabled,
+            created_at=view.created_at,
+        )
+
+
+@strawberry.type(
+    name="CreatedWebhook",
+    description="A webhook just created, with its signing secret: shown in this answer only.",
+)
+class CreatedWebhookType:
+    webhook: WebhookType = strawberry.field(description="The webhook.")
+    secret: str = strawberry.field(
+        description="`whsec_<base64>`: the key of its signatures, never shown again."
+    )
+
+
+@strawberry.type(description="A page of webhooks.")
+class WebhookPage(Page[WebhookType]):
+    items: list[WebhookType] = strawberry.field(description="Webhooks of this page.")
+
+
+@strawberry.type(name="WebhookDelivery", description="One attempt to deliver an event.")
+class WebhookDeliveryType:
+    id: strawberry.ID = strawberry.field(description="Identifier of the attempt.")
+    event_id: str = strawberry.field(description="The event's id (its `webhook-id` header).")
+    type: str = strawberry.field(description="The event's type.")
+    attempt: int = strawberry.field(description="1 for the first attempt.")
+    status_code: int | None = strawberry.field(description="The receiver's HTTP status, if any.")
+    error: str | None = strawberry.field(description="Why it did not deliver, if it did not.")
+    duration_ms: int | None = strawberry.field(description="How long the attempt took.")
+    attempted_at: datetime | None = strawberry.field(description="When it was attempted.")
+    state: str = strawberry.field(description="`delivered`, `retrying` or `failed`.")
+    next_attempt_at: datetime | None = strawberry.field(description="When it is tried again.")
+
+    @classmethod
+    def from_view(cls, view: DeliveryView) -> WebhookDeliveryType:
+        return cls(
+            id=strawberry.ID(view.id),
+            event_id=view.event_id,
+            type=view.type,
+            attempt=view.attempt,
+            status_code=view.status_code,
+            error=view.error,
+            duration_ms=view.duration_ms,
+            attempted_at=view.attempted_at,
+            state=view.state,
+            next_attempt_at=view.next_attempt_at,
+        )
+
+
+@strawberry.type(description="A page of delivery attempts, newest first.")
+class WebhookDeliveryPage(Page[WebhookDeliveryType]):
+    items: list[WebhookDeliveryType] = strawberry.field(description="Attempts of this page.")

@@ -60,6 +60,8 @@ def platform(
         # The platform names its own provider's issuer, so name its client as `serve` does.
         oidc_client_id="calcgraph-dev",
         oidc_client_secret="development",
+        # The Webhooks page's tests deliver to a receiver on loopback.
+        webhook_allowed_hosts=["127.0.0.1"],
     )
     with InProcessPlatform(settings) as running:
         _publish_demo(running)

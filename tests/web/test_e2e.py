@@ -61,21 +61,14 @@ def _alice_runs_the_demo(page: Any, base: str) -> str:
     expect(page.get_by_label("Problems in the form")).to_contain_text("m is not a Force unit")
     assert "/runs/" not in page.url
 
-    # The run page follows the run through `runUpdates` over the WebSocket door.
-    pushes: list[str] = []
-
-    def on_socket(socket: Any) -> None:
-        if socket.url.endswith("/graphql"):
-            socket.on("framereceived", lambda frame: pushes.append(str(frame)))
-
-    page.on("websocket", on_socket)
+    # How the run page follows a run (ticks on its events, over the WebSocket door) is
+    # tests/web/test_events.py's: this short run may be over before any event is pushed.
     page.get_by_label(re.compile(r"^load ")).fill("12 kN")
     page.get_by_role("button", name="Start run").click()
     page.wait_for_url(re.compile(r"/ui/runs/[0-9a-f-]+$"))
     expect(page.get_by_role("heading", name=re.compile(r"^Run .* completed$"))).to_be_visible(
         timeout=90_000
     )
-    assert any('"next"' in frame for frame in pushes), pushes[:3]
     outputs = page.get_by_role("table", name="Terminal outputs")
     expect(outputs).to_contain_text("verdict")
     expect(outputs).to_contain_text(re.compile(r"(PASS|FAIL) \((strength|stiffness) governs\)"))

@@ -16,6 +16,8 @@ import { JobPage, JobsPage } from "./pages/Jobs";
 import { NewWorkflowPage } from "./pages/NewWorkflow";
 import { OrganizationPage, OrganizationsPage } from "./pages/Organizations";
 import { PublishFunctionPage, PublishPackagePage } from "./pages/Publish";
+import { WebhookDeliveriesPage, WebhooksPage } from "./pages/Webhooks";
+import { Notifications } from "./components/Notifications";
 
 function RequireSession({ children }: { children: ReactNode }) {
   const location = useLocation();
@@ -41,11 +43,13 @@ function Layout({ children }: { children: ReactNode }) {
           <NavLink to="/functions">Functions</NavLink>
           <NavLink to="/jobs">Jobs</NavLink>
           <NavLink to="/organizations">Organizations</NavLink>
+          <NavLink to="/webhooks">Webhooks</NavLink>
           <a href="/graphql">GraphiQL</a>
         </nav>
         <div className="user">
           {session ? (
             <>
+              <Notifications key={session.username} username={session.username} />
               <span aria-label="Signed in as">{session.username}</span>
               <button
                 type="button"
@@ -104,6 +108,8 @@ export function App() {
           <Route path="/runs/:id" element={guarded(<RunPage />)} />
           <Route path="/jobs" element={guarded(<JobsPage />)} />
           <Route path="/jobs/:id" element={guarded(<JobPage />)} />
+          <Route path="/webhooks" element={guarded(<WebhooksPage />)} />
+          <Route path="/webhooks/:id" element={guarded(<WebhookDeliveriesPage />)} />
           <Route path="*" element={<p>No page here. <Link to="/">Start over</Link></p>} />
         </Routes>
       </Layout>

@@ -241,11 +241,55 @@ export const PackageDeploymentQuery = graphql(`
   }
 `);
 
+// Events (contract section 9): the run page ticks on its run's events; the header lists the
+// signed-in user's run and build events.
+export const LiveRunQuery = graphql(`
+  query LiveRun($id: ID!, $types: [String!]) {
+    workflowRun(id: $id) { ...RunFields }
+    events(types: $types, after: "now", limit: 1) { nextCursor }
+  }
+`);
+
+export const EventsSubscription = graphql(`
+  subscription Events($types: [String!], $after: String) {
+    events(types: $types, after: $after) { id type subject time data }
+  }
+`);
+
+export const RecentEventsQuery = graphql(`
+  query RecentEvents($types: [String!], $limit: Int!) {
+    recentEvents(types: $types, limit: $limit) {
+      items { id type subject time data }
+      nextCursor
+    }
+  }
+`);
+
 export const PublishPackageMutation = graphql(`
   mutation PublishPackage($manifest: JSON!, $files: JSON!, $visibility: Visibility, $organization: String) {
     publishPackage(manifest: $manifest, files: $files, visibility: $visibility, organization: $organization) {
       packageId package packageVersion isLatest warnings
       functions { id name version status }
+    }
+  }
+`);
+
+// Webhooks (contract section 9).
+export const WebhookFields = graphql(`
+  fragment WebhookFields on Webhook { id url types description enabled createdAt }
+`);
+
+export const WebhooksQuery = graphql(`
+  query Webhooks($cursor: String) {
+    webhooks(limit: 100, cursor: $cursor) { items { ...WebhookFields } nextCursor }
+  }
+`);
+
+export const CreateWebhookMutation = graphql(`
+  mutation CreateWebhook($url: String!, $types: [String!]!, $description: String!) {
+    createWebhook(url: $url, types: $types, description: $description) {
+      secret
+      webhook { ...WebhookFields }
     }
   }
 `);
@@ -266,6 +310,30 @@ export const SubmitFunctionMutation = graphql(`
   mutation SubmitFunction($name: String!, $code: String!, $requirements: [String!], $inputs: JSON, $outputs: JSON, $visibility: Visibility) {
     submitFunction(name: $name, code: $code, requirements: $requirements, inputs: $inputs, outputs: $outputs, visibility: $visibility) {
       buildId functionId status version versionStatus vulnerabilities functionVersionId
+    }
+  }
+`);
+
+export const UpdateWebhookMutation = graphql(`
+  mutation UpdateWebhook($id: ID!, $enabled: Boolean) {
+    updateWebhook(id: $id, enabled: $enabled) { ...WebhookFields }
+  }
+`);
+
+export const DeleteWebhookMutation = graphql(`
+  mutation DeleteWebhook($id: ID!) { deleteWebhook(id: $id) }
+`);
+
+export const TestWebhookMutation = graphql(`
+  mutation TestWebhook($id: ID!) { testWebhook(id: $id) }
+`);
+
+export const WebhookDeliveriesQuery = graphql(`
+  query WebhookDeliveries($id: ID!, $cursor: String) {
+    webhook(id: $id) { ...WebhookFields }
+    webhookDeliveries(id: $id, limit: 50, cursor: $cursor) {
+      items { id eventId type attempt statusCode error durationMs attemptedAt state nextAttemptAt }
+      nextCursor
     }
   }
 `);

@@ -188,6 +188,19 @@ class EventRepository(RepositoryBase[Event]):
             query = query.where(Event.subject == subject)
         return list(await self.session.scalars(query.order_by(Event.position).limit(limit)))
 
+    async def latest(
+        self, principal: Principal, upto: int, limit: int, types: TypeFilter
+    ) -> list[Event]:
+        """The newest sequenced events at or before `upto` that `principal` may see, newest
+        first (a notifications list)."""
+        query = select(Event).where(
+            Event.position.is_not(None),
+            Event.position <= upto,
+            type_clause(types),
+            visible_event_clause(principal),
+        )
+        return list(await self.session.scalars(query.order_by(Event.position.desc()).limit(limit)))
+
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()

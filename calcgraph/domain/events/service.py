@@ -302,6 +302,16 @@ class EventService:
         last = rows[-1].position if rows else after
         return EventPage([event_view(row) for row in rows], str(last))
 
+    async def recent(
+        self, session: AsyncSession, principal: Principal, types: TypeFilter, limit: int
+    ) -> EventPage:
+        """The newest `limit` events the caller may see, newest first; `next_cursor` is the
+        end they were read at, so a follower starting after it misses none and repeats none."""
+        repository = EventRepository.from_session(session)
+        end = await repository.last_position()
+        rows = await repository.latest(principal, end, limit, types)
+        return EventPage([event_view(row) for row in rows], str(end))
+
     async def prune(self, session: AsyncSession, days: float, now: datetime | None = None) -> int:
         before = (now or utcnow()) - timedelta(days=days)
         return await EventRepository.from_session(session).prune(before)

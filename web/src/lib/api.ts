@@ -1,14 +1,17 @@
 // A small typed GraphQL client: operation types come from codegen (TypedDocumentString), queries
-// go over fetch, `runUpdates` over graphql-ws (graphql-transport-ws, token in connection_init).
+// go over fetch, subscriptions over graphql-ws (graphql-transport-ws, token in connection_init).
 import { createClient, type Client } from "graphql-ws";
 import type { TypedDocumentString } from "../gql/graphql";
 import { currentSession, sessionExpired, sessionHasExpired } from "./auth";
+import { retryAfterSeconds } from "./retryAfter";
 
 export class ApiError extends Error {
   constructor(
     message: string,
     readonly code: string | null,
     readonly extensions: Record<string, unknown> = {},
+    /** Seconds the server asked us to wait before trying again (an overload, a rate limit). */
+    readonly retryAfter: number | null = null,
   ) {
     super(message);
   }
@@ -74,6 +77,7 @@ async function send<TResult, TVariables>(
   }
   const payload = (await response.json().catch(() => ({}))) as GraphQLResponse<TResult> & {
     detail?: string;
+    retry_after?: unknown;
   };
   const first = payload.errors?.[0];
   if (first) {
@@ -81,15 +85,19 @@ async function send<TResult, TVariables>(
     if (code === "Unauthenticated") {
       sessionExpired();
     }
-    throw new ApiError(first.message, code, first.extensions ?? {});
+    const wait = retryAfterSeconds(response.headers.get("Retry-After"), first.extensions);
+    throw new ApiError(first.message, code, first.extensions ?? {}, wait);
   }
   if (!response.ok || !payload.data) {
-    throw new ApiError(payload.detail ?? `the server answered ${response.status}`, null);
+    const wait = retryAfterSeconds(response.headers.get("Retry-After"), { retry_after: payload.retry_after });
+    throw new ApiError(payload.detail ?? `the server answered ${response.status}`, null, {}, wait);
   }
   return payload.data;
 }
 
 let wsClient: Client | null = null;
+let socketOpen = false;
+const openListeners = new Set<() => void>();
 
 function ws(): Client {
   if (!wsClient) {
@@ -102,29 +110,48 @@ function ws(): Client {
         const session = currentSession();
         return session ? { Authorization: `Bearer ${session.accessToken}` } : {};
       },
+      on: {
+        connected: () => {
+          socketOpen = true;
+          for (const listener of [...openListeners]) listener();
+        },
+        closed: () => {
+          socketOpen = false;
+        },
+      },
     });
   }
   return wsClient;
 }
 
-/** Subscribe over WebSocket. `onUnavailable` is called when the socket cannot be used at all
- * (a server without the WebSocket door), so the caller falls back to polling. */
+/** Subscribe over WebSocket. `connected` is called once the socket is acknowledged (at once if
+ * it already is); `lost` when the socket cannot be used or is gone (no server door, a blocked
+ * or dropped connection), so the caller falls back to polling; `error` for an error answer. */
 export function subscribe<TResult, TVariables>(
   document: TypedDocumentString<TResult, TVariables>,
   variables: TVariables,
   handlers: {
     next: (data: TResult) => void;
     error: (error: ApiError) => void;
-    unavailable: () => void;
+    lost: () => void;
     complete: () => void;
+    connected?: () => void;
   },
 ): () => void {
-  let received = false;
-  return ws().subscribe<TResult>(
+  let done = false;
+  let disposed = false; // the caller unsubscribed: it hears nothing more
+  const onOpen = () => {
+    openListeners.delete(onOpen);
+    if (!done) handlers.connected?.();
+  };
+  const client = ws();
+  if (socketOpen) queueMicrotask(onOpen);
+  else openListeners.add(onOpen);
+  const unsubscribe = client.subscribe<TResult>(
     { query: document.toString(), variables: variables as Record<string, unknown> },
     {
       next: (value) => {
-        received = true;
+        if (disposed) return;
         const first = value.errors?.[0];
         if (first) {
           const code = typeof first.extensions?.code === "string" ? first.extensions.code : null;
@@ -134,17 +161,28 @@ export function subscribe<TResult, TVariables>(
         }
       },
       error: (error: unknown) => {
-        // A CloseEvent 4401 means the token was refused; anything before the first message
-        // means the door is not there: poll instead.
+        done = true;
+        openListeners.delete(onOpen);
+        if (disposed) return;
+        // A CloseEvent 4401 means the token was refused: sign in again.
         const closeCode = (error as { code?: number } | null)?.code;
         if (closeCode === 4401) {
           sessionExpired();
           return;
         }
-        if (!received) handlers.unavailable();
-        else handlers.error(new ApiError("the live connection was lost", null));
+        handlers.lost();
       },
-      complete: handlers.complete,
+      complete: () => {
+        done = true;
+        openListeners.delete(onOpen);
+        if (!disposed) handlers.complete();
+      },
     },
   );
+  return () => {
+    done = true;
+    disposed = true;
+    openListeners.delete(onOpen);
+    unsubscribe();
+  };
 }

@@ -1,7 +1,7 @@
 // The run page: the plan as a laid-out graph with its edges and status colours, a timeline,
 // the selected node (in the URL as ?node=, the failed node by default) and its values in units.
 import { Background, ReactFlow, type Edge } from "@xyflow/react";
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
@@ -10,7 +10,6 @@ import { RunControls } from "../components/RunControls";
 import { ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
 import { Attempts, earlierAttempts } from "../components/Attempts";
 import { Timeline } from "../components/Timeline";
-import { request, subscribe } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
 import { duration, ports, when } from "../lib/format";
 import { sourceOf, type GraphNode } from "../lib/graph";
@@ -19,10 +18,8 @@ import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
 import type { RunFieldsFragment } from "../gql/graphql";
-import { RunQuery, RunUpdatesSubscription, TickMutation } from "../queries";
+import { TERMINAL, useLiveRun, type LiveMode } from "../lib/liveRun";
 
-const TERMINAL = new Set(["completed", "failed", "cancelled"]);
-const POLL_MS = 2000; // the specification's polling period of the run page
 const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
 
@@ -41,59 +38,9 @@ declare global {
   }
 }
 
-/** The run, live: graphql-ws `runUpdates`, or a tick every 2 s when the socket is unavailable. */
-function useLiveRun(id: string) {
-  const [run, setRun] = useState<Run | null>(null);
-  const [error, setError] = useState<Error | null>(null);
-  const [mode, setMode] = useState<"socket" | "polling" | "idle">("idle");
-  const arrived = useRef<number | null>(null);
-  useEffect(() => {
-    let live = true;
-    let stop: (() => void) | null = null;
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    const apply = (next: Run) => {
-      arrived.current = performance.now();
-      setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
-    };
-    const poll = () => {
-      setMode("polling");
-      const step = () => {
-        request(TickMutation, { id }).then(
-          (r) => {
-            if (!live) return;
-            apply(r.tickRun);
-            if (!TERMINAL.has(r.tickRun.status)) timer = setTimeout(step, POLL_MS);
-            else setMode("idle");
-          },
-          (e: unknown) => live && setError(e instanceof Error ? e : new Error(String(e))),
-        );
-      };
-      timer = setTimeout(step, 0);
-    };
-    request(RunQuery, { id }).then(
-      (r) => {
-        if (!live) return;
-        apply(r.workflowRun);
-        if (TERMINAL.has(r.workflowRun.status)) return;
-        setMode("socket");
-        stop = subscribe(RunUpdatesSubscription, { id }, {
-          next: (data) => live && apply(data.runUpdates),
-          error: (e) => live && setError(e),
-          unavailable: () => live && poll(),
-          complete: () => live && setMode("idle"),
-        });
-      },
-      (e: unknown) => live && setError(e instanceof Error ? e : new Error(String(e))),
-    );
-    return () => {
-      live = false;
-      stop?.();
-      if (timer) clearTimeout(timer);
-    };
-  }, [id]);
-  // An answer of this page's own mutation (cancel): shown at once, the same rule as updates.
-  const show = (next: Run) => setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
-  return { run, error, mode, arrived, show };
+function liveLabel(mode: LiveMode, backoff: number | null): string {
+  if (backoff !== null) return `server busy: next tick in ${Math.ceil(backoff)} s`;
+  return mode === "live" ? "live" : mode === "polling" ? "ticking every 2 s" : "";
 }
 
 /** The plan's nodes, its input nodes named by the run's inputs and the bindings. */
@@ -135,7 +82,7 @@ function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
 
 export function RunPage() {
   const { id = "" } = useParams();
-  const { run, error, mode, arrived, show } = useLiveRun(id);
+  const { run, error, mode, backoff, arrived, show } = useLiveRun(id);
   // The run's workflow (null when it is no longer visible to the caller): the editor's and the
   // runs filter's slug.
   const slug = run?.workflow?.slug;
@@ -196,7 +143,7 @@ export function RunPage() {
     <Page
       title={<>Run {run.id.slice(0, 8)} <StatusBadge status={run.status} /></>}
       documentTitle={`Run ${run.id.slice(0, 8)} ${run.status}`}
-      actions={<><RunControls run={run} terminal={TERMINAL.has(run.status)} slug={slug} onChanged={show} /><span className="live" aria-live="polite">{mode === "socket" ? "live" : mode === "polling" ? "ticking every 2 s" : ""}</span></>}
+      actions={<><RunControls run={run} terminal={TERMINAL.has(run.status)} slug={slug} onChanged={show} /><span className="live" aria-live="polite">{liveLabel(mode, backoff)}</span></>}
     >
       <dl className="facts">
         <dt>Workflow</dt>

@@ -59,6 +59,12 @@ class EventFeed:
         async with self.database.read_session() as session:
             return await event_service.page(session, principal, query, after)
 
+    async def recent(self, principal: Principal, query: EventQuery) -> EventPage:
+        """The newest `query.limit` events of its types the caller may see, newest first."""
+        await self._sequenced()
+        async with self.database.read_session() as session:
+            return await event_service.recent(session, principal, query.types, query.limit)
+
     async def pull(self, principal: Principal, query: EventQuery, wait: float = 0.0) -> EventPage:
         """A page of events after the query's position; with `wait`, an empty page only when
         nothing the caller may see and the filter matches was recorded within `wait`."""

@@ -1,0 +1,126 @@
+// The run page's live run: it ticks its run when an event says one of the run's jobs (or the run)
+// changed, over the `events` subscription (graphql-ws), with a slow safety tick; the 2 s tick only
+// while the subscription is not connected; the server's Retry-After delays the next tick.
+import { useEffect, useRef, useState } from "react";
+import type { RunFieldsFragment } from "../gql/graphql";
+import { EventsSubscription, LiveRunQuery, TickMutation } from "../queries";
+import { ApiError, request, subscribe } from "./api";
+import { SAFETY_MS, Ticker } from "./ticker";
+
+type Run = RunFieldsFragment;
+
+export const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+/** The events that may change what a tick of the run does. */
+export const RUN_EVENT_TYPES = ["calcgraph.job.*", "calcgraph.run.*"];
+
+/** "live": ticking on events; "polling": every 2 s; "idle": nothing to tick. */
+export type LiveMode = "live" | "polling" | "idle";
+
+/** Whether an event (its `data`) is about the run `id`. */
+export function concernsRun(data: unknown, id: string): boolean {
+  return typeof data === "object" && data !== null && (data as { run_id?: unknown }).run_id === id;
+}
+
+/** The earliest retry of the run's nodes still to come (the run's own `retryAt`). */
+export function earliestRetryAt(states: readonly { retryAt: string | null }[]): string | null {
+  let first: string | null = null;
+  for (const s of states) {
+    if (s.retryAt && (first === null || Date.parse(s.retryAt) < Date.parse(first))) first = s.retryAt;
+  }
+  return first;
+}
+
+function asError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e));
+}
+
+export function useLiveRun(id: string) {
+  const [run, setRun] = useState<Run | null>(null);
+  const [error, setError] = useState<Error | null>(null);
+  const [mode, setMode] = useState<LiveMode>("idle");
+  const [backoff, setBackoff] = useState<number | null>(null);
+  const arrived = useRef<number | null>(null);
+  useEffect(() => {
+    let live = true;
+    let stopSocket: (() => void) | null = null;
+    let resubscribe: ReturnType<typeof setTimeout> | null = null;
+    const apply = (next: Run) => {
+      arrived.current = performance.now();
+      setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
+    };
+    const ticker = new Ticker({
+      tick: async () => {
+        const { tickRun } = await request(TickMutation, { id });
+        const terminal = TERMINAL.has(tickRun.status);
+        if (live) {
+          apply(tickRun);
+          if (terminal) finish();
+        }
+        return { terminal, retryAt: earliestRetryAt(tickRun.nodeStates) };
+      },
+      retryAfter: (e) => (e instanceof ApiError ? e.retryAfter : null),
+      backoff: (seconds) => live && setBackoff(seconds),
+      failed: (e) => {
+        if (!live) return;
+        setError(asError(e));
+        finish();
+      },
+    });
+    const finish = () => {
+      ticker.stop();
+      stopSocket?.();
+      stopSocket = null;
+      if (resubscribe) clearTimeout(resubscribe);
+      setMode("idle");
+    };
+    // No events (the socket is blocked or dropped, or the stream ended or was refused): tick
+    // every 2 s, and try the socket again now and then.
+    const fallBack = () => {
+      stopSocket?.();
+      stopSocket = null;
+      if (!live || !ticker.running) return;
+      ticker.setLive(false);
+      setMode("polling");
+      if (resubscribe) clearTimeout(resubscribe);
+      resubscribe = setTimeout(() => live && ticker.running && follow(null), SAFETY_MS);
+    };
+    const follow = (after: string | null) => {
+      stopSocket = subscribe(EventsSubscription, { types: RUN_EVENT_TYPES, after }, {
+        next: (data) => {
+          if (live && concernsRun(data.events.data, id)) ticker.nudge();
+        },
+        connected: () => {
+          if (!live || !ticker.running) return;
+          ticker.setLive(true);
+          setMode("live");
+          // Reconnected after a loss: whatever happened meanwhile is read by one tick.
+          if (after === null) ticker.nudge();
+        },
+        error: fallBack,
+        lost: fallBack,
+        complete: fallBack,
+      });
+    };
+    request(LiveRunQuery, { id, types: RUN_EVENT_TYPES }).then(
+      (r) => {
+        if (!live) return;
+        apply(r.workflowRun);
+        if (TERMINAL.has(r.workflowRun.status)) return;
+        setMode("polling");
+        // Subscribed from the cursor read with the run: no event between the two is missed.
+        follow(r.events.nextCursor);
+        ticker.start();
+      },
+      (e: unknown) => live && setError(asError(e)),
+    );
+    return () => {
+      live = false;
+      ticker.stop();
+      stopSocket?.();
+      if (resubscribe) clearTimeout(resubscribe);
+    };
+  }, [id]);
+  // An answer of this page's own mutation (cancel): shown at once, the same rule as updates.
+  const show = (next: Run) => setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
+  return { run, error, mode, backoff, arrived, show };
+}
