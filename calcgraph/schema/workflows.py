@@ -278,6 +278,8 @@ class WorkflowRunType:
         "terminal node's `job { outputs }`)."
     )
     def terminal_outputs_omitted(self, info: Info) -> bool:
+        if self.listed_omitted:
+            return True
         return self.terminal is not None and not self._shows_terminal(info)
 
     async def _plan(self, info: Info) -> dict[str, Any]:
