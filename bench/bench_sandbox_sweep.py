@@ -11,6 +11,9 @@ pool (a real sandbox backend, no API in between), one call at a time:
   it, and the sandbox stays warm;
 - `sandbox_sweep_thread`: the handler leaves a thread: every job runs on a fresh sandbox (the
   price a handler pays for leaving threads).
+
+Each figure gives the CPU per job of the caller and every sandbox process (`bench.tree_cpu`:
+a cpuacct cgroup, so killed sandboxes count too) and the load average.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from pathlib import Path
 
 from bench.core import Deadline, Options, Result, summarise
+from bench.tree_cpu import TreeCpu
 from calcgraph.settings import Settings
 from calcgraph.workers.sandbox import (
     Limits,
@@ -90,12 +94,14 @@ def _sweep_alone() -> Result:
         check=True,
     )
     samples: list[int] = json.loads(done.stdout)
+    # The sweep is all the child does once started: its CPU per call is about its latency.
     return summarise(
         "sandbox_sweep_runner",
         "the sweep with nothing to end",
         "runner's _sweep in a child process, 5000 times",
         samples,
         time.perf_counter() - began,
+        extra={"loadavg": [round(x, 2) for x in os.getloadavg()]},
     )
 
 
@@ -106,6 +112,9 @@ def _scenario(backend: SandboxBackend, code_dir: Path, action: str) -> Result:
     latencies: list[int] = []
     errors = 0
     deadline = Deadline(MAX_SECONDS)
+    cpu = TreeCpu()
+    counting = cpu.counting()
+    counting.__enter__()
     began = time.perf_counter()
     try:
         for _ in range(CALLS):
@@ -119,6 +128,9 @@ def _scenario(backend: SandboxBackend, code_dir: Path, action: str) -> Result:
         stats = pool.stats
     finally:
         pool.close()
+        spent = cpu.seconds()  # the sandboxes ended by the close included
+        counting.__exit__(None, None, None)
+    load = [round(x, 2) for x in os.getloadavg()]
     return summarise(
         f"sandbox_sweep_{action}",
         f"{backend.name}, handler: {action}",
@@ -126,7 +138,12 @@ def _scenario(backend: SandboxBackend, code_dir: Path, action: str) -> Result:
         latencies,
         elapsed,
         errors,
-        {"sandboxes_started": stats.starts, "loadavg": [round(x, 2) for x in os.getloadavg()]},
+        {
+            "sandboxes_started": stats.starts,
+            "cpu_ms_per_job": round(spent * 1000 / max(len(latencies), 1), 2),
+            "cpu_counted_by": cpu.how,
+            "loadavg": load,
+        },
     )
 
 
