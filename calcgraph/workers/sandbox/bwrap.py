@@ -7,8 +7,10 @@ a job sees no host path beyond the code it runs): the interpreter (its binary, l
 standard library) at a neutral place, each system library that it and its extension modules
 link (found once with `ldd`, bound file by file at its own path) with the C++ runtime that
 wheels expect of the system, the host's top-level links (/lib -> usr/lib), and the code (and
-its dependencies); no /etc, no host programs, nothing else of /usr. Memory, process count and CPU come from one cgroup per sandbox (v1 or v2), joined
-before bwrap execs. Without writable cgroups, memory falls back to RLIMIT_AS and CPUs to
+its dependencies); no /etc, no host programs, nothing else of /usr.
+
+Memory, process count and CPU come from one cgroup per sandbox (v1 or v2), joined before bwrap
+execs. Without writable cgroups, memory falls back to RLIMIT_AS and CPUs to
 affinity; the process count then needs RLIMIT_NPROC on a non-root invoking user (as root the
 kernel does not apply RLIMIT_NPROC, so the backend refuses).
 """
