@@ -28,6 +28,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 )
 
 from calcgraph.auth.authenticate import Authenticator
+from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import DomainError
 from calcgraph.ops.socket_census import Seat, SocketCensus
@@ -36,6 +37,15 @@ from calcgraph.schema.context import Context
 
 UNAUTHORIZED = 4401
 TOO_MANY = 4429
+TRY_AGAIN = 1013
+"""RFC 6455 "Try Again Later": the database could not take the sign-in now."""
+_BUSY = "Unavailable: the server is busy; connect again later"
+
+
+class _TryAgain(Exception):
+    """Authenticating met a database error that a retry may not meet."""
+
+
 # A WebSocket close reason is at most 123 bytes (RFC 6455, section 5.5).
 _MAX_REASON = 120
 
@@ -105,7 +115,12 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
             # write) may take longer than the init timeout, which no longer applies.
             if self.connection_init_timeout_task:
                 self.connection_init_timeout_task.cancel()
-            reason = await self._authenticate(payload)
+            try:
+                reason = await self._authenticate(payload)
+            except _TryAgain:
+                self.connection_init_received = True
+                await self.websocket.close(code=TRY_AGAIN, reason=_BUSY)
+                return
             if reason is not None:
                 self.connection_init_received = True
                 if self.connection_init_timeout_task:
@@ -138,6 +153,12 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
             principal = await authenticator.authenticate(header)
         except DomainError as exc:
             return str(exc)
+        except Exception as exc:
+            if not is_retryable(exc):
+                raise
+            # A first sign-in's write met a busy database: the socket is closed (the client
+            # tries again) rather than failing as an error of the application.
+            raise _TryAgain from exc
         context.principal = principal
         context.access_loaders = AccessLoaders.build(context.database, principal)
         return None

@@ -36,22 +36,24 @@ if (nonce) {
     }
   };
 
-  const innerHTML = Object.getOwnPropertyDescriptor(Element.prototype, "innerHTML")!;
-  const setInner = innerHTML.set!;
-  Object.defineProperty(Element.prototype, "innerHTML", {
-    configurable: true,
-    enumerable: innerHTML.enumerable,
-    get: innerHTML.get,
-    set(this: Element, value: unknown) {
-      const html = String(value);
-      if (!html.includes("style=")) {
-        setInner.call(this, value);
-        return;
-      }
-      setInner.call(this, hide(html));
-      restyle(this);
-    },
-  });
+  const innerHTML = Object.getOwnPropertyDescriptor(Element.prototype, "innerHTML");
+  const setInner = innerHTML?.set;
+  if (innerHTML?.get && setInner) {
+    Object.defineProperty(Element.prototype, "innerHTML", {
+      configurable: true,
+      enumerable: innerHTML.enumerable,
+      get: innerHTML.get,
+      set(this: Element, value: unknown) {
+        const html = String(value);
+        if (!html.includes("style=")) {
+          setInner.call(this, value);
+          return;
+        }
+        setInner.call(this, hide(html));
+        restyle(this);
+      },
+    });
+  }
 
   const insertAdjacentHTML = Element.prototype.insertAdjacentHTML;
   Element.prototype.insertAdjacentHTML = function (
