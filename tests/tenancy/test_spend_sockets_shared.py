@@ -16,7 +16,6 @@ import pytest
 import redis
 from websockets.asyncio.client import ClientConnection, connect
 
-from calcgraph.ops.socket_census import RedisCensus, Seat
 from tests.auth.idp import LocalIdentityProvider
 from tests.client.conftest import Served, serve
 from tests.tenancy.test_spend_sockets import PROTOCOL, closed_with, init, receive, ws_url
@@ -106,6 +105,8 @@ class TestSocketCountsAcrossProcesses:
 
 class TestADeadProcessesSockets:
     async def test_sockets_of_a_dead_process_stop_counting_when_their_leases_end(self) -> None:
+        from calcgraph.ops.socket_census import RedisCensus, Seat
+
         _redis_or_skip()
         prefix = f"lease-{uuid.uuid4().hex[:8]}:"
         dead = RedisCensus(
