@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis
+import redis.asyncio
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.auth.idp import LocalIdentityProvider
@@ -25,6 +26,20 @@ pytestmark = pytest.mark.db
 REDIS_URL = os.environ.get("CALCGRAPH_TEST_REDIS_URL", "redis://127.0.0.1:6379/12")
 PER_USER = 3
 PENDING = 4
+PREFIX = f"sockets-{uuid.uuid4().hex[:8]}:"
+
+
+async def _drained(key: str) -> None:
+    """Until the sockets of an earlier test have left the shared count (a server counts a
+    socket out once its handler ends, just after the client's close)."""
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    try:
+        for _ in range(200):
+            if await client.zcard(f"{PREFIX}calcgraph:sockets:{key}") == 0:
+                return
+            await asyncio.sleep(0.05)
+    finally:
+        await client.aclose()
 
 
 def _redis_or_skip() -> None:
@@ -41,7 +56,7 @@ def two_servers(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Served, Served]]:
     _redis_or_skip()
-    prefix = f"sockets-{uuid.uuid4().hex[:8]}:"
+    prefix = PREFIX
     options = {
         "redis_url": REDIS_URL,
         "redis_key_prefix": prefix,
@@ -68,6 +83,7 @@ class TestSocketCountsAcrossProcesses:
     ) -> None:
         one, two = two_servers
         user = f"shared-{uuid.uuid4().hex[:6]}"
+        await _drained("pending:127.0.0.1")
         async with contextlib.AsyncExitStack() as stack:
             for served in (one, two, one):
                 ws = await stack.enter_async_context(opened(served))
@@ -90,6 +106,7 @@ class TestSocketCountsAcrossProcesses:
         self, two_servers: tuple[Served, Served]
     ) -> None:
         one, two = two_servers
+        await _drained("pending:127.0.0.1")
         async with contextlib.AsyncExitStack() as stack:
             for served in (one, two, one, two):
                 await stack.enter_async_context(opened(served))
