@@ -40,6 +40,7 @@ MODULES = (
     "bench_workflows",
     "bench_tenancy",
     "bench_sandbox_sweep",
+    "bench_soak",
     "bench_scale_tick",
     "bench_scale",
     "bench_scale_graphql",
@@ -105,6 +106,12 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         default=list(defaults.runs),
         help="runs at once, one phase each (scale_polled_runs_http; default 10 100 500)",
     )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=defaults.soak_minutes,
+        help="length of the soak benchmark (soak_hostile_http; default 10)",
+    )
     args = parser.parse_args(argv)
     options = dataclasses.replace(
         defaults,
@@ -114,6 +121,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         connections=args.connections,
         workers=tuple(args.workers),
         runs=tuple(args.runs),
+        soak_minutes=args.minutes,
     )
     return args.names, options, args.list
 

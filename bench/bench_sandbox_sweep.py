@@ -11,6 +11,9 @@ pool (a real sandbox backend, no API in between), one call at a time:
   it, and the sandbox stays warm;
 - `sandbox_sweep_thread`: the handler leaves a thread: every job runs on a fresh sandbox (the
   price a handler pays for leaving threads).
+
+Each figure gives the CPU per job of the caller and every sandbox process (`bench.tree_cpu`:
+a cpuacct cgroup, so killed sandboxes count too) and the load average.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from pathlib import Path
 
 from bench.core import Deadline, Options, Result, summarise
+from bench.tree_cpu import TreeCpu
 from calcgraph.settings import Settings
 from calcgraph.workers.sandbox import (
     Limits,
@@ -90,35 +94,42 @@ def _sweep_alone() -> Result:
         check=True,
     )
     samples: list[int] = json.loads(done.stdout)
+    # The sweep is all the child does once started: its CPU per call is about its latency.
     return summarise(
         "sandbox_sweep_runner",
         "the sweep with nothing to end",
         "runner's _sweep in a child process, 5000 times",
         samples,
         time.perf_counter() - began,
+        extra={"loadavg": [round(x, 2) for x in os.getloadavg()]},
     )
 
 
 def _scenario(backend: SandboxBackend, code_dir: Path, action: str) -> Result:
-    pool = WarmPool(backend)
-    spec = SandboxSpec(code_dir, "job:main", limits=Limits(timeout_seconds=30), tenant="u")
-    pool.run_spec("fv", spec, {"action": "trivial"})  # warm
-    latencies: list[int] = []
-    errors = 0
-    deadline = Deadline(MAX_SECONDS)
-    began = time.perf_counter()
-    try:
-        for _ in range(CALLS):
-            if deadline.passed:
-                break
-            start = time.perf_counter_ns()
-            result = pool.run_spec("fv", spec, {"action": action})
-            latencies.append(time.perf_counter_ns() - start)
-            errors += result.status != "success"
-        elapsed = time.perf_counter() - began
-        stats = pool.stats
-    finally:
-        pool.close()
+    cpu = TreeCpu()
+    with cpu.counting():  # before the pool starts its sandbox: the sandbox counts too
+        pool = WarmPool(backend)
+        spec = SandboxSpec(code_dir, "job:main", limits=Limits(timeout_seconds=30), tenant="u")
+        latencies: list[int] = []
+        errors = 0
+        try:
+            pool.run_spec("fv", spec, {"action": "trivial"})  # warm
+            deadline = Deadline(MAX_SECONDS)
+            before = cpu.seconds()
+            began = time.perf_counter()
+            for _ in range(CALLS):
+                if deadline.passed:
+                    break
+                start = time.perf_counter_ns()
+                result = pool.run_spec("fv", spec, {"action": action})
+                latencies.append(time.perf_counter_ns() - start)
+                errors += result.status != "success"
+            elapsed = time.perf_counter() - began
+            stats = pool.stats
+        finally:
+            pool.close()
+        spent = cpu.seconds() - before  # the sandboxes ended by the close included
+    load = [round(x, 2) for x in os.getloadavg()]
     return summarise(
         f"sandbox_sweep_{action}",
         f"{backend.name}, handler: {action}",
@@ -126,7 +137,12 @@ def _scenario(backend: SandboxBackend, code_dir: Path, action: str) -> Result:
         latencies,
         elapsed,
         errors,
-        {"sandboxes_started": stats.starts, "loadavg": [round(x, 2) for x in os.getloadavg()]},
+        {
+            "sandboxes_started": stats.starts,
+            "cpu_ms_per_job": round(spent * 1000 / max(len(latencies), 1), 2),
+            "cpu_counted_by": cpu.how,
+            "loadavg": load,
+        },
     )
 
 

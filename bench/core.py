@@ -23,6 +23,7 @@ class Options:
     inprocess_max_s: float = 4.0  # ... and the time bound on them
     service_calls: int = 20000
     service_max_s: float = 2.0
+    soak_minutes: float = 10.0  # the soak benchmark's length (bench_soak)
 
 
 @dataclass(frozen=True)

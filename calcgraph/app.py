@@ -22,6 +22,7 @@ from calcgraph.domain.errors import DomainError
 from calcgraph.domain.events.feed.service import EventFeed
 from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.metrics import Metrics
+from calcgraph.ops.socket_census import build_census
 from calcgraph.ops.units import cache_units
 from calcgraph.rest_compat import api as rest_api
 from calcgraph.rest_compat import errors
@@ -61,6 +62,7 @@ def create_app(
         # graphql-ws protocol is off) and over plain HTTP as multipart/mixed responses.
         return GraphQLView(
             services,
+            sockets,
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, MULTIPART_SUBSCRIPTION_PROTOCOL),
         )
 
@@ -72,6 +74,7 @@ def create_app(
     metrics = metrics or Metrics()
     execution = Execution(settings, db, metrics)
     limiter = build_limiter(settings)
+    sockets = build_census(settings)
     # What the doors reach, typed: built here rather than in the lifespan, so that an app
     # served without one (ASGI tests) answers too.
     services = Services(
@@ -105,6 +108,7 @@ def create_app(
         await execution.close()
         if limiter is not None:
             await limiter.close()
+        await sockets.close()
         if owns_database:
             await db.dispose()
 

@@ -249,6 +249,8 @@ class NodeState(Model):
     status: str
     job_id: str | None = None
     outputs: dict[str, Any] | None = None
+    outputs_omitted: bool = False
+    """Over 64 KiB or past the answer's bound: the node's job (`jobs.get`) has them."""
     error: dict[str, Any] | None = None
     attempt: int = 0
     started_at: datetime | None = None
@@ -274,6 +276,7 @@ class RunSummary(Model):
     revision: int = 0
     rerun_of: str | None = None
     retry_at: datetime | None = None
+    terminal_outputs_omitted: bool = False
 
     @property
     def done(self) -> bool:

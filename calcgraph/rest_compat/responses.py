@@ -463,6 +463,11 @@ class NodeStateOut(Out):
     status: NodeStatus
     job_id: str | None
     outputs: dict[str, Any] | None
+    outputs_omitted: bool = Field(
+        default=False,
+        description="the outputs are over 64 KiB or past the answer's 16 MiB and left out: "
+        "GET /jobs/{job_id} reads them",
+    )
     error: JobErrorOut | None
     attempt: int
     started_at: TimestampZ | None
@@ -503,8 +508,9 @@ class RunSummaryOut(Out):
     )
     terminal_outputs_omitted: bool = Field(
         default=False,
-        description="a listing left terminal_outputs out (over 64 KiB); GET /workflow-runs/{id} "
-        "reads them",
+        description="a listing left terminal_outputs out (over 64 KiB), or a run's answer did "
+        "(past its 16 MiB): GET /workflow-runs/{id} reads them when they fit, else each node's "
+        "job (GET /jobs/{job_id})",
     )
 
 

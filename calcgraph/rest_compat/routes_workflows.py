@@ -12,7 +12,7 @@ from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import RUN_STATUSES, run_service
 from calcgraph.domain.runs.state import RunStatus
-from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.runs.views import RunView, shown
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.validation import Report
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowView
@@ -154,12 +154,14 @@ async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetail
     tag="runs",
 )
 async def create_run(call: Call[CreateRunBody, None]) -> RunView:
-    return await call.write(
-        run_service.create,
-        call.path("slug"),
-        call.body.inputs,
-        refresh=call.body.cache == "refresh",
-        quotas=call.services.settings.quotas,
+    return shown(
+        await call.write(
+            run_service.create,
+            call.path("slug"),
+            call.body.inputs,
+            refresh=call.body.cache == "refresh",
+            quotas=call.services.settings.quotas,
+        )
     )
 
 
@@ -172,7 +174,7 @@ async def create_run(call: Call[CreateRunBody, None]) -> RunView:
     tag="runs",
 )
 async def cancel_run(call: Call[None, None]) -> RunView:
-    return await call.write(run_control.cancel_run, call.path("run_id"))
+    return shown(await call.write(run_control.cancel_run, call.path("run_id")))
 
 
 @rest(
@@ -186,12 +188,14 @@ async def cancel_run(call: Call[None, None]) -> RunView:
 )
 async def rerun_run(call: Call[RerunBody, None]) -> RunView:
     body = call.body
-    return await call.write(
-        run_control.rerun,
-        call.path("run_id"),
-        start_from=body.start_from,
-        workflow_version=body.workflow_version,
-        inputs=body.inputs,
+    return shown(
+        await call.write(
+            run_control.rerun,
+            call.path("run_id"),
+            start_from=body.start_from,
+            workflow_version=body.workflow_version,
+            inputs=body.inputs,
+        )
     )
 
 
@@ -217,7 +221,7 @@ async def list_runs(call: Call[None, RunsQuery]) -> Page[RunView]:
 
 @rest("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, tag="runs")
 async def get_run(call: Call[None, None]) -> RunView:
-    return await call.read(run_service.get, call.path("run_id"))
+    return shown(await call.read(run_service.get, call.path("run_id")))
 
 
 @rest(
@@ -228,7 +232,7 @@ async def get_run(call: Call[None, None]) -> RunView:
     tag="runs",
 )
 async def get_plan(call: Call[None, None]) -> RunView:
-    return await call.read(run_service.get, call.path("run_id"))
+    return shown(await call.read(run_service.get, call.path("run_id")))
 
 
 @rest(
@@ -245,6 +249,8 @@ async def tick_run(call: Call[None, TickQuery]) -> RunView:
     `revision` of an earlier answer): only the node states changed after N, and no plan; a
     poller of a 10,000-node run gets what changed instead of the whole run each time."""
     execution = call.services.execution
-    return await execution.tick(
-        call.principal, call.path("run_id"), call.query.wait, since=call.query.since, where=WAIT
+    return shown(
+        await execution.tick(
+            call.principal, call.path("run_id"), call.query.wait, since=call.query.since, where=WAIT
+        )
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import strawberry
 from starlette.requests import Request
@@ -13,6 +13,7 @@ from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 
 from calcgraph.db.engine import Database
+from calcgraph.domain import answers
 from calcgraph.domain.access.principal import Principal
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.node_loaders import NodeLoaders
@@ -20,6 +21,10 @@ from calcgraph.schema.package_loaders import PackageLoaders
 from calcgraph.schema.workflow_loaders import WorkflowLoaders
 from calcgraph.services import Services
 from calcgraph.settings import Settings
+
+VALUES_BYTES = answers.ANSWER_MAX_BYTES - 4 * 1024 * 1024
+"""An operation's node outputs and terminal outputs: the answer's bound less what its whole
+values (a plan, a graph: 2 MiB each in the document's estimate) may take."""
 
 
 @dataclass
@@ -37,6 +42,9 @@ class Context:
     """Loaders of the run graph (versions, node states, jobs), built on first use."""
     node_loaders: NodeLoaders | None = None
     """Loaders of node state pages and single node states, built on first use."""
+    values: answers.Budget = field(default_factory=lambda: answers.Budget(VALUES_BYTES))
+    """What the operation's node outputs and terminal outputs may still show (contract 8b):
+    past it they are left out (`outputsOmitted`), whatever the rows its listings hold."""
 
     @property
     def database(self) -> Database:
@@ -58,6 +66,7 @@ class Context:
         self.package_loaders = None
         self.workflow_loaders = None
         self.node_loaders = None
+        self.values = answers.Budget(VALUES_BYTES)
 
     def release_loaders(self) -> None:
         """The operation is answered: what its loaders remember goes now. Loaders sit in
@@ -77,6 +86,7 @@ class Context:
         self.package_loaders = None
         self.workflow_loaders = None
         self.node_loaders = None
+        self.values = answers.Budget(VALUES_BYTES)
 
 
 class ReleaseLoaders(SchemaExtension):

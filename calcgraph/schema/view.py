@@ -19,10 +19,11 @@ from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
 from calcgraph.domain import json_limits
 from calcgraph.domain.errors import ValidationError
+from calcgraph.ops.socket_census import SocketCensus, build_census
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.build import build_schema
 from calcgraph.schema.context import Context
-from calcgraph.schema.websocket import AuthenticatedTransportWS, SocketCensus
+from calcgraph.schema.websocket import AuthenticatedTransportWS
 from calcgraph.services import Services
 
 LARGE_ANSWER_BYTES = 1024 * 1024
@@ -40,7 +41,9 @@ class _Encoded(dict[str, object]):
 class GraphQLView(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = AuthenticatedTransportWS
 
-    def __init__(self, services: Services, **kwargs: Any) -> None:
+    def __init__(
+        self, services: Services, sockets: SocketCensus | None = None, **kwargs: Any
+    ) -> None:
         settings = services.settings
         super().__init__(
             build_schema(settings),
@@ -50,10 +53,8 @@ class GraphQLView(GraphQL[Context, None]):
             connection_init_wait_timeout=timedelta(seconds=settings.limit_socket_init_seconds),
             **kwargs,
         )
-        self.sockets = SocketCensus(
-            per_user=settings.limit_sockets_per_user,
-            pending_per_address=settings.limit_pending_sockets_per_address,
-        )
+        self.sockets = sockets if sockets is not None else build_census(settings)
+        """Open sockets, counted across every serve process when Redis is configured."""
         self.services = services
         self.database = services.database
 

@@ -5,9 +5,11 @@ makes its principal the connection's caller, so every operation meets the same r
 HTTP.
 
 Contract 8b, what one user may spend: `connection_init` must come within
-`CALCGRAPH_LIMIT_SOCKET_INIT_SECONDS` (else 4408, strawberry's timeout); a process holds at most
+`CALCGRAPH_LIMIT_SOCKET_INIT_SECONDS` (else 4408, strawberry's timeout); at most
 `CALCGRAPH_LIMIT_PENDING_SOCKETS_PER_ADDRESS` sockets not yet authenticated per client address
-and `CALCGRAPH_LIMIT_SOCKETS_PER_USER` open sockets per user (4429, `QuotaExceeded: ...`); the
+and `CALCGRAPH_LIMIT_SOCKETS_PER_USER` open sockets per user (4429, `QuotaExceeded: ...`),
+counted across every serve process through Redis when it is configured
+(`calcgraph.ops.socket_census`); the
 socket closes with 4401 when its token expires, and an operation sent on an expired token
 closes it too, before it runs."""
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import Counter
 from typing import Any, Protocol, cast
 
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -27,13 +28,24 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 )
 
 from calcgraph.auth.authenticate import Authenticator
+from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import DomainError
+from calcgraph.ops.socket_census import Seat, SocketCensus
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.context import Context
 
 UNAUTHORIZED = 4401
 TOO_MANY = 4429
+TRY_AGAIN = 1013
+"""RFC 6455 "Try Again Later": the database could not take the sign-in now."""
+_BUSY = "Unavailable: the server is busy; connect again later"
+
+
+class _TryAgain(Exception):
+    """Authenticating met a database error that a retry may not meet."""
+
+
 # A WebSocket close reason is at most 123 bytes (RFC 6455, section 5.5).
 _MAX_REASON = 120
 
@@ -47,71 +59,29 @@ def _authorization(payload: Any) -> str | None:
     return None
 
 
-class SocketCensus:
-    """The WebSockets open in this process: those not yet authenticated by client address,
-    the authenticated ones by user. Each serve process counts its own."""
-
-    def __init__(self, *, per_user: int, pending_per_address: int) -> None:
-        self.per_user = per_user
-        self.pending_per_address = pending_per_address
-        self.pending: Counter[str] = Counter()
-        self.users: Counter[str] = Counter()
-
-    def arrive(self, address: str) -> str | None:
-        """Count a new socket of `address`; why not when it is one too many."""
-        if self.pending[address] >= self.pending_per_address:
-            return (
-                f"QuotaExceeded: at most {self.pending_per_address} sockets not yet "
-                "authenticated per client address"
-            )
-        self.pending[address] += 1
-        return None
-
-    def authenticate(self, address: str, user_id: str) -> str | None:
-        """Move a socket of `address` to its user; why not when the user has too many."""
-        self._uncount(self.pending, address)
-        if self.users[user_id] >= self.per_user:
-            return f"QuotaExceeded: at most {self.per_user} open sockets per user"
-        self.users[user_id] += 1
-        return None
-
-    def leave(self, address: str | None, user_id: str | None) -> None:
-        if user_id is not None:
-            self._uncount(self.users, user_id)
-        elif address is not None:
-            self._uncount(self.pending, address)
-
-    @staticmethod
-    def _uncount(counter: Counter[str], key: str) -> None:
-        counter[key] -= 1
-        if counter[key] <= 0:
-            del counter[key]
-
-
 class HasSockets(Protocol):
     sockets: SocketCensus
 
 
 class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
-    _address: str | None = None
-    _user_id: str | None = None
+    _seat: Seat | None = None
     _expiry: asyncio.Task[None] | None = None
 
     async def handle(self) -> None:
         census = cast(HasSockets, self.view).sockets
         client = self.context.request.client
-        address = client.host if client is not None else ""
-        refused = census.arrive(address)
+        seat = Seat(client.host if client is not None else "")
+        refused = await census.arrive(seat)
         if refused is not None:
             await self.websocket.close(code=TOO_MANY, reason=refused[:_MAX_REASON])
             return
-        self._address = address
+        self._seat = seat
         try:
             await super().handle()
         finally:
             if self._expiry is not None:
                 self._expiry.cancel()
-            census.leave(self._address, self._user_id)
+            await census.leave(seat)
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
         principal = self.context.principal
@@ -145,7 +115,12 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
             # write) may take longer than the init timeout, which no longer applies.
             if self.connection_init_timeout_task:
                 self.connection_init_timeout_task.cancel()
-            reason = await self._authenticate(payload)
+            try:
+                reason = await self._authenticate(payload)
+            except _TryAgain:
+                self.connection_init_received = True
+                await self.websocket.close(code=TRY_AGAIN, reason=_BUSY)
+                return
             if reason is not None:
                 self.connection_init_received = True
                 if self.connection_init_timeout_task:
@@ -153,14 +128,12 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
                 await self.websocket.close(code=UNAUTHORIZED, reason=reason[:_MAX_REASON])
                 return
             principal = self.context.principal
-            if principal is not None:
+            if principal is not None and self._seat is not None:
                 census = cast(HasSockets, self.view).sockets
-                refused = census.authenticate(self._address or "", principal.user_id)
+                refused = await census.authenticate(self._seat, principal.user_id)
                 if refused is None:
-                    self._address, self._user_id = None, principal.user_id
                     self._expiry = asyncio.create_task(self._close_at_expiry(principal))
                 else:
-                    self._address = None  # no longer counted as pending
                     self.connection_init_received = True
                     if self.connection_init_timeout_task:
                         self.connection_init_timeout_task.cancel()
@@ -180,6 +153,12 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
             principal = await authenticator.authenticate(header)
         except DomainError as exc:
             return str(exc)
+        except Exception as exc:
+            if not is_retryable(exc):
+                raise
+            # A first sign-in's write met a busy database: the socket is closed (the client
+            # tries again) rather than failing as an error of the application.
+            raise _TryAgain from exc
         context.principal = principal
         context.access_loaders = AccessLoaders.build(context.database, principal)
         return None

@@ -12,6 +12,7 @@ from typing import Annotated, Any, cast
 import strawberry
 from strawberry.scalars import JSON
 
+from calcgraph.domain import answers
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.runs.nodes.service import check_page
 from calcgraph.domain.runs.state import NodeState
@@ -103,7 +104,9 @@ class NodeStateType:
         description="`pending`, `running`, `success`, `failed` or `cancelled`."
     )
     job_id: str | None = strawberry.field(description="The node's worker job, once submitted.")
-    outputs: JSON | None = strawberry.field(description="Output port to value, on success.")
+    outputs: JSON | None = strawberry.field(
+        description="Output port to value, on success; null when left out (`outputsOmitted`)."
+    )
     error: JSON | None = strawberry.field(description="`kind` and `message` on failure.")
     attempt: int = strawberry.field(description="Submissions so far (0 before the first).")
     started_at: datetime | None = strawberry.field(description="When it was submitted.")
@@ -121,6 +124,11 @@ class NodeStateType:
     )
     function_version_id: str | None = strawberry.field(
         description="The function version a function node runs (none for extract nodes)."
+    )
+    outputs_omitted: bool = strawberry.field(
+        default=False,
+        description="The outputs are over 64 KiB, or past what one answer shows (16 MiB), and "
+        "left out: the node's `job { outputs }` (or `job(id)`) reads them whole.",
     )
 
     # Filled by `WorkflowRun.nodeStates` from one loader batch per relation for the whole
@@ -140,12 +148,19 @@ class NodeStateType:
     )
 
     @classmethod
-    def from_state(cls, key: str, state: NodeState, version_id: str | None) -> NodeStateType:
+    def from_state(
+        cls, key: str, state: NodeState, version_id: str | None, *, shown: bool = True
+    ) -> NodeStateType:
+        """`shown`: the outputs fit the answer (else left out, `outputsOmitted`)."""
+        omitted = not shown or getattr(state, "outputs_omitted", False)
         return cls(
             node_key=key,
             status=state.status,
             job_id=state.job_id,
-            outputs=cast("JSON | None", None if state.outputs is None else dict(state.outputs)),
+            outputs=cast(
+                "JSON | None", None if state.outputs is None or omitted else dict(state.outputs)
+            ),
+            outputs_omitted=omitted,
             error=cast("JSON | None", None if state.error is None else dict(state.error)),
             attempt=state.attempt,
             started_at=state.started_at,
@@ -201,6 +216,14 @@ async def _with_relations(
             if job is None and job_id in found:
                 job = jobs[job_id] = job_of_fields(found[job_id])
             node.job = job
+        if "outputs" in fields:
+            # A node's job shows its outputs within what the answer shows, as the node does:
+            # a list's over 64 KiB left out, one node's whole when they fit (contract 8b).
+            cap = answers.ANSWER_MAX_BYTES if len(nodes) == 1 else answers.LISTED_VALUE_MAX_BYTES
+            budget = info.context.values
+            for job in jobs.values():
+                if job.outputs is not None and not budget.take(job.outputs, cap=cap):
+                    job.outputs, job.outputs_omitted = None, True
     if selects(info, "attemptJobs"):
         await _with_attempt_jobs(info, nodes, run_id, whole)
     if selects(info, "functionVersion"):
@@ -256,9 +279,6 @@ class WorkflowRunType:
     started_at: datetime = strawberry.field(description="Creation time.")
     completed_at: datetime | None = strawberry.field(description="When the run ended.")
     inputs: JSON = strawberry.field(description="Inputs as submitted, verbatim.")
-    terminal_outputs: JSON | None = strawberry.field(
-        description="Outputs of the terminal function nodes, by node key, once completed."
-    )
     error_message: str | None = strawberry.field(description="Why the run failed.")
     first_failed_node_key: str | None = strawberry.field(description="The first failed node.")
     plan_snapshot: JSON = strawberry.field(
@@ -269,14 +289,40 @@ class WorkflowRunType:
     retry_at: datetime | None = strawberry.field(
         default=None, description="The earliest retry of its nodes still to be submitted."
     )
-    terminal_outputs_omitted: bool = strawberry.field(
-        default=False,
-        description="The terminal outputs are over 64 KiB and left out of this listing; "
-        "`workflowRun(id)` reads them.",
-    )
+    terminal: strawberry.Private[Mapping[str, Any] | None]
+    listed_omitted: strawberry.Private[bool]
+    """A listing left the terminal outputs out (over 64 KiB)."""
+    shows_terminal: strawberry.Private[bool | None] = None
+    """Decided on first read: whether the terminal outputs fit what the answer shows."""
     states: strawberry.Private[Mapping[str, NodeState] | None]
     known_plan: strawberry.Private[dict[str, Any] | None]
     """The plan snapshot when in hand (a tick's answer); else read when a field needs it."""
+
+    def _shows_terminal(self, info: Info) -> bool:
+        if self.shows_terminal is None:
+            self.shows_terminal = not self.listed_omitted and info.context.values.take(
+                self.terminal, cap=answers.ANSWER_MAX_BYTES
+            )
+        return self.shows_terminal
+
+    @strawberry.field(
+        description="Outputs of the terminal function nodes, by node key, once completed; "
+        "null when left out (`terminalOutputsOmitted`)."
+    )
+    def terminal_outputs(self, info: Info) -> JSON | None:
+        if self.terminal is None or not self._shows_terminal(info):
+            return None
+        return cast(JSON, dict(self.terminal))
+
+    @strawberry.field(
+        description="The terminal outputs are left out: over 64 KiB in a listing (then "
+        "`workflowRun(id)` reads them), or past what one answer shows (16 MiB; then each "
+        "terminal node's `job { outputs }`)."
+    )
+    def terminal_outputs_omitted(self, info: Info) -> bool:
+        if self.listed_omitted:
+            return True
+        return self.terminal is not None and not self._shows_terminal(info)
 
     async def _plan(self, info: Info) -> dict[str, Any]:
         if self.known_plan is None:
@@ -290,7 +336,15 @@ class WorkflowRunType:
         versions: dict[str, str] = {}
         if selects(info, "functionVersionId") or selects(info, "functionVersion"):
             versions = function_versions(await self._plan(info))
-        nodes = [NodeStateType.from_state(k, s, versions.get(k)) for k, s in items]
+        budget = info.context.values
+        budget.spend(answers.NODE_OVERHEAD_BYTES * len(items))
+        wants = selects(info, "outputs")
+        nodes = [
+            NodeStateType.from_state(
+                k, s, versions.get(k), shown=not wants or budget.take(s.outputs)
+            )
+            for k, s in items
+        ]
         return await _with_relations(info, nodes, str(self.id), whole)
 
     @strawberry.field(
@@ -361,7 +415,13 @@ class WorkflowRunType:
     def from_view(cls, run: RunView, *, plan: bool = True) -> WorkflowRunType:
         """`plan`: the view holds the run's plan snapshot (not one read without it)."""
         return from_attributes(
-            cls, run, states=run.node_states, known_plan=run.plan_snapshot if plan else None
+            cls,
+            run,
+            states=run.node_states,
+            known_plan=run.plan_snapshot if plan else None,
+            terminal=run.terminal_outputs,
+            listed_omitted=run.terminal_outputs_omitted,
+            shows_terminal=None,
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import secrets
 from functools import cache
 from pathlib import Path
 
@@ -34,35 +35,40 @@ _HARDENING = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referr
 _INLINE_STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
 
 
-def content_security_policy(html: str, *, styles_at_runtime: bool = False) -> str:
+def content_security_policy(html: str, *, style_nonce: str | None = None) -> str:
     """The policy of one page: scripts, styles, workers and requests from this server only
     (fonts too, or inlined as `data:` in this server's stylesheets), no plugins, never framed.
     A `<style>` block written in the page itself (built from web/, so this server's own) is
-    allowed by its hash. `styles_at_runtime`: GraphiQL's editor (Monaco) writes its styles into
-    the page as it runs, which no hash can name: its page allows inline styles, never inline
-    or foreign scripts."""
+    allowed by its hash; `style_nonce`: the `<style>` elements the page's own scripts write as
+    they run (GraphiQL's editor), each given this answer's nonce (web/src/cspNonce.ts), are
+    allowed by it. No page allows inline styles (`'unsafe-inline'`) or inline scripts."""
     hashes = "".join(
         f" 'sha256-{base64.b64encode(hashlib.sha256(block.encode()).digest()).decode()}'"
         for block in _INLINE_STYLE.findall(html)
     )
-    styles = "'self' 'unsafe-inline'" if styles_at_runtime else f"'self'{hashes}"
+    nonce = f" 'nonce-{style_nonce}'" if style_nonce is not None else ""
     return (
         "default-src 'self'; script-src 'self'; "
-        f"style-src {styles}; img-src 'self' data:; font-src 'self' data:; "
+        f"style-src 'self'{hashes}{nonce}; img-src 'self' data:; font-src 'self' data:; "
         "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
         "form-action 'self'; frame-ancestors 'none'"
     )
 
 
-# The pages whose scripts write styles as they run (see `content_security_policy`).
-_STYLES_AT_RUNTIME = frozenset({"graphiql.html"})
+# The pages whose scripts write <style> elements as they run: a nonce per answer, in the page
+# (`<meta name="csp-nonce">`) and in its policy.
+_NONCED = frozenset({"graphiql.html"})
+_NONCE_META = '<meta name="csp-nonce" content="{nonce}" />'
 
 
 @cache
 def _policy_of(path: Path, mtime_ns: int) -> str:
-    return content_security_policy(
-        path.read_text(encoding="utf-8"), styles_at_runtime=path.name in _STYLES_AT_RUNTIME
-    )
+    return content_security_policy(path.read_text(encoding="utf-8"))
+
+
+@cache
+def _text_of(path: Path, mtime_ns: int) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 def _page(name: str) -> Response:
@@ -75,7 +81,16 @@ def _page(name: str) -> Response:
             **_HARDENING,
         }
         return HTMLResponse(missing_page, status_code=503, headers=headers)
-    policy = _policy_of(page, page.stat().st_mtime_ns)
+    mtime = page.stat().st_mtime_ns
+    if name in _NONCED:
+        nonce = secrets.token_urlsafe(18)
+        html = _text_of(page, mtime).replace(
+            "<head>", "<head>\n    " + _NONCE_META.format(nonce=nonce), 1
+        )
+        policy = content_security_policy(html, style_nonce=nonce)
+        headers = {"Cache-Control": "no-store", "Content-Security-Policy": policy, **_HARDENING}
+        return HTMLResponse(html, headers=headers)
+    policy = _policy_of(page, mtime)
     headers = {"Cache-Control": _NO_CACHE, "Content-Security-Policy": policy, **_HARDENING}
     return FileResponse(page, media_type="text/html", headers=headers)
 

@@ -196,10 +196,14 @@ def test_sleep_past_timeout_is_killed(sandbox_backend: SandboxBackend, make_code
     from calcgraph.workers.sandbox import SandboxSpec
 
     token = f"301.{uuid.uuid4().int % 10**9:09d}"
+    # A child of the interpreter itself: a bwrap sandbox holds no host programs (no `sleep`).
     source = f"""
-    import subprocess, time
+    import subprocess, sys, time
     def main():
-        subprocess.Popen(["sleep", "{token}"], start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(301)", "{token}"],
+            start_new_session=True,
+        )
         time.sleep(301)
     """
     code_dir = make_code(job=source)  # type: ignore[operator]

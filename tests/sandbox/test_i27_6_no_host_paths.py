@@ -41,3 +41,53 @@ def test_proc_1_cmdline_and_mountinfo_name_no_host_folder(
         assert str(tmp_path) not in text, text
         if not sys.base_prefix.startswith("/usr"):
             assert sys.base_prefix not in text, text
+
+
+LISTING = """
+import os
+
+
+def main():
+    seen = {}
+    for folder in ("/", "/usr", "/usr/bin", "/usr/lib", "/etc"):
+        try:
+            seen[folder] = sorted(os.listdir(folder))
+        except OSError as exc:
+            seen[folder] = [f"error: {exc.strerror}"]
+    libraries = []
+    for root, _, files in os.walk("/usr/lib"):
+        libraries += files
+    seen["libraries"] = sorted(libraries)
+    return seen
+"""
+
+# What any job needs of the host: the top-level links to /usr, the interpreter, the code.
+_ROOT_ENTRIES = {"bin", "sbin", "lib", "lib64", "lib32", "libx32", "usr", "opt", "code", "deps",
+                 "proc", "dev", "tmp"}  # fmt: skip
+
+
+def test_bwrap_binds_only_what_jobs_need_not_all_of_usr(
+    sandbox_backend: SandboxBackend, tmp_path: Path
+) -> None:
+    """Listing / and /usr inside a job on bwrap shows the interpreter and the libraries it
+    links, not the host's programs, /etc or the rest of /usr."""
+    if sandbox_backend.name != "bwrap":
+        pytest.skip("bwrap's binds (docker runs its own image; process shares the host's)")
+    code = tmp_path / "listing"
+    code.mkdir()
+    (code / "job.py").write_text(LISTING)
+    request = RunRequest(code, "job:main", {}, (), Limits(timeout_seconds=TEST_TIMEOUT))
+    result = sandbox_backend.run(request)
+    assert result.status == "success", result
+    assert result.outputs is not None
+    seen = result.outputs
+    assert set(seen["/"]) <= _ROOT_ENTRIES, seen["/"]
+    assert "etc" not in seen["/"]
+    assert set(seen["/usr"]) <= {"lib", "lib64", "lib32", "libx32", "bin"}, seen["/usr"]
+    for program in ("sh", "bash", "env", "apt-get", "python3", "bwrap", "docker", "psql"):
+        assert program not in seen["/usr/bin"], seen["/usr/bin"]
+    libraries = set(seen["libraries"])
+    assert "libc.so.6" in libraries
+    assert len(libraries) < 40, sorted(libraries)
+    for host_only in ("libsystemd.so.0", "libpq.so.5", "libapt-pkg.so.6.0"):
+        assert host_only not in libraries

@@ -78,7 +78,27 @@ class TestBrowserHardeningHeaders:
         response = await client.get("/graphql", headers={"Accept": "text/html"})
         assert response.status_code in (200, 503), response.text
         policy = self._assert_hardened(response)
-        assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+        assert "unsafe-inline" not in policy
+
+    async def test_graphiql_styles_without_unsafe_inline_a_nonce_per_answer(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        """GraphiQL's runtime <style> elements are allowed by a nonce that the page carries
+        (`<meta name="csp-nonce">`), a new one per answer; no inline style is allowed."""
+        nonces = []
+        for _ in range(2):
+            response = await client.get("/graphql", headers={"Accept": "text/html"})
+            if response.status_code == 503:
+                pytest.skip("the web app is not built here")
+            policy = response.headers["Content-Security-Policy"]
+            styles = policy.split("style-src")[1].split(";")[0].split()
+            assert "'unsafe-inline'" not in styles
+            [nonce] = [s.removeprefix("'nonce-").rstrip("'") for s in styles if "nonce-" in s]
+            assert f'<meta name="csp-nonce" content="{nonce}" />' in response.text
+            assert "no-store" in response.headers["Cache-Control"]
+            nonces.append(nonce)
+        assert nonces[0] != nonces[1]
+        assert len(nonces[0]) >= 22
 
     async def test_the_apps_files_are_not_sniffed(self, client: httpx.AsyncClient) -> None:
         page = (await client.get("/ui/")).text

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import func, select, update
 
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.models import NodeState, WorkflowRun
 from calcgraph.settings import Settings
 from tests.access.factories import create_package, create_user
 from tests.auth.idp import LocalIdentityProvider
@@ -221,3 +225,66 @@ class TestStoredResults:
             assert job["error"]["kind"] == "quota_exceeded"
             stored = (await platform.client.get(f"/jobs/{job['job_id']}", headers=headers)).json()
             assert stored["outputs"] is None
+
+
+class TestTickSubmissionsWithinTheQueuedJobsQuota:
+    async def test_tick_submissions_beyond_the_queued_jobs_quota_stay_pending(
+        self, limited: httpx.AsyncClient, bearer: Headers, database: Database
+    ) -> None:
+        """Three ready nodes, room for two queued jobs: the tick submits two, the third stays
+        pending (deferred like a retry, the run's `retry_at` set) and the run does not fail;
+        once a job has started and the deferral is due, a tick submits it."""
+        headers = bearer("alice")
+        pkg = await package(limited, headers)
+        slug = f"fan-{uuid.uuid4().hex[:8]}"
+        graph = {"nodes": [inp("x"), *(fn(k, f"{pkg}/run", x="x") for k in "ABC")]}
+        created = await limited.post(
+            "/workflows", json={"slug": slug, "name": slug, "graph": graph}, headers=headers
+        )
+        assert created.status_code == 201, created.text
+        run = await limited.post(
+            f"/workflows/{slug}/runs", json={"inputs": {"x": 1}}, headers=headers
+        )
+        run_id = run.json()["id"]
+        first = (await limited.post(f"/workflow-runs/{run_id}/tick", headers=headers)).json()
+        states = first["node_states"]
+        running = sorted(k for k, s in states.items() if s["status"] == "running")
+        pending = sorted(k for k, s in states.items() if s["status"] == "pending")
+        assert running == ["A", "B"]
+        assert pending == ["C"]
+        assert states["C"]["retry_at"] is not None
+        assert first["status"] == "running"
+        assert first["retry_at"] is not None
+        assert await _queued(database, run_id) == 2
+        again = (await limited.post(f"/workflow-runs/{run_id}/tick", headers=headers)).json()
+        assert again["node_states"]["C"]["status"] == "pending"
+        assert await _queued(database, run_id) == 2
+        # A job starts (a worker took it) and the deferral is due: the third is submitted.
+        async with database.write_session() as session:
+            job_id = states["A"]["job_id"]
+            await session.execute(update(Job).where(Job.id == job_id).values(status="running"))
+            past = datetime.now(UTC) - timedelta(seconds=1)
+            await session.execute(
+                update(NodeState)
+                .where(NodeState.run_id == run_id, NodeState.node_key == "C")
+                .values(retry_at=past)
+            )
+            await session.execute(
+                update(WorkflowRun)
+                .where(WorkflowRun.id == run_id)
+                .values(retry_at=past, revision=WorkflowRun.revision + 1)
+            )
+        third = (await limited.post(f"/workflow-runs/{run_id}/tick", headers=headers)).json()
+        assert third["node_states"]["C"]["status"] == "running"
+        assert third["node_states"]["C"]["attempt"] == 1
+        assert await _queued(database, run_id) == 2
+
+
+async def _queued(database: Database, run_id: str) -> int:
+    async with database.read_session() as session:
+        count = await session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(Job.workflow_run_id == run_id, Job.status == "queued")
+        )
+    return int(count or 0)

@@ -133,6 +133,43 @@ def test_graphiql_is_served_whole_and_uses_the_signed_in_token(
     )
 
 
+def test_graphiql_renders_under_style_src_self_with_no_csp_violation(
+    platform: InProcessPlatform, new_page: Any
+) -> None:
+    """Contract 8b: GraphiQL's page allows no inline style (`style-src 'self'` and its nonce);
+    its editor still lays its lines out (set through the CSS object model) and the browser
+    reports no Content-Security-Policy violation."""
+    page = new_page()
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    page.add_init_script(
+        """window.__violations = [];
+        document.addEventListener("securitypolicyviolation",
+            (e) => window.__violations.push(e.effectiveDirective + " " + (e.sample || "")));"""
+    )
+    sign_in(page, platform.base_url, "alice")
+    response = page.goto(platform.base_url + "/graphql")
+    assert response is not None
+    policy = response.headers["content-security-policy"]
+    assert "unsafe-inline" not in policy
+    expect(page.locator(".graphiql-query-editor")).to_contain_text("username", timeout=30_000)
+    page.get_by_role("button", name=re.compile("Execute query")).click()
+    expect(page.locator(".graphiql-response")).to_contain_text(
+        '"username": "alice"', timeout=30_000
+    )
+    tops = page.evaluate(
+        """() => [...document.querySelectorAll(".graphiql-query-editor .view-line")]
+            .map((line) => line.getBoundingClientRect().top)"""
+    )
+    assert len(tops) >= 3
+    assert len(set(tops)) == len(tops)  # each line in its own place, none stacked at the top
+    assert page.evaluate("() => window.__violations") == []
+    assert violations == []
+
+
 def test_the_token_stays_out_of_local_storage(platform: InProcessPlatform, new_page: Any) -> None:
     """Contract 8b: a script injected into any page of the origin must not find a lasting token."""
     page = new_page()

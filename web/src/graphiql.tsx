@@ -1,5 +1,6 @@
 // GraphiQL served by calcgraph itself (contract 4b: no CDN). Queries carry the token of the
 // person signed in to the web app in this tab (same origin, same sessionStorage); subscriptions go over graphql-ws.
+import "./cspStyles";
 import { createGraphiQLFetcher } from "@graphiql/toolkit";
 import { GraphiQL } from "graphiql";
 import "graphiql/setup-workers/vite";

@@ -121,7 +121,13 @@ class ExecutionService:
                 return unchanged
             async with self.database.write_session() as session:
                 return await run_service.tick(
-                    session, principal, run_id, self.cache, chains=self.chains, since=since
+                    session,
+                    principal,
+                    run_id,
+                    self.cache,
+                    chains=self.chains,
+                    since=since,
+                    quotas=self.quotas,
                 )
 
     @contextlib.asynccontextmanager

@@ -308,6 +308,7 @@ class RunService:
         chains: bool = False,
         since: int | None = None,
         cancel: bool = False,
+        quotas: Quotas = DEFAULT_QUOTAS,
     ) -> RunView:
         """One advance of the run (reconcile, submit, finalise), in the caller's one commit.
         `cancel`: the tick that cancels the run (`control.service`): it waits for the run's
@@ -315,6 +316,8 @@ class RunService:
         that already ended (Conflict).
         `chains`: submit a chain's remaining nodes as one chain job (settings' chain_execution).
         `since`: answer only the node states changed after that revision (and no plan).
+        `quotas`: the owner's queued jobs stay within `queued_jobs` (contract 8b): the ready
+        nodes past the room stay pending and are deferred (the pure tick's `room`).
 
         A tick that finds no finished job to reconcile, on a run ticked before, changes
         nothing: the previous tick submitted every node that was ready (and evaluated every
@@ -365,6 +368,8 @@ class RunService:
             retry_at=run.retry_at,
         )
 
+        room: int | None = None
+
         def advance(
             refused: frozenset[str] = frozenset(), results: Mapping[str, JobResult] = results
         ) -> TickResult:
@@ -380,9 +385,15 @@ class RunService:
                 chains=chains,
                 refused=refused,
                 cancel=cancel,
+                room=room,
             )
 
         result = advance()
+        if result.jobs:
+            # The owner's queued jobs, counted now (one indexed count, only when submitting).
+            room = await quota_service.job_room(session, run.user_id, quotas)
+            if len(result.jobs) > room:
+                result = advance()
         adopted = _adopted_outputs(frozen, result, results)
         if result.jobs or adopted:
             # Access at every act: the owner's right to execute what this tick would submit,

@@ -32,6 +32,10 @@ Decisions where the specification leaves room:
 - A node whose function version the run's owner may no longer execute (`refused`: access is
   decided at every act, contract section 3) fails the same way, with kind
   `permission_denied`, before any job exists for it.
+- A tick may submit at most `room` jobs (the owner's queued-jobs quota, contract 8b): the ready
+  nodes past it, in plan order, stay pending, deferred like a retry (`retry_at`, their next
+  attempt) by `DEFER_SECONDS`, so the run's `retry_at` brings a later tick that submits them
+  once jobs have started. The run neither fails nor exceeds the quota.
 - `completed_at` is also set when the run fails: the specification keeps it null "until the
   run ends", and a failed run has ended.
 - `first_failed_node_key` is recomputed from node states on every tick (earliest
@@ -45,9 +49,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from calcgraph.domain.quotas.limits import JOBS_RETRY_SECONDS
 from calcgraph.domain.runs.state import (
     RUN_TERMINAL,
     JobRequest,
@@ -59,6 +64,9 @@ from calcgraph.domain.runs.state import (
 )
 from calcgraph.domain.workflows.extract import filter_bundle, pick
 from calcgraph.domain.workflows.planner import Plan, PlanNode
+
+DEFER_SECONDS = JOBS_RETRY_SECONDS
+"""A ready node past the tick's `room` waits this long for its next try."""
 
 
 class InputResolutionError(Exception):
@@ -225,6 +233,7 @@ class _Tick:
         new_job_id: Callable[[str], str],
         chains: bool,
         refused: Collection[str],
+        room: int | None = None,
     ) -> list[JobRequest]:
         # `ready`, inlined without a generator per node: this scans every node of the run.
         states = self.states
@@ -265,6 +274,15 @@ class _Tick:
                 )
         if self.failed_now:
             return []
+        if room is not None and len(resolved) > room:
+            resolved, deferred = resolved[: max(room, 0)], resolved[max(room, 0) :]
+            later = now + timedelta(seconds=DEFER_SECONDS)
+            for node, _ in deferred:
+                state = self.states[node.node_key]
+                self.set(
+                    node.node_key,
+                    replace(state, attempt=_next_attempt(state), retry_at=later),
+                )
         jobs: list[JobRequest] = []
         rest = self.chain_rest() if chains and resolved else {}
         for node, arguments in resolved:
@@ -345,6 +363,7 @@ def tick(
     chains: bool = False,
     refused: Collection[str] = frozenset(),
     cancel: bool = False,
+    room: int | None = None,
 ) -> TickResult:
     """Advance a run once.
 
@@ -359,6 +378,8 @@ def tick(
     owner cancelled it (contract section 10): nothing is reconciled, every pending and running
     node becomes `cancelled` and so does the run (its running jobs are the caller's to stop); a
     job that finished meanwhile keeps its outputs on the job, its node stays cancelled.
+    `room`: the most jobs this tick may submit (None: no bound); the ready nodes past it stay
+    pending, deferred by DEFER_SECONDS.
     """
     work = _Tick(plan, states, now)
     if cancel and run.status not in RUN_TERMINAL:
@@ -370,7 +391,7 @@ def tick(
     if run.status not in RUN_TERMINAL and not _any_failed(work):
         work.evaluate_extracts()
         if not work.failed_now:
-            jobs = work.submit(inputs, new_job_id, chains, refused)
+            jobs = work.submit(inputs, new_job_id, chains, refused, room)
     new_run = work.finalise(run, bool(jobs))
     return _result(work, states, tuple(jobs), new_run, run)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from calcgraph.domain import answers
 from calcgraph.domain.runs.state import NodeState
 
 
@@ -35,7 +36,10 @@ class RunView:
     """Set when `node_states` holds only the nodes changed after this revision (and
     `plan_snapshot` is left empty): a poller's answer that costs what changed."""
     terminal_outputs_omitted: bool = False
-    """A listing left the terminal outputs out (over 64 KiB, contract 8b)."""
+    """A listing left the terminal outputs out (over 64 KiB), or a run's answer did (they
+    would pass its bound; contract 8b)."""
+    size_hint: int = 0
+    """The answer's bytes as `shown` counted them (a large one is written off the loop)."""
 
     def sort_key(self) -> tuple[str, str]:
         return (self.started_at.isoformat(), self.id)
@@ -62,3 +66,49 @@ class NodeRow:
     node_key: str
     kind: str
     state: NodeState
+
+
+@dataclass(frozen=True)
+class ShownNodeState(NodeState):
+    """A node state as an answer shows it: its outputs left out when over 64 KiB or past the
+    answer's bound (contract 8b), read whole through the node's job (`GET /jobs/{id}`)."""
+
+    outputs_omitted: bool = False
+
+
+def shown(view: RunView, budget: answers.Budget | None = None) -> RunView:
+    """The run as one answer shows it, within the answer bound (contract 8b): the terminal
+    outputs whole when they fit (else left out: each is its node's job's outputs), then each
+    node's outputs in node key order while they are at most 64 KiB and still fit; the others
+    left out (`outputs_omitted`). Pure; the view's own states are not changed (a tick's
+    callers, a re-run, read them whole)."""
+    states = view.node_states or {}
+    if budget is None:
+        budget = answers.Budget()
+        budget.spend(
+            answers.NODE_OVERHEAD_BYTES * (len(states) + 1) + answers.value_size(view.inputs)
+        )
+        for state in states.values():
+            if state.error is not None or state.attempts:
+                budget.spend(answers.value_size(state.error) + answers.value_size(state.attempts))
+        start = answers.ANSWER_MAX_BYTES
+    else:
+        start = budget.left
+    terminal, terminal_omitted = view.terminal_outputs, view.terminal_outputs_omitted
+    if not budget.take(terminal, cap=answers.ANSWER_MAX_BYTES):
+        terminal, terminal_omitted = None, True
+    listed: dict[str, NodeState] = {}
+    for key, state in states.items():
+        if budget.take(state.outputs):
+            listed[key] = state
+        else:
+            listed[key] = ShownNodeState(
+                **{**vars(state), "outputs": None, "outputs_omitted": True}
+            )
+    return replace(
+        view,
+        node_states=listed if view.node_states is not None else None,
+        terminal_outputs=terminal,
+        terminal_outputs_omitted=terminal_omitted,
+        size_hint=start - budget.left,
+    )

@@ -2,9 +2,15 @@
 
 Every namespace is unshared (network included), the sandbox user is uid/gid 65534 in a new user
 namespace with every capability dropped and further user namespaces disabled; the root is
-read-only (the interpreter's prefix, /usr and the code are read-only binds) and /tmp is a tmpfs of
-`tmp_bytes`. Memory, process count and CPU come from one cgroup per sandbox (v1 or v2), joined
-before bwrap execs. Without writable cgroups, memory falls back to RLIMIT_AS and CPUs to
+read-only and /tmp is a tmpfs of `tmp_bytes`. The root holds only what a job needs (contract 8b:
+a job sees no host path beyond the code it runs): the interpreter (its binary, libpython and
+standard library) at a neutral place, each system library that it and its extension modules
+link (found once with `ldd`, bound file by file at its own path) with the C++ runtime that
+wheels expect of the system, the host's top-level links (/lib -> usr/lib), and the code (and
+its dependencies); no /etc, no host programs, nothing else of /usr.
+
+Memory, process count and CPU come from one cgroup per sandbox (v1 or v2), joined before bwrap
+execs. Without writable cgroups, memory falls back to RLIMIT_AS and CPUs to
 affinity; the process count then needs RLIMIT_NPROC on a non-root invoking user (as root the
 kernel does not apply RLIMIT_NPROC, so the backend refuses).
 """
@@ -42,7 +48,12 @@ from calcgraph.workers.sandbox.staging import (
 
 SANDBOX_UID = 65534
 _PREFIX = Path("/opt/python")
-_SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_WHEEL_RUNTIME = ("libstdc++.so.6", "libgcc_s.so.1")
+"""System libraries that binary wheels link without shipping them (manylinux's policy)."""
+_NO_DISPLAY = ("_tkinter",)
+"""Extension modules of a display, which a sandbox has not: their X11 libraries stay out (the
+tkinter package is not in a sandbox's standard library either)."""
 # bwrap must be in the sandbox's cgroups before it forks anything: a shell joins them with its own
 # pid, then execs bwrap under that same pid (no preexec hook in a threaded worker). The shell
 # exports PWD, which bwrap (pid 1 of the sandbox) would keep in its /proc/1/environ: `env -i`
@@ -97,6 +108,64 @@ class BwrapBackend(SandboxBackend):
         ).stdout
 
     @cached_property
+    def system_libraries(self) -> tuple[tuple[str, str], ...]:
+        """(host file, path in the sandbox) of each system library the interpreter and its
+        extension modules link, the loader included, and the wheels' C++ runtime: `ldd` of
+        them all, once per backend (its folder links resolved, as the sandbox recreates the
+        host's top-level links)."""
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        objects = [self.prefix / "bin" / version]
+        objects += [
+            module
+            for module in sorted((self.prefix / "lib" / version / "lib-dynload").glob("*.so"))
+            if not module.name.startswith(_NO_DISPLAY)
+        ]
+        found = subprocess.run(
+            ["ldd", *map(str, objects)], capture_output=True, text=True, check=False
+        ).stdout
+        paths = set()
+        for line in found.splitlines():
+            words = line.split()
+            if "=>" in words and len(words) >= 3 and words[2].startswith("/"):
+                paths.add(words[2])
+            elif words and words[0].startswith("/") and not words[0].endswith(":"):
+                paths.add(words[0])  # the loader
+        libc = next((p for p in paths if os.path.basename(p) == "libc.so.6"), None)
+        if libc is not None:
+            for name in _WHEEL_RUNTIME:
+                candidate = os.path.join(os.path.dirname(libc), name)
+                if os.path.exists(candidate):
+                    paths.add(candidate)
+        interpreter = (str(self.prefix), str(Path(sys.base_prefix).resolve()))
+        bound = []
+        for path in sorted(paths):
+            if path.startswith(interpreter):
+                continue  # in the interpreter's own bind
+            inside = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+            bound.append((os.path.realpath(path), inside))
+        return tuple(bound)
+
+    def _interpreter_args(self) -> list[str]:
+        """Binds of the interpreter: its whole (neutral) prefix at /opt/python, or for an
+        interpreter of /usr only its binary, libpython and standard library."""
+        if self.mounted_prefix != self.prefix:
+            # Its RUNPATH names the host path: without LD_LIBRARY_PATH the loader would pick
+            # another libpython from /usr (the system's, of another patch release) or none.
+            return [
+                "--ro-bind", str(self.prefix), str(self.mounted_prefix),
+                "--setenv", "LD_LIBRARY_PATH", str(self.mounted_prefix / "lib"),
+            ]  # fmt: skip
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        binary = self.prefix / "bin" / version
+        args = ["--ro-bind", str(binary.resolve()), str(binary)]
+        args += ["--symlink", version, str(self.prefix / "bin" / "python3")]
+        stdlib = self.prefix / "lib" / version
+        args += ["--ro-bind", str(stdlib.resolve()), str(stdlib)]
+        for library in sorted((self.prefix / "lib").glob(f"lib{version}*.so*")):
+            args += ["--ro-bind", str(library.resolve()), str(library)]
+        return args
+
+    @cached_property
     def cgroups(self) -> CgroupLayout | None:
         return CgroupLayout.detect() if self.use_cgroups else None
 
@@ -147,18 +216,13 @@ class BwrapBackend(SandboxBackend):
             "--setenv", "TMPDIR", "/tmp",
             "--setenv", "LANG", "C.UTF-8",
             "--hostname", "sandbox",
-            "--ro-bind", "/usr", "/usr",
         ]  # fmt: skip
-        for path in _SYSTEM_DIRS:
+        for path in _SYSTEM_LINKS:
             if os.path.islink(path):
                 args += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                args += ["--ro-bind", path, path]
-        if self.mounted_prefix != self.prefix:
-            args += ["--ro-bind", str(self.prefix), str(self.mounted_prefix)]
-            # Its RUNPATH names the host path: without this the loader would pick another
-            # libpython from /usr (the system's, of another patch release) or none.
-            args += ["--setenv", "LD_LIBRARY_PATH", str(self.mounted_prefix / "lib")]
+        args += self._interpreter_args()
+        for host, inside in self.system_libraries:
+            args += ["--ro-bind", host, inside]
         args += [
             "--proc", "/proc",
             "--dev", "/dev",
