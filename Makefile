@@ -62,10 +62,12 @@ web-check: web
 	cd web && $(WEB_PATH) npm run lint && $(WEB_PATH) npx tsc -p . && $(WEB_PATH) npm test
 
 ## The browser of the end-to-end tests (tests/web): Debian's chromium (Playwright cannot
-## download its own here)
+## download its own here), and libatomic1, which Playwright's own Node (its driver) links and
+## a bare Debian lacks
 chromium:
-	@test -x /usr/bin/chromium || (apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@(test -x /usr/bin/chromium && ldconfig -p | grep -q 'libatomic\.so\.1 ') || \
+		(apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libatomic1 >/dev/null)
 
 pytest: install services chromium
 	$(BIN)/pytest

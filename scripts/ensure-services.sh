@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make PostgreSQL and Redis answer on loopback for the tests and benchmarks: use them when they
-# answer, start them when installed but stopped, install them from Debian packages when missing.
+# answer, start them when installed but stopped, install them from Debian packages when missing;
+# and curl, which the README's examples (run by the tests) use.
 set -euo pipefail
 
 apt_updated=0
@@ -46,5 +47,14 @@ ensure_redis() {
   wait_for 6379 Redis
 }
 
+# The README's first-hour examples call curl (tests/docs/test_readme.py runs them); a bare
+# Debian has none.
+ensure_curl() {
+  command -v curl >/dev/null 2>&1 && return 0
+  echo "ensure-services: installing curl (the README's examples use it)"
+  apt_install curl
+}
+
 ensure_postgres
 ensure_redis
+ensure_curl

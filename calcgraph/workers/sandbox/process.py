@@ -33,6 +33,7 @@ from calcgraph.workers.sandbox.base import (
     SandboxBackend,
     SandboxError,
     SandboxSpec,
+    SandboxUnavailable,
     check_enforcement,
     runner_config,
 )
@@ -72,6 +73,14 @@ class ProcessBackend(SandboxBackend):
 
     def __init__(self, *, python: str | None = None, uid_base: int = 1_900_000_000) -> None:
         self.as_root = os.geteuid() == 0
+        if self.as_root and not _namespaces_allowed():
+            # Root without the power to make namespaces (a container without CAP_SYS_ADMIN):
+            # every job would fail its confinement, so the backend refuses to start instead.
+            raise SandboxUnavailable(
+                "the process sandbox runs as root here, but the kernel refuses it a mount and "
+                "network namespace (a container without CAP_SYS_ADMIN?), so it cannot confine "
+                "jobs: use CALCGRAPH_SANDBOX=bwrap (the default) or docker"
+            )
         self.uid_base = uid_base
         self.unenforceable = _ALWAYS_UNENFORCEABLE | (
             frozenset()
@@ -213,3 +222,24 @@ class ProcessBackend(SandboxBackend):
         )
         sandbox.handshake()
         return sandbox
+
+
+_NAMESPACE_PROBE = (
+    "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+    "sys.exit(0 if libc.unshare(0x00020000 | 0x40000000) == 0 else 1)"
+)
+
+
+def _namespaces_allowed() -> bool:
+    """Whether a child of this process may unshare a mount and a network namespace, as the
+    runner does for every job when the backend runs as root (asked once, in a child)."""
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _NAMESPACE_PROBE],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
