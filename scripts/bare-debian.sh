@@ -97,7 +97,10 @@ if [ -n "${SSL_CERT_FILE:-}" ] && [ -f "$SSL_CERT_FILE" ]; then
     EXEC_ENV+=(-e "$name=/etc/host-ca-bundle.pem")
   done
 fi
-for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+# The test databases too, when set: the container shares the host's network, so a suite run on
+# the host at the same time keeps its own PostgreSQL database and Redis number.
+for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY \
+  CALCGRAPH_TEST_POSTGRES_URL CALCGRAPH_TEST_REDIS_URL; do
   [ -n "${!name:-}" ] && EXEC_ENV+=(-e "$name=${!name}")
 done
 
