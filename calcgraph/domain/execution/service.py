@@ -128,7 +128,10 @@ class ExecutionService:
                 kept = run_service.kept(principal, run_id, token, since)
                 if kept is not None:
                     return kept
-            view = await self._read_or_tick(principal, run_id, since, token)
+            if token is not None and run_service.changed_elsewhere(run_id, token):
+                view = await self._locked_tick(principal, run_id, since, token)
+            else:
+                view = await self._read_or_tick(principal, run_id, since, token)
             if token is None and self.changes is not None:
                 # A run without a token (none marked since the store began, or forgotten)
                 # gets one once it is known to exist: the next tick's read can be kept.
@@ -144,6 +147,11 @@ class ExecutionService:
             )
         if unchanged is not None:
             return unchanged
+        return await self._locked_tick(principal, run_id, since, token)
+
+    async def _locked_tick(
+        self, principal: Principal, run_id: str, since: int | None, token: Token | None
+    ) -> RunView:
         async with self.database.write_session() as session:
             return await run_service.tick(
                 session,

@@ -131,6 +131,8 @@ class KeptAnswer:
     retry_at: datetime | None
     kept_at: float
     views: dict[int | None, RunView] = field(default_factory=dict)
+    changed_here: bool = False
+    """This process changed the run since (its tick wrote): a new token is likely its own."""
 
 
 def _answer_nodes(entry: KeptAnswer) -> int:
@@ -153,6 +155,18 @@ class RunMemo:
         if found is None or found.token != token or now - found.kept_at > ANSWER_MAX_AGE_S:
             return None
         return found
+
+    def changed_elsewhere(self, run_id: str, token: Token) -> bool:
+        """The run had an answer kept under another token and no tick of this process has
+        changed it since: another unit of work did (a job ended, a chain worker, another
+        process), so the next tick most likely has work."""
+        found = self._answers.get(run_id)
+        return found is not None and found.token != token and not found.changed_here
+
+    def changed_here(self, run_id: str) -> None:
+        found = self._answers.get(run_id)
+        if found is not None:
+            found.changed_here = True
 
     def keep_answer(self, run_id: str, kept: KeptAnswer, since: int | None, view: RunView) -> None:
         """Keep `view`, a tick's answer with `since`, beside those kept under the same token."""

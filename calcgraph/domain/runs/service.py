@@ -409,6 +409,7 @@ class RunService:
             self._keep(token, run, facts, since, view)
             return view
         changes.changed(run_id)
+        self.memo.changed_here(run_id)
         revision = run.revision
         await repository.write_states(run_id, result.nodes, revision + 1)
         after = result.run
@@ -472,6 +473,12 @@ class RunService:
         if kept.retry_at is not None and kept.retry_at <= utcnow():
             return None
         return view
+
+    def changed_elsewhere(self, run_id: str, token: Token) -> bool:
+        """Whether another unit of work than this process's ticks changed the run since a
+        tick kept its answer (a job ended, most likely): its tick then goes straight to the
+        run's lock, without the unlocked read that would find that work first."""
+        return self.memo.changed_elsewhere(run_id, token)
 
     def _keep(
         self,
