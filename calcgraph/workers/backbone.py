@@ -1,6 +1,6 @@
 """What both sides of the job queue share, in the API process and in every worker process: the
-broker, the result cache and the completion notifier. Redis when `CALCGRAPH_REDIS_URL` is set
-(shared by every process), in-process otherwise."""
+broker, the result cache, the completion notifier and the runs' change tokens. Redis when
+`CALCGRAPH_REDIS_URL` is set (shared by every process), in-process otherwise."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from calcgraph.settings import Settings
 from calcgraph.workers.broker import build_broker
 from calcgraph.workers.notify import LocalNotifier, Notifier, RedisNotifier
 from calcgraph.workers.result_cache import InProcessResultCache, RedisResultCache, ResultCache
+from calcgraph.workers.run_changes import LocalRunChanges, RedisRunChanges, RunChangeStore
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,8 @@ class Backbone:
     broker: dramatiq.Broker
     cache: ResultCache
     notifier: Notifier
+    changes: RunChangeStore
+    """The runs' change tokens (`calcgraph.domain.runs.changes`)."""
 
     @classmethod
     def build(cls, settings: Settings) -> Backbone:
@@ -30,5 +33,11 @@ class Backbone:
                 broker,
                 RedisResultCache(url, settings.result_cache_ttl_seconds, prefix),
                 RedisNotifier(url, prefix),
+                RedisRunChanges(url, prefix),
             )
-        return cls(broker, InProcessResultCache(settings.result_cache_ttl_seconds), LocalNotifier())
+        return cls(
+            broker,
+            InProcessResultCache(settings.result_cache_ttl_seconds),
+            LocalNotifier(),
+            LocalRunChanges(),
+        )

@@ -23,6 +23,7 @@ from calcgraph.workers.broker import QUEUE, AsyncSender, send, send_many
 from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.flush import attach
 from calcgraph.workers.result_cache import RedisResultCache
+from calcgraph.workers.run_changes import attach_run_changes
 from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sandbox import SandboxBackend
 from calcgraph.workers.sweeper import Sweeper
@@ -60,10 +61,12 @@ class Execution:
             send_async=None if self.sender is None else self.sender.send_many,
         )
         attach_signal(database, self.notifier)
+        attach_run_changes(database, self.backbone.changes)
         self.service = ExecutionService(
             database,
             self.cache,
             self.notifier,
+            changes=self.backbone.changes,
             execute_max_wait=settings.execute_max_wait_seconds,
             chains=settings.chain_execution == "chain",
             tick_timer=self.metrics.tick_seconds.time,
@@ -140,4 +143,5 @@ class Execution:
         await asyncio.to_thread(self.stop_workers)
         await self.cache.close()
         await self.notifier.close()
+        await self.backbone.changes.close()
         self.broker.close()

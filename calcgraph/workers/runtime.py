@@ -35,6 +35,7 @@ from calcgraph.workers.job_store import JobStore
 from calcgraph.workers.leases import Leases
 from calcgraph.workers.notify import Notifier
 from calcgraph.workers.result_cache import ResultCache
+from calcgraph.workers.run_changes import attach_run_changes
 from calcgraph.workers.running import Running
 from calcgraph.workers.sandbox import SandboxBackend, WarmPool, create_backend, limits_from
 from calcgraph.workers.sandbox.base import Limits, declared_limits
@@ -85,6 +86,7 @@ class WorkerRuntime:
             off_loop=settings.redis_url is not None,
         )
         attach_signal(self.database, self.notifier)
+        attach_run_changes(self.database, backbone.changes)
         self.store = JobStore(self.database)
         self.leases = Leases()
         """The leases of the jobs this process runs, whose heartbeat `Heartbeat` renews."""

@@ -144,5 +144,6 @@ async def test_a_new_run_ticked_by_another_process_is_read_unlocked_again(
         assert (idle.json()["revision"], idle.json()["node_states"]) == (revision, {})
         ticks.append(list(counted.statements))
     assert any("FROM CHAIN_STARTS" in s for s in ticks[0]), ticks[0]  # the locked tick
-    # Then the unlocked read and the states changed since, each time.
-    assert [len(t) for t in ticks[1:]] == [2, 2], ticks
+    # It changed nothing: its answer is kept under the run's change token, and the next
+    # ticks, the token unchanged, are answered without a statement.
+    assert [len(t) for t in ticks[1:]] == [0, 0], ticks

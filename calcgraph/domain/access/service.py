@@ -86,6 +86,18 @@ class AccessService:
             if not policy.decide(act, principal, facts):
                 raise PermissionDenied(policy.denial(refusal))
 
+    def allowed_without_reads(
+        self, principal: Principal, act: policy.Act, on: Owned, submitted_by: str | None = None
+    ) -> bool:
+        """Whether the policy allows `act` on these facts when the caller's role cannot change
+        the verdict (then `require` reads nothing either); False when it could (the caller's
+        role in the owning organization counts: only `require` decides, reading it)."""
+        thing = policy.PackageFacts(on.owner_id, on.organization_id, on.visibility)
+        facts = policy.Facts(None, thing, submitted_by)
+        if thing.organization_id is not None and policy.role_matters(act, principal, facts):
+            return False
+        return policy.decide(act, principal, facts)
+
     async def visible(
         self,
         session: AsyncSession,

@@ -31,6 +31,7 @@ from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_serv
 from calcgraph.domain.jobs.views import Executed, JobView
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
+from calcgraph.domain.runs.changes import RunChanges, Token
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 
@@ -51,6 +52,7 @@ class ExecutionService:
         chains: bool = False,
         tick_timer: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
         quotas: Quotas | None = None,
+        changes: RunChanges | None = None,
     ) -> None:
         self.database = database
         self.cache = cache
@@ -64,6 +66,9 @@ class ExecutionService:
         """Times each tick's unit of work (/metrics)."""
         self.tickers = RunTickers()
         """At most one ticking loop per followed run in this process."""
+        self.changes = changes
+        """The runs' change tokens: a tick that finds its run's token unchanged since a tick
+        that changed nothing answers what that tick answered (None: every tick reads)."""
 
     async def execute(
         self,
@@ -110,25 +115,54 @@ class ExecutionService:
         """With `wait`, first until a job of the run finishes (or `wait` seconds pass); then
         the tick's one unit of work, commit included, timed. `since`: only the node states
         changed after that revision. A tick that would change nothing (most of a polled run's
-        ticks) is answered from one read, without a write transaction or the run's lock."""
+        ticks) is answered without the database when the run's change token is the one a tick
+        that changed nothing saw (no unit of work changed the run since), else from one read,
+        without a write transaction or the run's lock."""
         seconds = TICK_WAIT.seconds(wait, where)
         if seconds > 0:
             await self._wait_for_run(principal, run_id, seconds)
         with self.tick_timer():
-            async with self.database.read_session() as session:
-                unchanged = await run_service.unchanged(session, principal, run_id, since=since)
-            if unchanged is not None:
-                return unchanged
-            async with self.database.write_session() as session:
-                return await run_service.tick(
-                    session,
-                    principal,
-                    run_id,
-                    self.cache,
-                    chains=self.chains,
-                    since=since,
-                    quotas=self.quotas,
-                )
+            # Read before the database is: a change committed after this read renews it.
+            token = None if self.changes is None else await self.changes.token(run_id)
+            if token is not None:
+                kept = run_service.kept(principal, run_id, token, since)
+                if kept is not None:
+                    return kept
+            if token is not None and run_service.changed_elsewhere(run_id, token):
+                view = await self._locked_tick(principal, run_id, since, token)
+            else:
+                view = await self._read_or_tick(principal, run_id, since, token)
+            if token is None and self.changes is not None:
+                # A run without a token (none marked since the store began, or forgotten)
+                # gets one once it is known to exist: the next tick's read can be kept.
+                await self.changes.issue(run_id)
+            return view
+
+    async def _read_or_tick(
+        self, principal: Principal, run_id: str, since: int | None, token: Token | None
+    ) -> RunView:
+        async with self.database.read_session() as session:
+            unchanged = await run_service.unchanged(
+                session, principal, run_id, since=since, token=token
+            )
+        if unchanged is not None:
+            return unchanged
+        return await self._locked_tick(principal, run_id, since, token)
+
+    async def _locked_tick(
+        self, principal: Principal, run_id: str, since: int | None, token: Token | None
+    ) -> RunView:
+        async with self.database.write_session() as session:
+            return await run_service.tick(
+                session,
+                principal,
+                run_id,
+                self.cache,
+                chains=self.chains,
+                since=since,
+                quotas=self.quotas,
+                token=token,
+            )
 
     @contextlib.asynccontextmanager
     async def follow(

@@ -9,6 +9,13 @@
   database, or written by a tick and remembered after its commit (never before: the
   transaction could still roll back, and another tick would then write that revision).
 
+- A tick's answer for a run that had nothing to do, under the run's change token
+  (`calcgraph.domain.runs.changes`, read before the answer was): while the token is the same,
+  no unit of work changed the run, so the same tick answers the same. With it the run's
+  access facts (its user, its workflow's owner, organization and visibility: none of them
+  is ever written after creation) and its retry time. Kept at most `ANSWER_MAX_AGE_S`: a mark
+  lost to a Redis outage hides a change no longer than that.
+
 Each map is a bounded LRU: a process serves many runs, and a miss only costs a read. A run
 that ended is forgotten (`forget`): a process that runs big runs one after another keeps none
 of the finished ones (three 10,000-node runs would hold over 50 MB). The maps of runs are
@@ -22,9 +29,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from calcgraph.domain.runs.changes import Token
 from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.planner import Plan
 from calcgraph.domain.workflows.views import WorkflowVersionView
 
@@ -104,6 +115,30 @@ def _remembered(keys: Sequence[K], lookup: Callable[[K], V | None]) -> tuple[dic
     return found, missing
 
 
+ANSWER_MAX_AGE_S = 30.0
+_SINCES = 4
+
+
+@dataclass
+class KeptAnswer:
+    """What a tick answered a run that had nothing to do, by `since` (None: every state)."""
+
+    token: Token
+    user_id: str
+    owner_id: str
+    organization_id: str | None
+    visibility: str
+    retry_at: datetime | None
+    kept_at: float
+    views: dict[int | None, RunView] = field(default_factory=dict)
+    changed_here: bool = False
+    """This process changed the run since (its tick wrote): a new token is likely its own."""
+
+
+def _answer_nodes(entry: KeptAnswer) -> int:
+    return max(1, sum(len(v.node_states or ()) for v in entry.views.values()))
+
+
 class RunMemo:
     def __init__(self, runs: int = 8192, versions: int = 4096, nodes: int = 100_000) -> None:
         self._plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs, nodes, _plan_nodes)
@@ -112,6 +147,35 @@ class RunMemo:
         )
         self._owners: _Lru[str, tuple[str, str]] = _Lru(versions)
         self._workflow_versions: _Lru[str, WorkflowVersionView] = _Lru(runs, nodes, _graph_nodes)
+        self._answers: _Lru[str, KeptAnswer] = _Lru(runs, nodes, _answer_nodes)
+
+    def answer(self, run_id: str, token: Token, now: float) -> KeptAnswer | None:
+        """The kept answer of the run under `token`, unless older than `ANSWER_MAX_AGE_S`."""
+        found = self._answers.get(run_id)
+        if found is None or found.token != token or now - found.kept_at > ANSWER_MAX_AGE_S:
+            return None
+        return found
+
+    def changed_elsewhere(self, run_id: str, token: Token) -> bool:
+        """The run had an answer kept under another token and no tick of this process has
+        changed it since: another unit of work did (a job ended, a chain worker, another
+        process), so the next tick most likely has work."""
+        found = self._answers.get(run_id)
+        return found is not None and found.token != token and not found.changed_here
+
+    def changed_here(self, run_id: str) -> None:
+        found = self._answers.get(run_id)
+        if found is not None:
+            found.changed_here = True
+
+    def keep_answer(self, run_id: str, kept: KeptAnswer, since: int | None, view: RunView) -> None:
+        """Keep `view`, a tick's answer with `since`, beside those kept under the same token."""
+        found = self._answers.get(run_id)
+        if found is not None and found.token == kept.token and len(found.views) < _SINCES:
+            kept.views = {**found.views}
+            kept.kept_at = found.kept_at  # each view's age is the oldest's
+        kept.views[since] = view
+        self._answers.put(run_id, kept)
 
     def plan(self, run_id: str) -> tuple[dict[str, Any], Plan] | None:
         return self._plans.get(run_id)

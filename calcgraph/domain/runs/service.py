@@ -23,6 +23,7 @@ Decisions where the specification and contract are silent:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -49,9 +50,11 @@ from calcgraph.domain.listing.filters import TimeRange
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
+from calcgraph.domain.runs import changes
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
+from calcgraph.domain.runs.changes import Token
 from calcgraph.domain.runs.listing.repository import RunListRepository
-from calcgraph.domain.runs.memo import RunMemo
+from calcgraph.domain.runs.memo import KeptAnswer, RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
 from calcgraph.domain.runs.state import (
@@ -216,6 +219,7 @@ class RunService:
         started = {key: state for key, state in states.items() if state.status != "pending"}
         await repository.write_states(run.id, started, 0)
         await record_run(session, run.id, slug, "pending")
+        changes.changed(run.id)
         # Remembered before the commit, which is harmless here: if it rolls back, no tick can
         # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
         self.memo.remember_plan(run.id, run.plan_snapshot, frozen)
@@ -309,6 +313,7 @@ class RunService:
         since: int | None = None,
         cancel: bool = False,
         quotas: Quotas = DEFAULT_QUOTAS,
+        token: Token | None = None,
     ) -> RunView:
         """One advance of the run (reconcile, submit, finalise), in the caller's one commit.
         `cancel`: the tick that cancels the run (`control.service`): it waits for the run's
@@ -318,6 +323,8 @@ class RunService:
         `since`: answer only the node states changed after that revision (and no plan).
         `quotas`: the owner's queued jobs stay within `queued_jobs` (contract 8b): the ready
         nodes past the room stay pending and are deferred (the pure tick's `room`).
+        `token`: the run's change token, read before this unit of work began: an answer
+        that changes nothing is kept under it (`kept`).
 
         A tick that finds no finished job to reconcile, on a run ticked before, changes
         nothing: the previous tick submitted every node that was ready (and evaluated every
@@ -346,6 +353,8 @@ class RunService:
         # Chain starts whatever this tick's mode: a run may have chain jobs from an earlier
         # setting. One statement with the finished results: a round trip less per tick.
         results, started = await repository.work(run_id)
+        if started:
+            changes.changed(run_id)  # its chain starts adopted: they are no longer work
         if (
             not results
             and not started
@@ -353,7 +362,9 @@ class RunService:
             and not cancel
             and (run.revision > 0 or run.status in RUN_TERMINAL)
         ):
-            return await self._view(repository, run, since)
+            view = await self._view(repository, run, since)
+            self._keep(token, run, facts, since, view)
+            return view
         snapshot, frozen = await self._plan(repository, run_id)
         states = self.memo.states(run_id, run.revision)
         if states is None:
@@ -411,7 +422,11 @@ class RunService:
                 lost = {job for job, version in adopted.items() if version in refused}
                 result = advance(refused, {**results, **_refusals(lost, results)})
         if not result.changed:
-            return await self._view(repository, run, since, states, snapshot)
+            view = await self._view(repository, run, since, states, snapshot)
+            self._keep(token, run, facts, since, view)
+            return view
+        changes.changed(run_id)
+        self.memo.changed_here(run_id)
         revision = run.revision
         await repository.write_states(run_id, result.nodes, revision + 1)
         after = result.run
@@ -454,13 +469,69 @@ class RunService:
             )
         return await self._view(repository, run, since, new_states, snapshot)
 
+    def kept(
+        self, principal: Principal, run_id: str, token: Token, since: int | None
+    ) -> RunView | None:
+        """The run as a tick would answer it, without the database: what a tick that changed
+        nothing answered under the run's current change `token` (no unit of work changed the
+        run since), when the caller may see the run on the facts kept with it without a read
+        (their role in an organization does not count), and no retry is due. None otherwise:
+        the caller's tick reads the database, and refuses there what it refuses."""
+        kept = self.memo.answer(run_id, token, time.monotonic())
+        if kept is None:
+            return None
+        view = kept.views.get(since)
+        if view is None:
+            return None
+        if not access_service.allowed_without_reads(
+            principal, "see_run", kept, submitted_by=kept.user_id
+        ):
+            return None
+        if kept.retry_at is not None and kept.retry_at <= utcnow():
+            return None
+        return view
+
+    def changed_elsewhere(self, run_id: str, token: Token) -> bool:
+        """Whether another unit of work than this process's ticks changed the run since a
+        tick kept its answer (a job ended, most likely): its tick then goes straight to the
+        run's lock, without the unlocked read that would find that work first."""
+        return self.memo.changed_elsewhere(run_id, token)
+
+    def _keep(
+        self,
+        token: Token | None,
+        run: WorkflowRun,
+        facts: WorkflowFacts,
+        since: int | None,
+        view: RunView,
+    ) -> None:
+        if token is None:
+            return
+        kept = KeptAnswer(
+            token,
+            run.user_id,
+            facts.owner_id,
+            facts.organization_id,
+            facts.visibility,
+            run.retry_at,
+            time.monotonic(),
+        )
+        self.memo.keep_answer(run.id, kept, since, view)
+
     async def unchanged(
-        self, session: AsyncSession, principal: Principal, run_id: str, *, since: int | None = None
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        run_id: str,
+        *,
+        since: int | None = None,
+        token: Token | None = None,
     ) -> RunView | None:
         """The run as a tick would answer it, when that tick would change nothing (see `tick`),
         read without the run's lock or a write transaction: one statement, plus the changed
         states with `since`. None when the tick has work, or when it would read node states
-        this process does not remember (the locked tick remembers them for the next one)."""
+        this process does not remember (the locked tick remembers them for the next one).
+        The answer is kept under `token` (`kept`)."""
         if self.memo.revision(run_id) == 0:
             # Created in this process and not ticked here since: its first tick has work (it
             # submits every ready node), so the locked tick reads the run itself, one read
@@ -481,7 +552,9 @@ class RunService:
             return None  # a retry is due: the locked tick submits it
         if since is None and not terminal and self.memo.states(run_id, run.revision) is None:
             return None
-        return await self._view(repository, run, since, remember=False)
+        view = await self._view(repository, run, since, remember=False)
+        self._keep(token, run, facts, since, view)
+        return view
 
     async def _busy(
         self, repository: RunRepository, principal: Principal, run_id: str, since: int | None

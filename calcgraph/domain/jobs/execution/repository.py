@@ -1,5 +1,7 @@
 """All SQL of submitting and running jobs. Every state change is a guarded UPDATE whose row
-count says whether this caller made the transition (a redelivered message finds 0 rows)."""
+count says whether this caller made the transition (a redelivered message finds 0 rows).
+Every transition that ends a job marks its run changed (`calcgraph.domain.runs.changes`): the
+run's next tick has work; one that cannot name the run marks every run."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from calcgraph.domain.packages.models import (
     PackageVersion,
     PackageVersionDependency,
 )
+from calcgraph.domain.runs import changes
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,7 @@ class JobExecutionRepository(RepositoryBase[Job]):
             row = (await self.session.execute(statement, params)).first()
             if row is not None:
                 done[item.job_id] = (row[0], row[1])
+                changes.changed(row[0])
         return done
 
     async def code_of(self, function_version_id: str) -> CodeRow | None:
@@ -258,14 +262,25 @@ class JobExecutionRepository(RepositoryBase[Job]):
 
     async def finish(self, item: Finish, now: datetime) -> bool:
         """running -> success/failed, once, by the delivery holding the lease."""
-        return await self._transition(
-            (Job.id == item.job_id, Job.status == "running", Job.lease == item.lease),
-            status=item.status,
-            outputs=item.outputs,
-            error=item.error,
-            logs=item.logs,
-            finished_at=now,
-        )
+        row = (
+            await self.session.execute(
+                update(Job)
+                .where(Job.id == item.job_id, Job.status == "running", Job.lease == item.lease)
+                .values(
+                    status=item.status,
+                    outputs=item.outputs,
+                    error=item.error,
+                    logs=item.logs,
+                    finished_at=now,
+                )
+                .returning(Job.workflow_run_id)
+                .execution_options(synchronize_session=False)
+            )
+        ).first()
+        if row is None:
+            return False
+        changes.changed(row[0])
+        return True
 
     async def release(self, job_id: str, lease: str) -> bool:
         """running -> queued, for a retry after an infrastructure failure (its own only)."""
@@ -335,12 +350,15 @@ class JobExecutionRepository(RepositoryBase[Job]):
         )
 
     async def fail_stalled(self, job: Stalled, error: dict[str, Any], now: datetime) -> bool:
-        return await self._transition(
+        failed = await self._transition(
             (Job.id == job.job_id, Job.status == "running", Job.lease == job.lease),
             status="failed",
             error=error,
             finished_at=now,
         )
+        if failed:
+            changes.changed(job.workflow_run_id)
+        return failed
 
     async def count_delivery(self, job_id: str, deliveries: int) -> bool:
         """One more delivery, unless another sweeper counted it first."""
@@ -350,12 +368,15 @@ class JobExecutionRepository(RepositoryBase[Job]):
         )
 
     async def fail_queued(self, job_id: str, error: dict[str, Any], now: datetime) -> bool:
-        return await self._transition(
+        failed = await self._transition(
             (Job.id == job_id, Job.status == "queued"),
             status="failed",
             error=error,
             finished_at=now,
         )
+        if failed:
+            changes.everything()  # the sweeper's rare give-up: its run is not at hand
+        return failed
 
     async def fail_stuck_running(
         self, started_before: datetime, error: dict[str, Any], now: datetime
@@ -376,6 +397,8 @@ class JobExecutionRepository(RepositoryBase[Job]):
             running = (Job.id == job_id, Job.status == "running")
             if await self._transition(running, status="failed", error=error, finished_at=now):
                 failed.append(job_id)
+        if failed:
+            changes.everything()
         return failed
 
     # --- run control (contract section 10) ---
@@ -401,10 +424,12 @@ class JobExecutionRepository(RepositoryBase[Job]):
             update(Job)
             .where(*where)
             .values(status="failed", outputs=null(), error=error, finished_at=now, lease=None)
-            .returning(Job.id)
+            .returning(Job.id, Job.workflow_run_id)
             .execution_options(synchronize_session=False)
         )
-        return sorted(row[0] for row in rows)
+        ended = rows.all()
+        changes.changed(*(row[1] for row in ended))
+        return sorted(row[0] for row in ended)
 
     async def not_running(self, job_ids: Sequence[str]) -> set[str]:
         """Of these jobs (a worker's running ones), those whose row says they no longer run

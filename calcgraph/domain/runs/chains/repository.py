@@ -11,6 +11,7 @@ from sqlalchemy import Table, bindparam, insert, select
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import by_keys, insert_ignoring_duplicates, locked
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs import changes
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 
@@ -107,6 +108,7 @@ class ChainRepository(RepositoryBase[Job]):
         )
         ids = {row[0] for row in inserted}
         if ids:
+            changes.changed(run_id)  # the run's next tick adopts them
             await self.session.execute(
                 insert(cast(Table, ChainStart.__table__)),
                 [{"run_id": run_id, "job_id": i} for i in ids],

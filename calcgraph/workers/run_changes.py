@@ -1,0 +1,173 @@
+"""The run tokens of `calcgraph.domain.runs.changes`: in the process on the embedded default,
+in Redis when it is configured; and the unit-of-work hook that renews them after a commit.
+
+In Redis a run's token is a key holding a random value (`SET`, never `INCR`: a key that
+expired or a Redis that restarted empty must not bring an old value back), kept a day after
+its last change; the epoch is one more key. A tick reads both in one `MGET`. While Redis does
+not answer, a run has no token (every tick reads the database) and a mark is lost, with a
+warning: the tick's kept answers are dropped after `ANSWER_MAX_AGE_S` whatever their token
+(`calcgraph.domain.runs.memo`), which bounds what a mark lost to a Redis outage can hide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from calcgraph.db.engine import Database
+from calcgraph.domain.runs.changes import EVERYTHING, RunChanges, Token, collecting
+
+log = logging.getLogger("calcgraph.workers.run_changes")
+_KEEP_S = 24 * 3600
+_DOWN_S = 1.0
+_DOWN_LOG_S = 60.0
+
+
+class LocalRunChanges:
+    """One process (no Redis): tokens from a counter, at most `size` runs remembered (one
+    forgotten renews the epoch, so no run can meet an old token again). Any thread."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._count = itertools.count(1)
+        self._runs: OrderedDict[str, str] = OrderedDict()
+        self._epoch = "0"
+
+    async def token(self, run_id: str) -> Token | None:
+        found = self._runs.get(run_id)
+        return None if found is None else (found, self._epoch)
+
+    async def issue(self, run_id: str) -> None:
+        with self._lock:
+            if run_id not in self._runs:
+                self._put(run_id)
+
+    async def mark(self, run_ids: set[str]) -> None:
+        with self._lock:
+            for run_id in run_ids:
+                if run_id == EVERYTHING:
+                    self._epoch = str(next(self._count))
+                else:
+                    self._put(run_id)
+
+    async def close(self) -> None:
+        pass
+
+    def _put(self, run_id: str) -> None:
+        self._runs.pop(run_id, None)
+        self._runs[run_id] = str(next(self._count))
+        while len(self._runs) > self._size:
+            self._runs.popitem(last=False)
+            self._epoch = str(next(self._count))
+
+
+class RedisRunChanges:
+    """Shared by every process of one Redis database and key prefix."""
+
+    def __init__(self, url: str, prefix: str = "") -> None:
+        self.url = url
+        self._prefix = f"{prefix}calcgraph:run-changes:"
+        self._epoch_key = f"{self._prefix}epoch"
+        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._down_until = 0.0
+        self._warned = 0.0
+
+    def _client(self) -> Any:
+        from calcgraph.ops.redis_clients import async_client
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = async_client(self.url, socket_timeout=1.0)
+        return client
+
+    def _down(self, what: str, exc: Exception) -> None:
+        now = time.monotonic()
+        self._down_until = now + _DOWN_S
+        if now - self._warned > _DOWN_LOG_S:
+            self._warned = now
+            log.warning("%s while Redis does not answer: %s", what, exc)
+
+    async def token(self, run_id: str) -> Token | None:
+        if time.monotonic() < self._down_until:
+            return None
+        try:
+            run, epoch = await self._client().mget(self._prefix + run_id, self._epoch_key)
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down("ticks read the database", exc)
+            return None
+        if run is None:
+            return None
+        if epoch is None:
+            await self.issue(EVERYTHING)
+            return None
+        return (run.decode(), epoch.decode())
+
+    async def issue(self, run_id: str) -> None:
+        key = self._epoch_key if run_id == EVERYTHING else self._prefix + run_id
+        try:
+            await self._client().set(key, _fresh(), nx=True, ex=_KEEP_S)
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down("ticks read the database", exc)
+
+    async def mark(self, run_ids: set[str]) -> None:
+        try:
+            pipeline = self._client().pipeline(transaction=False)
+            for run_id in sorted(run_ids):
+                key = self._epoch_key if run_id == EVERYTHING else self._prefix + run_id
+                pipeline.set(key, _fresh(), ex=_KEEP_S)
+            await pipeline.execute()
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down("a run's change was not marked (its kept ticks expire)", exc)
+
+    async def close(self) -> None:
+        clients, self._clients = self._clients, {}
+        loop = asyncio.get_running_loop()
+        for client_loop, client in clients.items():
+            if client_loop is loop:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+
+
+def _fresh() -> str:
+    return os.urandom(9).hex()
+
+
+class RunChangeSignal:
+    """A `UnitHook`: the runs a committed unit changed get fresh tokens, before the unit's
+    caller goes on (a worker publishes the job's end after this: a waiter it wakes sees the
+    change)."""
+
+    def __init__(self, changes: RunChanges) -> None:
+        self.changes = changes
+
+    def begin(self) -> Any:
+        manager = collecting()
+        return manager, manager.__enter__()
+
+    async def committed(self, state: Any) -> None:
+        _, marks = state
+        if marks:
+            await self.changes.mark(set(marks))
+
+    def end(self, state: Any) -> None:
+        manager, _ = state
+        manager.__exit__(None, None, None)
+
+
+def attach_run_changes(database: Database, changes: RunChanges) -> None:
+    """Give `database`'s write sessions the hook (replacing an earlier one)."""
+    hooks = database.unit_hooks
+    hooks[:] = [h for h in hooks if not isinstance(h, RunChangeSignal)]
+    hooks.append(RunChangeSignal(changes))
+
+
+RunChangeStore = LocalRunChanges | RedisRunChanges
