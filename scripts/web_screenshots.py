@@ -46,7 +46,7 @@ def _demo_files() -> Path:
     return Path(__file__).resolve().parents[1] / "calcgraph" / "demo" / "package"
 
 
-def _runs(platform: InProcessPlatform) -> tuple[str, str, str]:
+def _runs(platform: InProcessPlatform) -> tuple[str, str, str, str]:
     """A completed demo run, a failed one (the working-day tests' workflow) and one whose node
     was tried 3 times (the run control tests' workflow), by the API; and an organization."""
     with Client(platform.base_url, token=platform.token("alice")) as client:
@@ -54,13 +54,16 @@ def _runs(platform: InProcessPlatform) -> tuple[str, str, str]:
         client.create_workflow("wd-fails", "Fails", workday.failing())
         client.publish_package(run_control.MANIFEST, {"tools.py": run_control.SOURCE})
         client.create_workflow("rc-retried", "Retried", run_control._retried())
+        client.create_workflow("rc-slow", "Slow", run_control._graph("slow"))
         client.create_organization("structures", "Structures team")
         demo = client.start_run(DEMO_SLUG, DEMO_INPUTS).id
         failed = client.start_run("wd-fails", {"x": 1}).id
         retried = client.start_run("rc-retried", {"x": 1}).id
         for run in (demo, failed, retried):
             client.run_until_done(run, timeout=240)
-    return demo, failed, retried
+        # Still running (its second node sleeps 15 minutes) while the pages are shot: Cancel.
+        slow = client.start_run("rc-slow", {"x": 900}).id
+    return demo, failed, retried, slow
 
 
 def _canary(platform: InProcessPlatform) -> str:
@@ -145,6 +148,7 @@ def _pages(
     failed: str,
     retried: str,
     canary: str,
+    slow: str,
 ) -> None:
     page = context.new_page()
 
@@ -191,6 +195,11 @@ def _pages(
     expect(run.get_by_role("heading", name=re.compile(r"^Run .* failed$"))).to_be_visible()
     run.get_by_label("Node details").locator("summary").click()
     shot("run-failed", run)
+    run.close()
+    run = context.new_page()
+    run.goto(f"{base}/ui/runs/{slow}?node=second")
+    expect(run.get_by_role("button", name="Cancel", exact=True)).to_be_visible()
+    shot("run-cancel", run)
     run.close()
     run = context.new_page()
     run.goto(f"{base}/ui/runs/{retried}?node=second")
@@ -291,7 +300,7 @@ def main(out: Path) -> None:
             receiver("fail") as failing,
         ):
             _publish_demo(platform)
-            demo, failed, retried = _runs(platform)
+            demo, failed, retried, slow = _runs(platform)
             canary = _canary(platform)
             failing_hook = _webhooks(platform, ok, failing)
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -308,7 +317,7 @@ def main(out: Path) -> None:
                         else route.abort()
                     ),
                 )
-                _pages(context, platform.base_url, out, suffix, demo, failed, retried, canary)
+                _pages(context, platform.base_url, out, suffix, demo, failed, retried, canary, slow)
                 _event_pages(context, platform.base_url, out, suffix, failing_hook)
                 context.close()
             browser.close()

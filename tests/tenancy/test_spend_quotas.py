@@ -19,6 +19,7 @@ from sqlalchemy import func, select, update
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs import changes
 from calcgraph.domain.runs.models import NodeState, WorkflowRun
 from calcgraph.settings import Settings
 from tests.access.factories import create_package, create_user
@@ -274,6 +275,8 @@ class TestTickSubmissionsWithinTheQueuedJobsQuota:
                 .where(WorkflowRun.id == run_id)
                 .values(retry_at=past, revision=WorkflowRun.revision + 1)
             )
+            # As every unit of work that changes a run does: its kept tick answer is stale.
+            changes.changed(run_id)
         third = (await limited.post(f"/workflow-runs/{run_id}/tick", headers=headers)).json()
         assert third["node_states"]["C"]["status"] == "running"
         assert third["node_states"]["C"]["attempt"] == 1
