@@ -12,7 +12,7 @@ here is parametrized over SQLite and PostgreSQL by the `db` fixtures.
 | run.created/.completed/.failed    | test_runs, test_graphql, test_webhooks       | not tested here                                   |
 | run.cancelled                     | (tests/runs cancel tests, via record_run)    | not tested here                                   |
 | build.ready / build.refused       | test_recorded                                | not tested (builds run in the API's door)         |
-| deployment.promoted/.rolled_back  | tests/packages/test_deployments_api, test_canary_api; tests/execution/test_canary_workers (sweeper) | tests/execution/test_canary_workers (both); this module: test_a_worker_sweeper_promotes_and_records (envelope + access) |
+| deployment.promoted/.rolled_back  | tests/packages/test_deployments_api, test_canary_api; tests/execution/test_canary_workers (sweeper) | tests/execution/test_canary_workers (both); this module: test_a_worker_sweeper_decides_and_records (both; envelope + access) |
 | webhook.disabled                  | test_webhooks (50 failed events)             | this module: test_a_worker_disables_a_failing_webhook |
 
 The tests added here check each event's CloudEvents envelope, its `data` keys from the
@@ -124,9 +124,23 @@ async def test_from_git_records_the_upload(
 # --- Redis + `calcgraph worker`: deployment events decided by a worker's sweeper ----------
 
 
-async def test_a_worker_sweeper_promotes_and_records(
-    exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+@pytest.mark.parametrize(
+    ("candidate", "decided"),
+    [
+        ("def run(x):\n    return {'y': x}\n# 2\n", "promoted"),
+        ("def run(x):\n    raise ValueError('broken')\n", "rolled_back"),
+    ],
+    ids=["promoted", "rolled_back"],
+)
+async def test_a_worker_sweeper_decides_and_records(
+    candidate: str,
+    decided: str,
+    exec_url: str,
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
 ) -> None:
+    """The canary is judged by the `calcgraph worker`'s sweeper (this process judges nothing):
+    a healthy candidate is promoted, one whose every job fails is rolled back."""
     factory, _ = SHAPES["redis-1-worker"]
     async with factory(exec_url, identity_provider, tmp_path, 1) as platform:
         assert not platform.execution.in_process
@@ -140,7 +154,7 @@ async def test_a_worker_sweeper_promotes_and_records(
             canary_body(
                 name,
                 "2.0.0",
-                ok + "# 2\n",
+                candidate,
                 traffic_split={"1.0.0": 0, "2.0.0": 100},
                 success_criteria={"error_rate_max": "10%", "latency_p95_max": 20_000},
             ),
@@ -149,6 +163,7 @@ async def test_a_worker_sweeper_promotes_and_records(
         for x in range(3):
             done = await platform.execute(f"/packages/{name}/functions/run/execute", {"x": x}, 60)
             assert done.status_code == 200, done.text
+            assert done.json()["status"] == ("success" if decided == "promoted" else "failed")
         async with platform.database.write_session() as session:
             await session.execute(
                 update(PackageCanary)
@@ -156,17 +171,15 @@ async def test_a_worker_sweeper_promotes_and_records(
                 .values(ends_at=datetime.now().astimezone())
             )
         answer = await settled(platform, pid)
-        assert (answer["state"], answer["current"]) == ("stable", "2.0.0")
+        current = "2.0.0" if decided == "promoted" else "1.0.0"
+        assert (answer["state"], answer["current"]) == ("stable", current)
         body = await events(platform, type="calcgraph.deployment.*", subject=pid)
-        assert [e["type"] for e in body["items"]] == ["calcgraph.deployment.promoted"]
+        kind = f"calcgraph.deployment.{decided}"
+        assert [e["type"] for e in body["items"]] == [kind]
         event = body["items"][0]
-        assert_envelope(
-            event,
-            "calcgraph.deployment.promoted",
-            pid,
-            {"package", "version", "previous", "reason"},
-        )
-        assert (event["data"]["version"], event["data"]["previous"]) == ("2.0.0", "1.0.0")
+        assert_envelope(event, kind, pid, {"package", "version", "previous", "reason"})
+        expected = ("2.0.0", "1.0.0") if decided == "promoted" else ("1.0.0", "2.0.0")
+        assert (event["data"]["version"], event["data"]["previous"]) == expected
         assert event["data"]["reason"]
         hidden = await events(platform, "bob", type="calcgraph.deployment.*", subject=pid)
         assert hidden["items"] == []
