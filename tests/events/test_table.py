@@ -1,21 +1,30 @@
-"""Contract section 9's table, row by row: where each row is tested. Every test module named
-here is parametrized over SQLite and PostgreSQL by the `db` fixtures.
+"""Contract section 9's table, row by row, and where each row is tested (every module named
+is parametrized over SQLite and PostgreSQL by the `db` fixtures). "In-process": the embedded
+broker and workers; "Redis": the API only sends, a `calcgraph worker` process does the work.
 
-| row (type)                        | in-process                                   | Redis + `calcgraph worker`                        |
-|-----------------------------------|----------------------------------------------|---------------------------------------------------|
-| file.uploaded, POST /packages     | test_pull, test_graphql, test_client_cli     | (recorded by the API door: same code path)        |
-| file.uploaded, POST /packages/from-git | this module: test_from_git_records_the_upload | (recorded by the API door: same code path)   |
-| file.uploaded, POST /functions    | test_recorded (builds)                       | (recorded by the API door: same code path)        |
-| calculation.started               | test_pull, test_signal                       | test_redis (worker's units of work)               |
-| user.login                        | test_recorded                                | not tested (the API records it; no worker part)   |
-| job.succeeded / job.failed        | test_pull, test_runs, test_isolation         | test_redis                                        |
-| run.created/.completed/.failed    | test_runs, test_graphql, test_webhooks       | not tested here                                   |
-| run.cancelled                     | (tests/runs cancel tests, via record_run)    | not tested here                                   |
-| build.ready / build.refused       | test_recorded                                | not tested (builds run in the API's door)         |
-| deployment.promoted/.rolled_back  | tests/packages/test_deployments_api, test_canary_api; tests/execution/test_canary_workers (sweeper) | tests/execution/test_canary_workers (both); this module: test_a_worker_sweeper_decides_and_records (both; envelope + access) |
-| webhook.disabled                  | test_webhooks (50 failed events)             | this module: test_a_worker_disables_a_failing_webhook |
+- `calcgraph.file.uploaded`
+  - POST /packages: in-process test_pull, test_graphql, test_client_cli.
+  - POST /packages/from-git: in-process this module, test_from_git_records_the_upload.
+  - POST /functions: in-process test_recorded (with the builds).
+  - Redis: not tested apart; the API's door records it in the request's transaction, the same
+    code whatever the broker.
+- `calcgraph.calculation.started`: in-process test_pull, test_signal; Redis test_redis.
+- `calcgraph.user.login`: in-process test_recorded. Redis: not tested (the API's door records
+  it; no worker takes part).
+- `calcgraph.job.succeeded`, `.failed`: in-process test_pull, test_runs, test_isolation;
+  Redis test_redis (recorded in the worker's units of work).
+- `calcgraph.run.created`, `.completed`, `.failed`: in-process test_runs, test_graphql,
+  test_webhooks. `.cancelled`: tests/runs/test_run_control_api. Redis: not tested here.
+- `calcgraph.build.ready`, `.refused`: in-process test_recorded. Redis: not tested (builds run
+  in the API's door; no worker takes part).
+- `calcgraph.deployment.promoted`, `.rolled_back`: in-process tests/packages/
+  test_deployments_api, test_canary_api, tests/execution/test_canary_workers (sweeper);
+  Redis tests/execution/test_canary_workers and this module,
+  test_a_worker_sweeper_decides_and_records (both kinds, envelope and access).
+- `calcgraph.webhook.disabled`: in-process test_webhooks; Redis this module,
+  test_a_worker_disables_a_failing_webhook.
 
-The tests added here check each event's CloudEvents envelope, its `data` keys from the
+The tests of this module check each event's CloudEvents envelope, its `data` keys from the
 contract, and that another user (bob) does not see it.
 """
 
@@ -109,7 +118,8 @@ async def test_from_git_records_the_upload(
     )
     tree = demo_tree("1.2.0")
     files = {f["path"]: f for f in data["files"]}
-    assert set(files) <= set(tree) and "calcgraph.yaml" in files
+    assert set(files) <= set(tree)
+    assert "calcgraph.yaml" in files
     for path, entry in files.items():
         content = tree[path].encode()
         assert entry["size"] == len(content)
@@ -222,9 +232,7 @@ async def test_a_worker_disables_a_failing_webhook(
             assert again.json()["status"] == "success"
         enabled = True
         for _ in range(1200):
-            shown = await platform.client.get(
-                f"/webhooks/{hook['id']}", headers=platform.headers()
-            )
+            shown = await platform.client.get(f"/webhooks/{hook['id']}", headers=platform.headers())
             enabled = shown.json()["enabled"]
             if not enabled:
                 break
