@@ -14,7 +14,8 @@ broker and workers; "Redis": the API only sends, a `calcgraph worker` process do
 - `calcgraph.job.succeeded`, `.failed`: in-process test_pull, test_runs, test_isolation;
   Redis test_redis (recorded in the worker's units of work).
 - `calcgraph.run.created`, `.completed`, `.failed`: in-process test_runs, test_graphql,
-  test_webhooks. `.cancelled`: tests/runs/test_run_control_api. Redis: not tested here.
+  test_webhooks. `.cancelled`: tests/runs/test_run_control_api. Redis: this module,
+  test_run_events_with_a_worker_process (created, completed, failed; not cancelled).
 - `calcgraph.build.ready`, `.refused`: in-process test_recorded. Redis: not tested (builds run
   in the API's door; no worker takes part).
 - `calcgraph.deployment.promoted`, `.rolled_back`: in-process tests/packages/
@@ -25,7 +26,9 @@ broker and workers; "Redis": the API only sends, a `calcgraph worker` process do
   test_a_worker_disables_a_failing_webhook.
 
 The tests of this module check each event's CloudEvents envelope, its `data` keys from the
-contract, and that another user (bob) does not see it.
+contract, and that another user (bob) does not see it. The Redis + worker fixture is
+tests/execution/test_redis.py's `redis_platform` (and tests/execution/test_canary_workers.py's
+shapes for the sweeper), imported, not copied.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.events.helpers import events, published
 from tests.events.receiver import receiver
+from tests.events.test_runs import _run as run_to_the_end
 from tests.execution.conftest import Platform
 from tests.execution.test_canary_workers import SHAPES, canary_body, deploy, settled
 from tests.execution.test_redis import redis_platform  # noqa: F401
@@ -248,3 +252,50 @@ async def test_a_worker_disables_a_failing_webhook(
     assert (
         await platform.client.get(f"/webhooks/{hook['id']}", headers=platform.headers("bob"))
     ).status_code == 404
+
+
+# --- Redis + `calcgraph worker`: run events, the nodes' jobs run by the worker -------------
+
+
+@pytest.mark.parametrize(("function", "ended"), [("inc", "completed"), ("boom", "failed")])
+async def test_run_events_with_a_worker_process(
+    function: str,
+    ended: str,
+    redis_platform: Platform,  # noqa: F811
+) -> None:
+    platform = redis_platform
+    assert not platform.execution.in_process
+    await platform.user("alice")
+    await platform.user("bob")
+    start = (await events(platform, after="now"))["next_cursor"]
+    run_id = await run_to_the_end(platform, function)
+    body = await events(platform, after=start, subject=run_id, type="calcgraph.run.*")
+    assert [e["type"] for e in body["items"]] == [
+        "calcgraph.run.created",
+        f"calcgraph.run.{ended}",
+    ]
+    keys = {"run_id", "workflow", "status", "first_failed_node_key"}
+    created, last = body["items"]
+    assert_envelope(created, "calcgraph.run.created", run_id, keys)
+    assert_envelope(last, f"calcgraph.run.{ended}", run_id, keys | {"terminal_outputs"})
+    assert (created["data"]["run_id"], created["data"]["status"]) == (run_id, "pending")
+    assert last["data"]["status"] == ended
+    if ended == "completed":
+        assert last["data"]["first_failed_node_key"] is None
+        assert last["data"]["terminal_outputs"]
+    else:
+        assert last["data"]["first_failed_node_key"] == "B"
+        assert last["data"]["terminal_outputs"] is None
+    jobs = await events(platform, after=start, type="calcgraph.job.*")
+    ours = [e for e in jobs["items"] if e["data"]["run_id"] == run_id]
+    assert {e["data"]["node_key"] for e in ours} == {"A", "B"}
+    for event in ours:
+        assert_envelope(
+            event,
+            event["type"],
+            event["subject"],
+            {"job_id", "status", "error", "run_id", "node_key"},
+        )
+    subjects = {run_id, *(e["subject"] for e in ours)}
+    hidden = await events(platform, "bob", after=start)
+    assert not [e for e in hidden["items"] if e["subject"] in subjects]
