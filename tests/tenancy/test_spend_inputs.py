@@ -196,3 +196,21 @@ class TestNodeStatesJobInputs:
         assert listing.json() == {"items": [], "next_cursor": None}
         job = await client.get(f"/jobs/{inputs_run.jobs['S000']}", headers=mallory)
         assert job.status_code in (403, 404)
+
+
+class TestEstimateCountsInputs:
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "{ jobs(limit: 500) { items { inputs } } }",
+            '{ workflowRun(id: "nope") { nodeStates(first: 300) { job { inputs } } } }',
+        ],
+    )
+    async def test_a_wide_listing_of_inputs_is_refused_before_it_runs(
+        self, client: httpx.AsyncClient, bearer: Callable[..., dict[str, str]], query: str
+    ) -> None:
+        body = (await client.post("/graphql", json={"query": query}, headers=bearer())).json()
+        assert body.get("data") is None, body
+        [error] = body["errors"]
+        assert error["extensions"]["code"] == "ValidationError", error
+        assert "16 MiB" in error["message"]
