@@ -284,13 +284,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diff.add_argument("from_version", metavar="A", help="the older version")
     diff.add_argument("to_version", metavar="B", help="the newer version")
     diff.set_defaults(func=command(_diff))
-    add_listing(
+    listing = add_listing(
         packages,
         "packages you can see",
-        lambda context, args: context.client.list_packages(args.limit, args.cursor),
+        lambda context, args: context.client.list_packages(args.limit, args.cursor, args.search),
         ("name", "version", "visibility", "owner", "id"),
         lambda p: (p.name, p.current_version, p.visibility, p.owner, p.id),
     )
+    listing.add_argument("--search", default=None, help="only names holding this text")
 
     functions = command_group(sub, "functions", "execute and list functions")
     execute = functions.add_parser("execute", parents=common, help="run a function as a job")
@@ -309,15 +310,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="never answer from the result cache (the new result is stored)",
     )
     execute.set_defaults(func=command(_execute, suggest_function))
-    add_listing(
+    listing = add_listing(
         functions,
         "functions you can see",
-        lambda context, args: context.client.list_functions(args.limit, args.cursor),
+        lambda context, args: context.client.list_functions(args.limit, args.cursor, args.search),
         ("function", "version", "id"),
         lambda f: (f"{f.package}/{f.name}", f.current_version, f.id),
     )
+    listing.add_argument("--search", default=None, help="only package/name holding this text")
 
-    jobs = command_group(sub, "jobs", "read and cancel jobs")
+    jobs = command_group(sub, "jobs", "list, read and cancel jobs")
     show = jobs.add_parser("show", parents=common, help="a job: status, outputs, error")
     show.add_argument("job_id", metavar="ID")
     show.set_defaults(func=command(_show_job))
@@ -326,6 +328,34 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     cancel.add_argument("job_id", metavar="ID")
     cancel.set_defaults(func=command(_cancel_job))
+    listing = add_listing(
+        jobs,
+        "your jobs, newest first",
+        lambda context, args: context.client.list_jobs(
+            args.limit,
+            args.cursor,
+            args.function,
+            args.status or (),
+            args.created_after,
+            args.created_before,
+        ),
+        ("job", "status", "created", "run", "node"),
+        lambda j: (
+            j.id,
+            j.status,
+            "" if j.created_at is None else j.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            j.workflow_run_id,
+            j.node_key,
+        ),
+    )
+    listing.add_argument("--function", default=None, help="only package/function holding this")
+    listing.add_argument("--status", action="append", help="filter by status; repeatable")
+    listing.add_argument(
+        "--created-after", default=None, help="ISO date or date-time, inclusive (UTC)"
+    )
+    listing.add_argument(
+        "--created-before", default=None, help="ISO date or date-time, exclusive (UTC)"
+    )
 
     workflows = command_group(sub, "workflows", "create and read workflows")
     create = workflows.add_parser(
@@ -341,10 +371,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show = workflows.add_parser("show", parents=common, help="a workflow's latest version")
     show.add_argument("slug", metavar="SLUG")
     show.set_defaults(func=command(_show_workflow, suggest_workflow))
-    add_listing(
+    listing = add_listing(
         workflows,
         "workflows you can see",
-        lambda context, args: context.client.list_workflows(args.limit, args.cursor),
+        lambda context, args: context.client.list_workflows(args.limit, args.cursor, args.search),
         ("slug", "name", "version", "visibility", "owner"),
         lambda w: (w.slug, w.name, w.latest_version, w.visibility, w.owner),
     )
+    listing.add_argument("--search", default=None, help="only slugs or names holding this text")

@@ -178,7 +178,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         runs,
         "your runs",
         lambda context, args: context.client.list_runs(
-            args.limit, args.cursor, args.status or (), args.workflow
+            args.limit,
+            args.cursor,
+            args.status or (),
+            args.workflow,
+            args.started_after,
+            args.started_before,
         ),
         ("run", "status", "started", "completed", "failed node"),
         lambda r: (
@@ -191,3 +196,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     listing.add_argument("--status", action="append", help="filter by status; repeatable")
     listing.add_argument("--workflow", default=None, help="filter by workflow slug")
+    listing.add_argument(
+        "--started-after", default=None, help="ISO date or date-time, inclusive (UTC)"
+    )
+    listing.add_argument(
+        "--started-before", default=None, help="ISO date or date-time, exclusive (UTC)"
+    )

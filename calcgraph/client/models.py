@@ -214,6 +214,8 @@ class Job(Model):
     finished_at: datetime | None = None
     outputs_omitted: bool = False
     """A listing left the outputs out (over 64 KiB): `client.get_job(id)` reads them whole."""
+    inputs_omitted: bool = False
+    """A listing left the inputs out (over 64 KiB): `client.get_job(id)` reads them whole."""
 
     @property
     def done(self) -> bool:

@@ -9,6 +9,7 @@ declared once as a method of both, in `calcgraph.client.base`).
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -79,6 +80,26 @@ def _listing(
     if cursor:
         params.append(("cursor", cursor))
     return Call("GET", path, _page(cls), params=params)
+
+
+DateLike = datetime.datetime | datetime.date | str
+"""A listing's date filter: a datetime (naive: UTC), a date (its midnight UTC) or ISO text."""
+
+
+def _when(value: DateLike | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return value.isoformat()
+
+
+def _statuses(status: str | Sequence[str]) -> tuple[str, ...]:
+    """One status or several (a lone string is one status, not its letters)."""
+    return (status,) if isinstance(status, str) else tuple(status)
+
+
+def _filters(**fields: str | None) -> list[tuple[str, str]]:
+    """The given filters as query parameters (an empty search is sent too: the server says)."""
+    return [(name, value) for name, value in fields.items() if value is not None]
 
 
 def _without_none(**fields: Any) -> dict[str, Any]:
@@ -210,8 +231,11 @@ def deploy_git(
     return Call("POST", "/packages/from-git", _model(m.DeploymentReport), json=body)
 
 
-def list_packages(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Package]]:
-    return _listing("/packages", m.Package, limit, cursor)
+def list_packages(
+    limit: int | None = None, cursor: str | None = None, search: str | None = None
+) -> Call[m.Page[m.Package]]:
+    """`search`: a case-insensitive part of the name."""
+    return _listing("/packages", m.Package, limit, cursor, _filters(search=search))
 
 
 def get_package(package_id: str) -> Call[m.Package]:
@@ -228,8 +252,11 @@ def diff_package(package: str, from_version: str, to_version: str) -> Call[m.Pac
     )
 
 
-def list_functions(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Function]]:
-    return _listing("/functions", m.Function, limit, cursor)
+def list_functions(
+    limit: int | None = None, cursor: str | None = None, search: str | None = None
+) -> Call[m.Page[m.Function]]:
+    """`search`: a case-insensitive part of `package/name`."""
+    return _listing("/functions", m.Function, limit, cursor, _filters(search=search))
 
 
 def get_function(function_id: str) -> Call[m.FunctionDetail]:
@@ -277,8 +304,23 @@ def execute(
 # Jobs ------------------------------------------------------------------------------------
 
 
-def list_jobs(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Job]]:
-    return _listing("/jobs", m.Job, limit, cursor)
+def list_jobs(
+    limit: int | None = None,
+    cursor: str | None = None,
+    function: str | None = None,
+    status: Sequence[str] = (),
+    created_after: DateLike | None = None,
+    created_before: DateLike | None = None,
+) -> Call[m.Page[m.Job]]:
+    """`function`: a case-insensitive part of `package/function`; `status`: any of them;
+    `created_after` inclusive, `created_before` exclusive (a datetime, a date or ISO text)."""
+    extra = [("status", s) for s in _statuses(status)]
+    extra += _filters(
+        function=function,
+        created_after=_when(created_after),
+        created_before=_when(created_before),
+    )
+    return _listing("/jobs", m.Job, limit, cursor, extra)
 
 
 def get_job(job_id: str) -> Call[m.Job]:
@@ -335,8 +377,11 @@ def get_workflow(slug: str) -> Call[m.WorkflowDetail]:
     return Call("GET", f"/workflows/{_segment(slug)}", _model(m.WorkflowDetail))
 
 
-def list_workflows(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Workflow]]:
-    return _listing("/workflows", m.Workflow, limit, cursor)
+def list_workflows(
+    limit: int | None = None, cursor: str | None = None, search: str | None = None
+) -> Call[m.Page[m.Workflow]]:
+    """`search`: a case-insensitive part of the slug or the name."""
+    return _listing("/workflows", m.Workflow, limit, cursor, _filters(search=search))
 
 
 # Runs ------------------------------------------------------------------------------------
@@ -374,10 +419,17 @@ def list_runs(
     cursor: str | None = None,
     status: Sequence[str] = (),
     workflow: str | None = None,
+    started_after: DateLike | None = None,
+    started_before: DateLike | None = None,
 ) -> Call[m.Page[m.RunSummary]]:
-    extra = [("status", s) for s in status]
-    if workflow is not None:
-        extra.append(("workflow", workflow))
+    """`status`: any of them; `workflow`: its slug; `started_after` inclusive,
+    `started_before` exclusive (a datetime, a date or ISO text)."""
+    extra = [("status", s) for s in _statuses(status)]
+    extra += _filters(
+        workflow=workflow,
+        started_after=_when(started_after),
+        started_before=_when(started_before),
+    )
     return _listing("/workflow-runs", m.RunSummary, limit, cursor, extra)
 
 

@@ -30,7 +30,9 @@ class JobType:
     function_id: str = strawberry.field(description="Function executed.")
     function_version_id: str = strawberry.field(description="Exact version executed.")
     package_id: str = strawberry.field(description="Package of the function.")
-    inputs: JSON = strawberry.field(description="Inputs as sent.")
+    inputs: JSON | None = strawberry.field(
+        description="Inputs as sent; null in a listing when over 64 KiB (`inputsOmitted`)."
+    )
     outputs: JSON | None = strawberry.field(
         description="Outputs on success; null in a listing when over 64 KiB (`outputsOmitted`)."
     )
@@ -44,6 +46,11 @@ class JobType:
         default=False,
         description="The outputs are over 64 KiB and left out of this listing; `job(id)` "
         "reads them whole.",
+    )
+    inputs_omitted: bool = strawberry.field(
+        default=False,
+        description="The inputs are over 64 KiB (they may hold upstream outputs) and left out "
+        "of this listing; `job(id)` reads them whole.",
     )
     workflow_run_id: str | None = strawberry.field(
         default=None, description="The workflow run whose node this job ran; null otherwise."

@@ -216,14 +216,7 @@ async def _with_relations(
             if job is None and job_id in found:
                 job = jobs[job_id] = job_of_fields(found[job_id])
             node.job = job
-        if "outputs" in fields:
-            # A node's job shows its outputs within what the answer shows, as the node does:
-            # a list's over 64 KiB left out, one node's whole when they fit (contract 8b).
-            cap = answers.ANSWER_MAX_BYTES if len(nodes) == 1 else answers.LISTED_VALUE_MAX_BYTES
-            budget = info.context.values
-            for job in jobs.values():
-                if job.outputs is not None and not budget.take(job.outputs, cap=cap):
-                    job.outputs, job.outputs_omitted = None, True
+        _bound_values(info, list(jobs.values()), fields, single=len(nodes) == 1)
     if selects(info, "attemptJobs"):
         await _with_attempt_jobs(info, nodes, run_id, whole)
     if selects(info, "functionVersion"):
@@ -260,8 +253,30 @@ async def _with_attempt_jobs(
     else:
         keys = [(job_id, fields) for ids in ids_of.values() for job_id in ids]
         found = {row["id"]: row for row in await loaders.job_by_id.load_many(keys) if row}
+    jobs: dict[str, JobType] = {}
     for node in nodes:
-        node.attempt_jobs = [job_of_fields(found[i]) for i in ids_of[id(node)] if i in found]
+        node.attempt_jobs = [
+            jobs.setdefault(i, job_of_fields(found[i])) for i in ids_of[id(node)] if i in found
+        ]
+    _bound_values(info, list(jobs.values()), fields, single=False)
+
+
+def _bound_values(
+    info: Info, jobs: list[JobType], fields: tuple[str, ...], *, single: bool
+) -> None:
+    """The nodes' jobs show their inputs and outputs within what the answer shows, as a node
+    does its outputs: a list's over 64 KiB left out, one node's whole when they fit (contract
+    8b). Inputs may hold upstream outputs of many MiB."""
+    cap = answers.ANSWER_MAX_BYTES if single else answers.LISTED_VALUE_MAX_BYTES
+    budget = info.context.values
+    if "inputs" in fields:
+        for job in jobs:
+            if job.inputs is not None and not budget.take(job.inputs, cap=cap):
+                job.inputs, job.inputs_omitted = None, True
+    if "outputs" in fields:
+        for job in jobs:
+            if job.outputs is not None and not budget.take(job.outputs, cap=cap):
+                job.outputs, job.outputs_omitted = None, True
 
 
 async def _plan_snapshot(root: WorkflowRunType, info: Info) -> JSON:

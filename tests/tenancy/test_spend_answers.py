@@ -95,15 +95,20 @@ class TestJobListing:
         self,
         client: httpx.AsyncClient,
         bearer: Callable[..., dict[str, str]],
-        big_jobs: tuple[list[str], list[str]],
+        database: Database,
+        identity_provider: LocalIdentityProvider,
     ) -> None:
-        big, small = big_jobs
+        alice = await create_user(database, identity_provider, "alice")
+        rows = await create_package(database, alice, f"fit-{uuid.uuid4().hex[:8]}", "private")
+        # 60 KiB inputs and outputs each, both listed: 17.6 MiB do not fit one answer
+        ids = await add_jobs(database, rows, alice.user_id, 150, size=60 * 1024)
         pages = await all_pages(client, bearer("alice"))
-        assert len(pages) > 1  # 20 MiB of inputs do not fit one answer
+        assert len(pages) > 1
         for page in pages:
             assert len(page.content) <= ANSWER_MAX
         items = [item for page in pages for item in page.json()["items"]]
-        assert sorted(item["id"] for item in items) == sorted(big + small)
+        assert sorted(item["id"] for item in items) == sorted(ids)
+        assert not any(item["inputs_omitted"] or item["outputs_omitted"] for item in items)
 
     async def test_outputs_over_64_kib_are_left_out_and_read_whole_by_id(
         self,

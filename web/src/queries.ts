@@ -138,7 +138,7 @@ export const RunFields = graphql(`
     nodeStates {
       nodeKey status jobId outputs error attempt retryAt attempts reused startedAt finishedAt functionVersionId
       attemptJobs { id createdAt finishedAt }
-      job { id status inputs logs cacheHit createdAt startedAt finishedAt }
+      job { id status inputs inputsOmitted logs cacheHit createdAt startedAt finishedAt }
       functionVersion { id version outputsSchema inputsSchema function { name } }
     }
   }

@@ -39,12 +39,14 @@ from calcgraph.domain.read_models import from_attributes
 
 _JOBS = cast(Table, Job.__table__)
 _LISTED_COLUMNS = tuple(
-    f.name for f in dataclasses.fields(JobView) if f.name not in ("outputs", "outputs_omitted")
+    f.name
+    for f in dataclasses.fields(JobView)
+    if f.name not in ("inputs", "outputs", "inputs_omitted", "outputs_omitted")
 )
 
 
 def job_view(job: Job) -> JobView:
-    return from_attributes(JobView, job, outputs_omitted=False)
+    return from_attributes(JobView, job, outputs_omitted=False, inputs_omitted=False)
 
 
 def visible_job_clause(principal: Principal) -> ColumnElement[bool]:
@@ -94,30 +96,51 @@ class JobRepository(RepositoryBase[Job]):
             )
         ).all()
         shown = [
-            size_in + (size_out if answers.listed(size_out) else 0) + size_other
+            (size_in if answers.listed(size_in) else 0)
+            + (size_out if answers.listed(size_out) else 0)
+            + size_other
             for _, _, size_in, size_out, size_other in sized[: page.limit]
         ]
         kept = sized[: answers.rows_within(shown)]
         size = sum(shown[: len(kept)])
         omitted = {row[0] for row in kept if not answers.listed(row[3])}
-        views = {view.id: view for view in await self._listed_views([r[0] for r in kept], omitted)}
+        omitted_in = {row[0] for row in kept if not answers.listed(row[2])}
+        views = {
+            view.id: view
+            for view in await self._listed_views([r[0] for r in kept], omitted, omitted_in)
+        }
         items = [views[row[0]] for row in kept if row[0] in views]
         more = len(kept) < len(sized)
         cursor = encode_cursor(creation_key(items[-1])) if more and items else None
         return Page(items, cursor, size_hint=size)
 
-    async def _listed_views(self, ids: Sequence[str], omitted: set[str]) -> list[JobView]:
+    async def _listed_views(
+        self, ids: Sequence[str], omitted: set[str], omitted_in: set[str]
+    ) -> list[JobView]:
+        """The rows of `ids`, the outputs of `omitted` and the inputs of `omitted_in` left out
+        (never read from the database)."""
         if not ids:
             return []
         columns = [_JOBS.c[name] for name in _LISTED_COLUMNS]
+        listed_inputs = type_coerce(
+            case((_JOBS.c.id.in_(omitted_in), null()), else_=_JOBS.c.inputs), JSONType
+        ).label("inputs")
         listed_outputs = type_coerce(
             case((_JOBS.c.id.in_(omitted), null()), else_=_JOBS.c.outputs), JSONType
         ).label("outputs")
         connection = await self.session.connection()
         rows = await connection.execute(
-            select(*columns, listed_outputs).where(_JOBS.c.id.in_(list(ids)))
+            select(*columns, listed_inputs, listed_outputs).where(_JOBS.c.id.in_(list(ids)))
         )
-        return [from_attributes(JobView, row, outputs_omitted=row.id in omitted) for row in rows]
+        return [
+            from_attributes(
+                JobView,
+                row,
+                outputs_omitted=row.id in omitted,
+                inputs_omitted=row.id in omitted_in,
+            )
+            for row in rows
+        ]
 
     async def count_by_status(self) -> dict[str, int]:
         """Every job counted by status, in one GROUP BY (the status index covers it)."""

@@ -40,7 +40,7 @@ class JobView:
     package_id: str
     user_id: str
     status: str
-    inputs: dict[str, Any]
+    inputs: dict[str, Any] | None
     outputs: dict[str, Any] | None
     error: dict[str, Any] | None
     logs: str | None
@@ -52,6 +52,8 @@ class JobView:
     finished_at: datetime | None
     outputs_omitted: bool = False
     """Listings leave outputs over 64 KiB out (contract 8b); `GET /jobs/{id}` reads them."""
+    inputs_omitted: bool = False
+    """Listings leave inputs over 64 KiB out too (they may hold upstream outputs)."""
 
 
 @dataclass(frozen=True)

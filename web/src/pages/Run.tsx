@@ -251,6 +251,7 @@ function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }
       </dl>
       <Attempts attempts={state.attempts} jobs={state.attemptJobs} current={{ attempt: state.attempt, jobId: state.jobId, status: state.status }} retryAt={state.retryAt} />
       {state.error != null && <ErrorView error={state.error} logs={job?.logs} />}
+      {job?.inputsOmitted && <p className="hint">Inputs over 64 KiB are left out of the run: <Link to={`/jobs/${job.id}`}>the job</Link> shows them whole.</p>}
       {job?.inputs != null && <ValuesTable caption="Inputs" values={job.inputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.inputsSchema, p)} catalog={catalog} display={display} />}
       {state.outputs != null && <ValuesTable caption="Outputs" values={state.outputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
       <h3>Logs</h3>
