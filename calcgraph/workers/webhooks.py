@@ -68,6 +68,10 @@ log = logging.getLogger("calcgraph.webhooks")
 TIMEOUT_SECONDS = 10.0
 _FAN_OUT_ROUNDS = 20
 _MIN_ROUND_S = 0.02
+_UNHOOKED_ROUND_S = 5.0
+"""With no webhook enabled at the last round, a round at most this often (nothing to deliver:
+it only moves the fan-out's cursor and picks up a webhook created meanwhile), so that an idle
+worker does not open two write transactions every `webhook_dispatch_interval_seconds`."""
 """Rounds woken by events come at most this often: a flood of events costs a round per
 interval, not one per unit of work."""
 _tls: ssl.SSLContext | None = None
@@ -270,7 +274,8 @@ class WebhookTimer(Timer):
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.interval)
+            waiting = self.interval if self._hooked else max(self.interval, _UNHOOKED_ROUND_S)
+            self._wake.wait(waiting)
             if self._stop.is_set():
                 break
             self._wake.clear()
