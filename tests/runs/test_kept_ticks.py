@@ -11,27 +11,18 @@ process running the jobs.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import redis
 
 from calcgraph.domain.runs import changes
 from calcgraph.domain.runs.memo import ANSWER_MAX_AGE_S, KeptAnswer, RunMemo
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
 from calcgraph.workers.run_changes import LocalRunChanges, RedisRunChanges
-from tests.auth.idp import LocalIdentityProvider
-from tests.execution.conftest import Platform, default_sandbox, running_platform
-from tests.execution.test_redis import REDIS_URL, _redis_or_skip
+from tests.execution.conftest import Platform
+from tests.execution.test_redis import REDIS_URL, _redis_or_skip, redis_platform  # noqa: F401
 from tests.packages.publishing import Bearer, publish, small_body
 from tests.runs.test_run_control_api import _job
 from tests.runs.test_tick_api import TERMINAL, _package, _start, _tick, _workflow
@@ -256,57 +247,9 @@ async def test_in_one_process_every_finished_job_is_seen_by_the_next_tick(
     await _every_finish_seen(platform, 1.0)
 
 
-@pytest.fixture
-async def redis_platform(
-    exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
-) -> AsyncIterator[Platform]:
-    """The production shape: this process only serves; a `calcgraph worker` process runs the
-    jobs and marks their runs in Redis."""
-    _redis_or_skip()
-    prefix = f"test-{uuid.uuid4().hex[:8]}:"
-    sandbox = default_sandbox()
-    env = {
-        **os.environ,
-        "CALCGRAPH_DATABASE_URL": exec_url,
-        "CALCGRAPH_REDIS_URL": REDIS_URL,
-        "CALCGRAPH_REDIS_KEY_PREFIX": prefix,
-        "CALCGRAPH_SANDBOX": sandbox,
-        "CALCGRAPH_CODE_CACHE_DIR": str(tmp_path / "worker-code"),
-    }
-    worker = subprocess.Popen(  # noqa: ASYNC220 (once, before the test)
-        [sys.executable, "-m", "calcgraph", "worker", "--processes", "1", "--threads", "2"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        async with running_platform(
-            exec_url,
-            identity_provider,
-            tmp_path,
-            sandbox,
-            redis_url=REDIS_URL,
-            redis_key_prefix=prefix,
-        ) as platform:
-            yield platform
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            _, stderr = worker.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            _, stderr = worker.communicate()
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
-        assert worker.returncode == 0, stderr.decode()[-4000:]
-
-
 @db
 async def test_through_redis_every_finished_job_is_seen_by_the_next_tick(
-    redis_platform: Platform,
+    redis_platform: Platform,  # noqa: F811
 ) -> None:
     platform = redis_platform
     assert platform.execution.runtime is None  # the worker process runs the jobs
@@ -319,7 +262,7 @@ async def test_through_redis_every_finished_job_is_seen_by_the_next_tick(
 
 @db
 async def test_through_redis_another_process_sees_the_change_this_one_made(
-    redis_platform: Platform,
+    redis_platform: Platform,  # noqa: F811
 ) -> None:
     """A second serve process (its own memo and its own Redis client) keeps an answer; a
     tick here that changes the run renews the token in Redis, so that process reads again."""
