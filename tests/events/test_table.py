@@ -170,7 +170,8 @@ async def test_a_worker_sweeper_decides_and_records(
                 "2.0.0",
                 candidate,
                 traffic_split={"1.0.0": 0, "2.0.0": 100},
-                success_criteria={"error_rate_max": "10%", "latency_p95_max": 20_000},
+                # Generous: who judges is tested here, not how fast a cold sandbox starts.
+                success_criteria={"error_rate_max": "10%", "latency_p95_max": 300_000},
             ),
         )
         pid = report["package_id"]
@@ -186,7 +187,7 @@ async def test_a_worker_sweeper_decides_and_records(
             )
         answer = await settled(platform, pid)
         current = "2.0.0" if decided == "promoted" else "1.0.0"
-        assert (answer["state"], answer["current"]) == ("stable", current)
+        assert (answer["state"], answer["current"]) == ("stable", current), answer["history"]
         body = await events(platform, type="calcgraph.deployment.*", subject=pid)
         kind = f"calcgraph.deployment.{decided}"
         assert [e["type"] for e in body["items"]] == [kind]

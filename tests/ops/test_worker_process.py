@@ -160,10 +160,15 @@ async def test_an_idle_worker_sleeps_and_stops_cleanly(worker_setup: WorkerSetup
     assert first.json()["status"] == "success", first.text
     await asyncio.sleep(1.0)  # the job's acknowledgement and the warm pool settle
 
-    cpu0, t0 = _cpu_seconds(pid), time.monotonic()
-    await asyncio.sleep(4.0)
-    share = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
-    assert share < 0.05, f"an idle worker used {share:.1%} of a core"
+    # Three windows of 2 s: the quietest one bounds the idle cost. A worker that polls pays
+    # in every window; a last piece of the first job's aftermath (a spare sandbox started, a
+    # lazy import) on a loaded machine lands in one of them only.
+    shares = []
+    for _ in range(3):
+        cpu0, t0 = _cpu_seconds(pid), time.monotonic()
+        await asyncio.sleep(2.0)
+        shares.append((_cpu_seconds(pid) - cpu0) / (time.monotonic() - t0))
+    assert min(shares) < 0.05, f"an idle worker used {min(shares):.1%} of a core at least {shares}"
 
     later = await platform.execute(url, {"x": 2, "y": 3}, wait=60)
     assert later.status_code == 200, later.text

@@ -127,6 +127,7 @@ def test_a_node_state_on_the_wire() -> None:
         "status": "failed",
         "job_id": "j",
         "outputs": None,
+        "outputs_omitted": False,
         "error": {"kind": "timeout", "message": "300 s"},
         "attempt": 1,
         "started_at": "2026-01-01T00:00:00Z",
