@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 from calcgraph.settings import Settings
+from tests.execution.conftest import quick_sandbox
 
 OSV_FIXTURE = Path(__file__).parent / "fixtures" / "osv"
 # Invented names of the OSV fixture (CRITICAL and HIGH), and three clean ones.
@@ -59,7 +60,7 @@ def make_wheelhouse(directory: Path) -> Path:
 def build_settings(base: Settings, root: Path, **overrides: object) -> Settings:
     """`base` with builds into `root`, local wheels only, and the OSV fixture as advisories."""
     values: dict[str, object] = {
-        "sandbox": "process",
+        "sandbox": quick_sandbox(),
         "scanner": "osv",
         "advisory_db_path": OSV_FIXTURE,
         "build_dir": root / "builds",

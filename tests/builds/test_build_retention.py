@@ -28,6 +28,7 @@ from calcgraph.domain.builds.retention_rules import (
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.builds.build_fixtures import build_settings
+from tests.execution.conftest import quick_sandbox
 
 Bearer = Callable[..., dict[str, str]]
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -152,7 +153,7 @@ def test_cleanup_command_dry_run(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CALCGRAPH_")}
     env["CALCGRAPH_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
     env["CALCGRAPH_BUILD_DIR"] = str(tmp_path / "builds")
-    env["CALCGRAPH_SANDBOX"] = "process"
+    env["CALCGRAPH_SANDBOX"] = quick_sandbox()
     for command in (["migrate"], ["builds", "cleanup", "--dry-run"]):
         result = subprocess.run(
             [sys.executable, "-m", "calcgraph", *command],

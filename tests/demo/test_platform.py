@@ -10,6 +10,7 @@ import pytest
 
 from calcgraph.demo.platform import InProcessPlatform
 from calcgraph.settings import Settings
+from tests.execution.conftest import quick_sandbox
 
 
 def test_users_named_at_start_have_a_token_that_the_api_takes(
@@ -17,7 +18,7 @@ def test_users_named_at_start_have_a_token_that_the_api_takes(
 ) -> None:
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'platform.db'}",
-        sandbox="process",
+        sandbox=quick_sandbox(),
         oidc_issuer=None,
         redis_url=None,
     )
@@ -43,7 +44,7 @@ def test_the_platform_answers_without_nagles_delay(tmp_path: Path) -> None:
     ACK (40 ms a request on Linux, every request after a connection's first)."""
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'platform.db'}",
-        sandbox="process",
+        sandbox=quick_sandbox(),
         oidc_issuer=None,
         redis_url=None,
     )

@@ -21,6 +21,7 @@ import httpx
 from calcgraph.serving.server import http_options
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
+from tests.execution.conftest import quick_sandbox
 from tests.ops.test_worker_process import _free_port
 
 HOST = "127.0.0.1"
@@ -40,7 +41,7 @@ def _serve(tmp_path: Path, keep_alive_s: int) -> Iterator[int]:
         **os.environ,
         "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}",
         "CALCGRAPH_OIDC_ISSUER": idp.issuer,
-        "CALCGRAPH_SANDBOX": "process",
+        "CALCGRAPH_SANDBOX": quick_sandbox(),
         "CALCGRAPH_LOG_LEVEL": "warning",
         "CALCGRAPH_HTTP_KEEP_ALIVE_SECONDS": str(keep_alive_s),
     }

@@ -23,7 +23,7 @@ import pytest
 from calcgraph.ops.logs import resolve_format, setup_logging
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
-from tests.execution.conftest import Platform
+from tests.execution.conftest import Platform, quick_sandbox
 from tests.execution.factories import deploy
 
 pytestmark = pytest.mark.db
@@ -171,7 +171,7 @@ def test_serve_writes_json_lines_with_request_ids(
         **os.environ,
         "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}",
         "CALCGRAPH_OIDC_ISSUER": identity_provider.issuer,
-        "CALCGRAPH_SANDBOX": "process",
+        "CALCGRAPH_SANDBOX": quick_sandbox(),
         "CALCGRAPH_PORT": str(port),
         "CALCGRAPH_LOG_LEVEL": "info",
     }

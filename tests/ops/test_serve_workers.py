@@ -24,7 +24,7 @@ import redis
 from calcgraph.serving.ratelimit import SYNC_SECONDS
 from calcgraph.serving.starting import APPLICATION_READY
 from tests.auth.idp import LocalIdentityProvider
-from tests.execution.conftest import default_sandbox, exec_url  # noqa: F401
+from tests.execution.conftest import default_sandbox, exec_url, quick_sandbox  # noqa: F401
 from tests.ops.test_ratelimit import REDIS_URL, _redis_or_skip
 from tests.ops.test_worker_process import _free_port, _start_worker, _stop_worker
 from tests.packages.publishing import publish, small_body
@@ -106,7 +106,7 @@ def test_two_processes_share_the_load_and_the_state(
         "CALCGRAPH_REDIS_URL": REDIS_URL,
         "CALCGRAPH_REDIS_KEY_PREFIX": prefix,
         "CALCGRAPH_OIDC_ISSUER": identity_provider.issuer,
-        "CALCGRAPH_SANDBOX": "process",
+        "CALCGRAPH_SANDBOX": quick_sandbox(),
         "CALCGRAPH_LOG_LEVEL": "info",
         "CALCGRAPH_LOG_FORMAT": "json",
         # One token a minute: none comes back during the burst, even on a loaded machine.
@@ -168,7 +168,7 @@ def test_more_than_one_process_without_redis_is_refused(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'refused.db'}",
-        "CALCGRAPH_SANDBOX": "process",
+        "CALCGRAPH_SANDBOX": quick_sandbox(),
     }
     env.pop("CALCGRAPH_REDIS_URL", None)
     done = subprocess.run(

@@ -14,6 +14,7 @@ import pytest
 
 from calcgraph.serving.starting import AppFactory, StartingApp
 from calcgraph.settings import Settings
+from tests.execution.conftest import quick_sandbox
 
 pytestmark = pytest.mark.db
 
@@ -51,14 +52,20 @@ def held_import(release: threading.Event) -> Callable[[], AppFactory]:
 
 @pytest.fixture
 def quick_settings(settings: Settings) -> Settings:
-    return settings.model_copy(update={"sandbox": "process"})
+    """The quickest local sandbox this machine runs."""
+    return settings.model_copy(update={"sandbox": quick_sandbox()})
+
+
+def _keep_running() -> None:
+    """A failed start is the test's to see (`wait_started` says False, requests get 503):
+    the default would SIGTERM this process, and with it the whole test run."""
 
 
 async def test_health_answers_while_the_app_imports_and_the_rest_waits_for_it(
     quick_settings: Settings,
 ) -> None:
     release = threading.Event()
-    app = StartingApp(quick_settings, import_factory=held_import(release))
+    app = StartingApp(quick_settings, import_factory=held_import(release), on_failure=_keep_running)
     async with serving(app) as client:
         early = await client.get("/health")
         assert early.status_code == 200
@@ -84,7 +91,7 @@ async def test_health_answers_while_the_app_imports_and_the_rest_waits_for_it(
 async def test_the_application_starts_its_workers_and_stops_them(
     quick_settings: Settings,
 ) -> None:
-    app = StartingApp(quick_settings)
+    app = StartingApp(quick_settings, on_failure=_keep_running)
     async with serving(app) as client:
         assert await app.wait_started()
         application = app.application
@@ -99,7 +106,7 @@ async def test_a_stop_during_the_start_waits_for_it_then_undoes_it(
     quick_settings: Settings,
 ) -> None:
     release = threading.Event()
-    app = StartingApp(quick_settings, import_factory=held_import(release))
+    app = StartingApp(quick_settings, import_factory=held_import(release), on_failure=_keep_running)
     asyncio.get_running_loop().call_later(0.3, release.set)
     async with serving(app):
         pass  # shutdown sent while the import is held
@@ -132,7 +139,9 @@ async def test_once_started_health_answers_as_the_applications_route(
 ) -> None:
     """The plain probe is answered by the starting app's lean path, every other /health by the
     application: both give what the application's own route gives, headers included."""
-    app = StartingApp(quick_settings.model_copy(update={"cors_origins": cors}))
+    app = StartingApp(
+        quick_settings.model_copy(update={"cors_origins": cors}), on_failure=_keep_running
+    )
     async with serving(app) as client:
         assert await app.wait_started()
         application = app.application

@@ -21,6 +21,7 @@ from calcgraph.demo import package_files, workflow_document
 from calcgraph.demo.platform import InProcessPlatform
 from calcgraph.settings import Settings
 from tests.conftest import POSTGRES_URL, _reset_postgres
+from tests.execution.conftest import quick_sandbox
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -54,7 +55,7 @@ def platform(
         asyncio.run(_reset_postgres(url))
     settings = Settings(
         database_url=url,
-        sandbox="process",
+        sandbox=quick_sandbox(),
         oidc_issuer=None,
         redis_url=None,
         # The platform names its own provider's issuer, so name its client as `serve` does.
