@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from calcgraph.db.engine import Database
 from tests.auth.idp import LocalIdentityProvider
-from tests.execution.conftest import running_platform
+from tests.execution.conftest import quick_sandbox, running_platform
 from tests.packages.publishing import publish, small_body
 from tests.runs import plans
 
@@ -82,7 +82,7 @@ async def test_a_10000_node_run_completes_after_analyze(
         exec_url,
         identity_provider,
         tmp_path,
-        "process",
+        quick_sandbox(),
         inprocess_worker_threads=4,
         sweeper_interval_seconds=5,
     ) as platform:
