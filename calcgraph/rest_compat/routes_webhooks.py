@@ -12,14 +12,14 @@ from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.webhooks.service import MAX_DESCRIPTION, webhook_service
 from calcgraph.domain.webhooks.views import DeliveryView, WebhookCreatedView, WebhookView
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses_events import (
+from calcgraph.rest_compat.wire import Body, PageQuery
+from calcgraph.rest_compat.wire_webhooks import (
     DeliveryPageOut,
     WebhookCreatedOut,
     WebhookOut,
     WebhookPageOut,
     WebhookTestOut,
 )
-from calcgraph.rest_compat.schemas import Body, PageQuery
 
 
 class CreateWebhookBody(Body):

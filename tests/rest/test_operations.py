@@ -11,7 +11,7 @@ import pytest
 
 from calcgraph.domain.workflows.graph import CATEGORIES, NOTICES
 from calcgraph.rest_compat.api import OPERATIONS
-from calcgraph.rest_compat.responses import ValidationReport
+from calcgraph.rest_compat.wire import ValidationReport
 
 Bearer = Callable[..., dict[str, str]]
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
@@ -110,8 +110,9 @@ def test_a_node_state_on_the_wire() -> None:
     """The tick's node state as REST writes it: `Z` timestamps, a null for what it lacks."""
     from datetime import UTC, datetime, timedelta
 
+    from calcgraph.rest_compat.wire_workflows import NodeStateOut
+
     from calcgraph.domain.runs.state import NodeState
-    from calcgraph.rest_compat.responses import NodeStateOut
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
     state = NodeState(
