@@ -13,6 +13,7 @@ document is adapted to that before generation, by four rules:
 - a schema the client does not name (a job's error, a validation report, ...) is read as a plain
   JSON object (`dict[str, Any]`), as the client has always given it;
 - an enumeration is read as a string (a newer server may add a status);
+- a field only some answers carry (CLIENT_OPTIONAL) is optional;
 - `Page[...]` is the hand-written generic `model_base.Page`.
 """
 
@@ -64,10 +65,12 @@ CLIENT_NAMES = {
     "PlanOut": "RunPlan",
     "EventOut": "Event",
     "EventPageOut": "EventPage",
-    "WebhookOut": "Webhook",
-    "WebhookCreatedOut": "WebhookCreated",
+    "WebhookCreatedOut": "Webhook",
     "DeliveryOut": "Delivery",
 }
+# Fields that only some of the answers a client model reads carry: optional, None when absent
+# (a webhook's secret is in the answer that created it only).
+CLIENT_OPTIONAL = {"Webhook": frozenset({"secret"})}
 # Models with behaviour beyond their fields (model_base's mixins on its `Model`).
 CLIENT_BASES = {
     "Compatibility": f"{BASE}.CompatibilityModel",
@@ -120,11 +123,22 @@ def client_document(document: dict[str, Any]) -> dict[str, Any]:
         "paths": {},
         "components": {
             "schemas": {
-                CLIENT_NAMES[name]: _adapt(schemas[name])
+                CLIENT_NAMES[name]: _optional(CLIENT_NAMES[name], _adapt(schemas[name]))
                 for name in sorted(CLIENT_NAMES, key=CLIENT_NAMES.__getitem__)
             }
         },
     }
+
+
+def _optional(model: str, schema: dict[str, Any]) -> dict[str, Any]:
+    names = CLIENT_OPTIONAL.get(model, frozenset())
+    if not names:
+        return schema
+    properties = dict(schema["properties"])
+    for name in names:
+        properties[name] = {"anyOf": [properties[name], {"type": "null"}], "default": None}
+    required = [name for name in schema.get("required", ()) if name not in names]
+    return {**schema, "properties": properties, "required": required}
 
 
 def render(document: dict[str, Any]) -> str:

@@ -337,16 +337,7 @@ class Webhook(Model):
     description: str
     enabled: bool
     created_at: AwareDatetime
-
-
-class WebhookCreated(Model):
-    id: str
-    url: str
-    types: list[str]
-    description: str
-    enabled: bool
-    created_at: AwareDatetime
-    secret: str = Field(..., description="whsec_<base64>: shown only in this answer")
+    secret: str | None = None
 
 
 class Workflow(Model):

@@ -33,10 +33,10 @@ def events(
     return Call("GET", "/events", _model(m.EventPage), params=params, holds=held)
 
 
-def create_webhook(url: str, types: Sequence[str], description: str = "") -> Call[m.WebhookCreated]:
-    """The new webhook with its signing secret (shown in this answer only)."""
+def create_webhook(url: str, types: Sequence[str], description: str = "") -> Call[m.Webhook]:
+    """The new webhook with its signing secret (in this answer only: None elsewhere)."""
     body = {"url": url, "types": list(types), "description": description}
-    return Call("POST", "/webhooks", _model(m.WebhookCreated), json=body)
+    return Call("POST", "/webhooks", _model(m.Webhook), json=body)
 
 
 def list_webhooks(limit: int | None = None, cursor: str | None = None) -> Call[m.Page[m.Webhook]]:

@@ -6,20 +6,16 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from calcgraph.rest_compat.wire import Body, Out, Timestamp
+from calcgraph.domain.access.views import MemberView, OrganizationView
+from calcgraph.rest_compat.wire import Body, Out, as_viewed
 
 
 class MemberOut(Out):
-    username: str
-    role: Literal["member", "owner"]
+    __annotations__ = as_viewed(MemberView, role=Literal["member", "owner"])
 
 
 class OrganizationOut(Out):
-    id: str
-    slug: str
-    name: str
-    created_at: Timestamp
-    members: list[MemberOut]
+    __annotations__ = as_viewed(OrganizationView, members=list[MemberOut])
 
 
 class CreateOrganizationBody(Body):

@@ -110,9 +110,8 @@ def test_a_node_state_on_the_wire() -> None:
     """The tick's node state as REST writes it: `Z` timestamps, a null for what it lacks."""
     from datetime import UTC, datetime, timedelta
 
-    from calcgraph.rest_compat.wire_workflows import NodeStateOut
-
     from calcgraph.domain.runs.state import NodeState
+    from calcgraph.rest_compat.wire_workflows import NodeStateOut
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
     state = NodeState(
