@@ -27,16 +27,13 @@ from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
 
 T = TypeVar("T")
 
-
 _DATE_TIME = WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization")
-
 
 Timestamp = Annotated[
     datetime, PlainSerializer(datetime.isoformat, return_type=str, when_used="json"), _DATE_TIME
 ]
 """ISO 8601 with its offset, `2026-01-02T03:04:05+00:00` (jobs, packages, functions, users,
 organizations)."""
-
 
 TimestampZ = Annotated[datetime, _DATE_TIME]
 """ISO 8601 in UTC written `Z`, `2026-01-02T03:04:05Z` (workflows, runs, node states)."""

@@ -31,7 +31,6 @@ from calcgraph.rest_compat.wire_packages import FunctionOut
 # Examples of the OpenAPI document; tests/openapi sends each to its route.
 BEAM_SOURCE = "def cantilever(length, force):\n    return {'moment': force * length}\n"
 
-
 _PACKAGE_EXAMPLE: dict[str, Any] = {
     "manifest": {
         "kind": "package",
