@@ -13,7 +13,7 @@ document is adapted to that before generation, by four rules:
 - a schema the client does not name (a job's error, a validation report, ...) is read as a plain
   JSON object (`dict[str, Any]`), as the client has always given it;
 - an enumeration is read as a string (a newer server may add a status);
-- a field only some answers carry (CLIENT_OPTIONAL) is optional;
+- a field some answers leave out (CLIENT_ABSENT) has the client's value for its absence;
 - `Page[...]` is the hand-written generic `model_base.Page`.
 """
 
@@ -68,9 +68,13 @@ CLIENT_NAMES = {
     "WebhookCreatedOut": "Webhook",
     "DeliveryOut": "Delivery",
 }
-# Fields that only some of the answers a client model reads carry: optional, None when absent
-# (a webhook's secret is in the answer that created it only).
-CLIENT_OPTIONAL = {"Webhook": frozenset({"secret"})}
+# Fields that some answers leave out, with the value the client then gives them (a webhook's
+# secret is in the answer that created it only; an execute answer has warnings only when the
+# function version is deprecated).
+CLIENT_ABSENT: dict[str, dict[str, Any]] = {
+    "Webhook": {"secret": None},
+    "ExecuteResult": {"warnings": []},
+}
 # Models with behaviour beyond their fields (model_base's mixins on its `Model`).
 CLIENT_BASES = {
     "Compatibility": f"{BASE}.CompatibilityModel",
@@ -123,21 +127,24 @@ def client_document(document: dict[str, Any]) -> dict[str, Any]:
         "paths": {},
         "components": {
             "schemas": {
-                CLIENT_NAMES[name]: _optional(CLIENT_NAMES[name], _adapt(schemas[name]))
+                CLIENT_NAMES[name]: _absent(CLIENT_NAMES[name], _adapt(schemas[name]))
                 for name in sorted(CLIENT_NAMES, key=CLIENT_NAMES.__getitem__)
             }
         },
     }
 
 
-def _optional(model: str, schema: dict[str, Any]) -> dict[str, Any]:
-    names = CLIENT_OPTIONAL.get(model, frozenset())
-    if not names:
+def _absent(model: str, schema: dict[str, Any]) -> dict[str, Any]:
+    absent = CLIENT_ABSENT.get(model, {})
+    if not absent:
         return schema
     properties = dict(schema["properties"])
-    for name in names:
-        properties[name] = {"anyOf": [properties[name], {"type": "null"}], "default": None}
-    required = [name for name in schema.get("required", ()) if name not in names]
+    for name, value in absent.items():
+        prop = properties[name]
+        if value is None and "anyOf" not in prop:
+            prop = {"anyOf": [prop, {"type": "null"}]}
+        properties[name] = {**prop, "default": value}
+    required = [name for name in schema.get("required", ()) if name not in absent]
     return {**schema, "properties": properties, "required": required}
 
 

@@ -82,8 +82,7 @@ class ExecuteResult(JobModel):
     outputs: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     warnings: list[str] | None = Field(
-        None,
-        description="present when the function version is deprecated (contract 11)",
+        [], description="present when the function version is deprecated (contract 11)"
     )
 
 

@@ -46,7 +46,8 @@ def test_a_changed_answer_shows_as_drift() -> None:
 
 def test_the_models_read_what_the_client_did() -> None:
     """Rules of the generation: a schema the client does not name reads as a plain object, an
-    enumeration as a string, unknown fields are kept, and the behaviours stay."""
+    enumeration as a string, unknown fields are kept, an absent field takes the client's value,
+    and the behaviours stay."""
     job = models.Job.model_validate(
         {
             "id": "j",
@@ -72,6 +73,11 @@ def test_the_models_read_what_the_client_did() -> None:
     assert job.error == {"kind": "timeout", "message": "too slow", "limit_s": 30}
     assert job.model_dump()["queue"] == "later-field"
     assert not job.done
+    # A field some answers leave out reads as the client's value for its absence.
+    assert models.ExecuteResult.model_validate({"job_id": "j", "status": "queued"}).warnings == []
+    hook = {"id": "w", "url": "https://h", "types": ["calcgraph.*"], "description": ""}
+    hook |= {"enabled": True, "created_at": "2026-01-02T03:04:05+00:00"}
+    assert models.Webhook.model_validate(hook).secret is None
     assert models.Compatibility(
         compatibility="ALLOWED", reason="", source="Force", target="Numeric"
     ).allowed
