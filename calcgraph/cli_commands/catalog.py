@@ -153,7 +153,7 @@ def _execute(context: Context, args: argparse.Namespace) -> int:
     client = context.client
     started = time.monotonic()
     result = client.execute(args.function, inputs, wait=args.wait, refresh=args.refresh)
-    for warning in result.warnings:
+    for warning in result.warnings or ():
         # Contract 11: a deprecated function says so, in yellow, on stderr (stdout stays the
         # answer, JSON with --json).
         context.errors.print(Text(f"warning: {warning}", style="yellow"))

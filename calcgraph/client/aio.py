@@ -15,10 +15,11 @@ import httpx
 
 from calcgraph.client import models as m
 from calcgraph.client.base import ClientBase
+from calcgraph.client.model_base import Model
 from calcgraph.client.operations import Call, Flow, Sleep
 
 R = TypeVar("R")
-M = TypeVar("M", bound=m.Model)
+M = TypeVar("M", bound=Model)
 
 
 class AsyncClient(ClientBase[httpx.AsyncClient]):

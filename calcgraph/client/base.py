@@ -16,6 +16,7 @@ import httpx
 from calcgraph import __version__
 from calcgraph.client import operations as ops
 from calcgraph.client import operations_events as events_ops
+from calcgraph.client import operations_runs as runs_ops
 from calcgraph.client.errors import CalcgraphError, ConnectionError, error_from_response
 from calcgraph.client.operations import Call, Flow
 from calcgraph.client.settings import ClientSettings, resolve
@@ -210,19 +211,19 @@ class ClientBase(Generic[H]):
 
     # Workflows and runs ------------------------------------------------------------------
 
-    create_workflow = Method(ops.create_workflow)
-    update_workflow = Method(ops.update_workflow)
-    validate_workflow = Method(ops.validate_workflow)
-    get_workflow = Method(ops.get_workflow)
-    list_workflows = Method(ops.list_workflows)
-    start_run = Method(ops.start_run)
-    list_runs = Method(ops.list_runs)
-    get_run = Method(ops.get_run)
-    get_run_plan = Method(ops.get_run_plan)
-    tick = Method(ops.tick)
-    cancel_run = Method(ops.cancel_run)
-    rerun = Method(ops.rerun)
-    run_until_done = Method(ops.run_until_done)
+    create_workflow = Method(runs_ops.create_workflow)
+    update_workflow = Method(runs_ops.update_workflow)
+    validate_workflow = Method(runs_ops.validate_workflow)
+    get_workflow = Method(runs_ops.get_workflow)
+    list_workflows = Method(runs_ops.list_workflows)
+    start_run = Method(runs_ops.start_run)
+    list_runs = Method(runs_ops.list_runs)
+    get_run = Method(runs_ops.get_run)
+    get_run_plan = Method(runs_ops.get_run_plan)
+    tick = Method(runs_ops.tick)
+    cancel_run = Method(runs_ops.cancel_run)
+    rerun = Method(runs_ops.rerun)
+    run_until_done = Method(runs_ops.run_until_done)
 
     # Events and webhooks (contract section 9) ----------------------------------------------
 

@@ -1,107 +1,99 @@
-"""Typed answers of the REST API. Every model accepts fields it does not name (`extra="allow"`,
-kept on the instance and in `model_dump()`), so a newer server never breaks an older client."""
+"""Typed answers of the REST API, generated from /openapi.json by scripts/client_models.py
+(do not edit: change the server's wire models and run it). Every model keeps the fields it
+does not name (`model_base.Model`), so a newer server never breaks an older client."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
 
-RUN_TERMINAL = frozenset({"completed", "failed", "cancelled"})
-JOB_TERMINAL = frozenset({"success", "failed"})
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+from calcgraph.client.model_base import CompatibilityModel, JobModel, Model, RunModel
+from calcgraph.client.model_base import Page as Page
 
 
-T = TypeVar("T", bound=Model)
-
-
-class Page(Model, Generic[T]):
-    """One page of a listing; pass `next_cursor` back as `cursor` for the next page."""
-
-    items: list[T]
-    next_cursor: str | None = None
-
-
-class Health(Model):
-    status: str
-    database: str | None = None
-    version: str | None = None
-
-
-class Compatibility(Model):
+class Compatibility(CompatibilityModel):
     compatibility: str
-    reason: str = ""
-
-    @property
-    def allowed(self) -> bool:
-        return self.compatibility == "ALLOWED"
+    reason: str
+    source: str = Field(..., description="the source expression, normalised")
+    target: str = Field(..., description="the target expression, normalised")
 
 
-class User(Model):
+class Delivery(Model):
+    event_id: str
+    type: str
+    attempt: int
+    status_code: int | None
+    error: str | None
+    duration_ms: int | None
+    attempted_at: AwareDatetime | None
+    state: str = Field(..., description="delivered, retrying, failed (pending: not tried yet)")
+    next_attempt_at: AwareDatetime | None
+
+
+class DeploymentReport(Model):
+    """
+    Specification, Versioning 8, plus `package_id`.
+    """
+
+    package_id: str
+    package: str
+    package_version: str
+    package_version_id: str
+    is_latest: bool
+    is_stable: bool
+    git_ref: str | None
+    git_commit: str | None
+    functions: list[FunctionDeployment]
+    removed_functions: list[str]
+    warnings: list[str]
+    breaking_changes: list[dict[str, Any]]
+    dependencies: dict[str, str]
+    dependency_closure: dict[str, str]
+
+
+class Event(Model):
+    """
+    A CloudEvents 1.0 event in structured mode.
+    """
+
+    specversion: str = Field(..., description='"1.0"')
+    id: str = Field(..., description="unique; the same on every delivery of the event")
+    source: str = Field(..., description='"calcgraph"')
+    type: str = Field(..., description="e.g. calcgraph.job.failed")
+    subject: str = Field(..., description="the id of what the event is about")
+    time: AwareDatetime = Field(..., description="RFC 3339, UTC")
+    datacontenttype: str = Field(..., description='"application/json"')
+    data: dict[str, Any]
+
+
+class EventPage(Model):
+    items: list[Event]
+    next_cursor: str = Field(..., description="pass as `after` for the next call; never null")
+
+
+class ExecuteResult(JobModel):
+    """
+    200 when the job ended within `wait` (outputs or error), else 202 (queued or running).
+    """
+
+    job_id: str
+    status: str
+    outputs: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    warnings: list[str] | None = Field(
+        [], description="present when the function version is deprecated (contract 11)"
+    )
+
+
+class Function(Model):
     id: str
-    username: str
-    sub: str | None = None
-    email: str | None = None
-    roles: list[str] = Field(default_factory=list)
-
-
-class UserUsage(Model):
-    """What one user holds now (`GET /admin/usage`)."""
-
-    user_id: str
-    username: str
-    unfinished_runs: int
-    jobs: int
-    queued_jobs: int
-    stored_bytes: int
-    largest_workflow_nodes: int = 0
-
-
-class Quotas(Model):
-    """The per-user limits of the server (its `CALCGRAPH_LIMIT_*` settings)."""
-
-    runs: int
-    nodes: int
-    queued_jobs: int
-    stored_bytes: int
-
-
-class UsageReport(Model):
-    items: list[UserUsage]
-    limits: Quotas
-
-
-class Member(Model):
-    username: str
-    role: str
-
-
-class Organization(Model):
-    id: str
-    slug: str
     name: str
-    created_at: datetime | None = None
-    members: list[Member] = Field(default_factory=list)
-
-
-class LoginStart(Model):
-    authorization_url: str
-    code_verifier: str
-    state: str
-    redirect_uri: str
-
-
-class LoginResult(Model):
-    access_token: str
-    token_type: str = "Bearer"
-    expires_in: int | None = None
-    refresh_token: str | None = None
-    id_token: str | None = None
-    user: User | None = None
+    package_id: str
+    package: str
+    current_version: str | None
+    current_version_id: str | None
+    created_at: AwareDatetime
 
 
 class FunctionDeployment(Model):
@@ -109,30 +101,34 @@ class FunctionDeployment(Model):
     name: str
     version: str
     version_id: str
-    status: str = ""
-    endpoint: str | None = None
-    changelog: str | None = None
-    is_breaking_change: bool = False
-    deprecated: bool = False
+    checksum: str
+    status: str
+    changelog: str | None
+    endpoint: str = Field(..., description="execute path pinned to this function version")
+    is_breaking_change: bool
+    breaking_reasons: list[str]
+    deprecated: bool
 
 
-class DeploymentReport(Model):
+class FunctionDetail(Model):
+    id: str
+    name: str
     package_id: str
     package: str
-    package_version: str
-    package_version_id: str
-    is_latest: bool = True
-    is_stable: bool = True
-    git_ref: str | None = None
-    git_commit: str | None = None
-    functions: list[FunctionDeployment] = Field(default_factory=list)
-    removed_functions: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    breaking_changes: list[dict[str, Any]] = Field(default_factory=list)
-    dependencies: dict[str, str] = Field(default_factory=dict)
-    """The declared dependencies as pinned, version by package name."""
-    dependency_closure: dict[str, str] = Field(default_factory=dict)
-    """Every package staged beside the code: the pins and what they brought along."""
+    current_version: str | None
+    current_version_id: str | None
+    created_at: AwareDatetime
+    current: dict[str, Any] | None
+    inputs: dict[str, Any] | None
+    outputs: dict[str, Any] | None
+    typed: bool
+
+
+class Health(Model):
+    status: str
+    database: str
+    version: str
+    redis: str | None = None
 
 
 class InterfaceChange(Model):
@@ -143,200 +139,236 @@ class InterfaceChange(Model):
     reason: str
 
 
-class PackageDiff(Model):
-    """The interface changes between two versions of a package."""
+class Job(JobModel):
+    id: str
+    function_id: str
+    function_version_id: str
+    package_id: str
+    status: str
+    inputs: dict[str, Any] | None
+    outputs: dict[str, Any] | None
+    error: dict[str, Any] | None
+    logs: str | None = Field(..., description="captured stdout and stderr, truncated to 64 KiB")
+    cache_hit: bool
+    workflow_run_id: str | None
+    node_key: str | None
+    created_at: AwareDatetime
+    started_at: AwareDatetime | None
+    finished_at: AwareDatetime | None
+    outputs_omitted: bool
+    inputs_omitted: bool
 
-    package: str
-    from_version: str
-    to_version: str
-    changes: list[InterfaceChange] = Field(default_factory=list)
+
+class LoginResult(Model):
+    access_token: str
+    token_type: str
+    expires_in: int | None
+    refresh_token: str | None
+    id_token: str | None
+    user: User
+
+
+class LoginStart(Model):
+    authorization_url: str
+    code_verifier: str
+    state: str
+    redirect_uri: str
+
+
+class Member(Model):
+    username: str
+    role: str
+
+
+class NodeState(Model):
+    status: str
+    job_id: str | None
+    outputs: dict[str, Any] | None
+    outputs_omitted: bool = Field(
+        False,
+        description="the outputs are over 64 KiB or past the answer's 16 MiB and left out: GET /jobs/{job_id} reads them",
+    )
+    error: dict[str, Any] | None
+    attempt: int
+    started_at: AwareDatetime | None
+    finished_at: AwareDatetime | None
+    retry_at: AwareDatetime | None = Field(
+        None, description="a retried node's next attempt is submitted at or after it"
+    )
+    attempts: list[dict[str, Any]] = Field(
+        [], description="earlier attempts that failed and were retried"
+    )
+    reused: bool = Field(False, description="a re-run's node that took the original run's result")
+
+
+class Organization(Model):
+    id: str
+    slug: str
+    name: str
+    created_at: AwareDatetime
+    members: list[Member]
 
 
 class Package(Model):
     id: str
     name: str
     visibility: str
-    owner: str | None = None
-    organization: str | None = None
-    description: str | None = None
-    current_version: str | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
+    owner: str
+    organization: str | None
+    description: str | None
+    current_version: str | None
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
 
 
-class Function(Model):
-    id: str
-    name: str
-    package_id: str
+class PackageDiff(Model):
     package: str
-    current_version: str | None = None
-    current_version_id: str | None = None
-    created_at: datetime | None = None
+    from_version: str
+    to_version: str
+    changes: list[InterfaceChange]
 
 
-class FunctionDetail(Function):
-    current: dict[str, Any] | None = None
-    inputs: dict[str, Any] | None = None
-    outputs: dict[str, Any] | None = None
-    typed: bool = False
+class Quotas(Model):
+    runs: int
+    nodes: int
+    queued_jobs: int
+    stored_bytes: int
 
 
-class ExecuteResult(Model):
-    """The answer of an execute call: outputs or error when the job ended within `wait`."""
-
-    job_id: str
-    status: str
-    outputs: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    warnings: list[str] = []
-    """Set when the function version is deprecated (the `Deprecation` header's reason)."""
-
-    @property
-    def done(self) -> bool:
-        return self.status in JOB_TERMINAL
-
-
-class Job(Model):
-    id: str
-    status: str
-    function_id: str | None = None
-    function_version_id: str | None = None
-    package_id: str | None = None
-    inputs: Any = None
-    outputs: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    logs: str | None = None
-    cache_hit: bool = False
-    workflow_run_id: str | None = None
-    node_key: str | None = None
-    created_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    outputs_omitted: bool = False
-    """A listing left the outputs out (over 64 KiB): `client.get_job(id)` reads them whole."""
-    inputs_omitted: bool = False
-    """A listing left the inputs out (over 64 KiB): `client.get_job(id)` reads them whole."""
-
-    @property
-    def done(self) -> bool:
-        return self.status in JOB_TERMINAL
-
-
-class Workflow(Model):
-    id: str
-    slug: str
-    name: str
-    visibility: str = "private"
-    owner: str | None = None
-    organization: str | None = None
-    latest_version: int | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-class WorkflowDetail(Workflow):
-    version: int
-    version_id: str
-    graph: dict[str, Any]
-    input_nodes: list[dict[str, Any]] = Field(default_factory=list)
-    resolved_functions: dict[str, Any] = Field(default_factory=dict)
-
-
-class WorkflowValidation(Model):
-    valid: bool
-    report: dict[str, Any] = Field(default_factory=dict)
-
-
-class NodeState(Model):
-    status: str
-    job_id: str | None = None
-    outputs: dict[str, Any] | None = None
-    outputs_omitted: bool = False
-    """Over 64 KiB or past the answer's bound: the node's job (`jobs.get`) has them."""
-    error: dict[str, Any] | None = None
-    attempt: int = 0
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    retry_at: datetime | None = None
-    attempts: list[dict[str, Any]] = Field(default_factory=list)
-    reused: bool = False
-
-
-class RunSummary(Model):
-    """A run as listings give it (no plan, no node states)."""
+class Run(RunModel):
+    """
+    WorkflowRunResponse (spec: Workflow run), plus `workflow_id` and `revision`.
+    """
 
     id: str
+    workflow_id: str
+    workflow_version_id: str
     status: str
-    workflow_id: str | None = None
-    workflow_version_id: str | None = None
-    started_at: datetime | None = None
-    completed_at: datetime | None = None
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    terminal_outputs: dict[str, Any] | None = None
-    error_message: str | None = None
-    first_failed_node_key: str | None = None
-    revision: int = 0
-    rerun_of: str | None = None
-    retry_at: datetime | None = None
-    terminal_outputs_omitted: bool = False
-
-    @property
-    def done(self) -> bool:
-        return self.status in RUN_TERMINAL
-
-
-class Run(RunSummary):
-    """WorkflowRunResponse: what run creation, the run read and every tick answer."""
-
-    plan_snapshot: dict[str, Any] | None = None
-    node_states: dict[str, NodeState] = Field(default_factory=dict)
+    started_at: AwareDatetime
+    completed_at: AwareDatetime | None
+    inputs: dict[str, Any]
+    terminal_outputs: dict[str, Any] | None
+    error_message: str | None
+    first_failed_node_key: str | None
+    revision: int
+    rerun_of: str | None = Field(None, description="the run this one re-runs")
+    retry_at: AwareDatetime | None = Field(
+        None, description="the earliest retry of its nodes still to be submitted"
+    )
+    terminal_outputs_omitted: bool = Field(
+        False,
+        description="a listing left terminal_outputs out (over 64 KiB), or a run's answer did (past its 16 MiB): GET /workflow-runs/{id} reads them when they fit, else each node's job (GET /jobs/{job_id})",
+    )
+    plan_snapshot: dict[str, Any] = Field(
+        ...,
+        description="chains, waves and nodes (contract 5); empty in a tick asked with `since`",
+    )
+    node_states: dict[str, NodeState] = Field(
+        ...,
+        description="every function and extract node; in a tick asked with `since`, only those changed after that revision",
+    )
+    since: int | None = Field(
+        None, description="the `since` of a tick asked with it: node_states is partial"
+    )
 
 
 class RunPlan(Model):
     run_id: str
+    workflow_version_id: str
     status: str
-    workflow_version_id: str | None = None
-    revision: int = 0
-    plan: dict[str, Any] | None = None
-    node_states: dict[str, NodeState] = Field(default_factory=dict)
+    revision: int
+    plan: dict[str, Any]
+    node_states: dict[str, NodeState]
 
 
-class Event(Model):
-    """A CloudEvents 1.0 event (contract section 9)."""
-
+class RunSummary(RunModel):
     id: str
-    type: str
-    subject: str
-    time: str
-    data: dict[str, Any]
-    specversion: str = "1.0"
-    source: str = "calcgraph"
-    datacontenttype: str = "application/json"
+    workflow_id: str
+    workflow_version_id: str
+    status: str
+    started_at: AwareDatetime
+    completed_at: AwareDatetime | None
+    inputs: dict[str, Any]
+    terminal_outputs: dict[str, Any] | None
+    error_message: str | None
+    first_failed_node_key: str | None
+    revision: int
+    rerun_of: str | None = Field(None, description="the run this one re-runs")
+    retry_at: AwareDatetime | None = Field(
+        None, description="the earliest retry of its nodes still to be submitted"
+    )
+    terminal_outputs_omitted: bool = Field(
+        False,
+        description="a listing left terminal_outputs out (over 64 KiB), or a run's answer did (past its 16 MiB): GET /workflow-runs/{id} reads them when they fit, else each node's job (GET /jobs/{job_id})",
+    )
 
 
-class EventPage(Model):
-    items: list[Event]
-    next_cursor: str
+class UsageReport(Model):
+    items: list[UserUsage]
+    limits: Quotas
+
+
+class User(Model):
+    id: str
+    sub: str
+    username: str
+    email: str | None
+    given_name: str | None
+    family_name: str | None
+    roles: list[str]
+    created_at: AwareDatetime
+
+
+class UserUsage(Model):
+    user_id: str
+    username: str
+    unfinished_runs: int
+    jobs: int
+    queued_jobs: int
+    stored_bytes: int
+    largest_workflow_nodes: int
 
 
 class Webhook(Model):
     id: str
     url: str
     types: list[str]
-    description: str = ""
-    enabled: bool = True
-    created_at: str | None = None
+    description: str
+    enabled: bool
+    created_at: AwareDatetime
     secret: str | None = None
-    """Only in the answer that created it."""
 
 
-class Delivery(Model):
-    event_id: str
-    type: str
-    attempt: int
-    state: str
-    status_code: int | None = None
-    error: str | None = None
-    duration_ms: int | None = None
-    attempted_at: str | None = None
-    next_attempt_at: str | None = None
+class Workflow(Model):
+    id: str
+    slug: str
+    name: str
+    visibility: str
+    owner: str
+    organization: str | None
+    latest_version: int
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+
+
+class WorkflowDetail(Model):
+    id: str
+    slug: str
+    name: str
+    visibility: str
+    owner: str
+    organization: str | None
+    latest_version: int
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    version: int
+    version_id: str
+    version_created_at: AwareDatetime
+    graph: dict[str, Any] = Field(..., description="the graph document (contract 5)")
+    input_nodes: list[dict[str, Any]]
+    resolved_functions: dict[str, Any] = Field(..., description="node_key to the pinned version")
+
+
+class WorkflowValidation(Model):
+    valid: bool
+    report: dict[str, Any]

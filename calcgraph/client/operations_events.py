@@ -34,6 +34,7 @@ def events(
 
 
 def create_webhook(url: str, types: Sequence[str], description: str = "") -> Call[m.Webhook]:
+    """The new webhook with its signing secret (in this answer only: None elsewhere)."""
     body = {"url": url, "types": list(types), "description": description}
     return Call("POST", "/webhooks", _model(m.Webhook), json=body)
 

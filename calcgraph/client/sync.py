@@ -7,8 +7,8 @@
         run = cg.run_until_done(run.id, on_update=lambda r: print(r.status))
         print(run.terminal_outputs)
 
-Every method is one call or flow of `calcgraph.client.operations`; `AsyncClient` has the
-same methods, awaited.
+Every method is one call or flow of `calcgraph.client.operations` (or of a sibling by
+feature); `AsyncClient` has the same methods, awaited.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import httpx
 
 from calcgraph.client import models as m
 from calcgraph.client.base import ClientBase
+from calcgraph.client.model_base import Model
 from calcgraph.client.operations import Call, Flow, Sleep
 
 R = TypeVar("R")
-M = TypeVar("M", bound=m.Model)
+M = TypeVar("M", bound=Model)
 
 
 class Client(ClientBase[httpx.Client]):

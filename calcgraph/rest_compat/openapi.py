@@ -14,7 +14,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from calcgraph import __version__
 from calcgraph.rest_compat.middleware import API_PREFIX, VENDOR_MEDIA_TYPE
 from calcgraph.rest_compat.operations import Operation
-from calcgraph.rest_compat.responses import ErrorBody
+from calcgraph.rest_compat.wire import ErrorBody
 
 REF = "#/components/schemas/{model}"
 JSON_TYPES = ("application/json", VENDOR_MEDIA_TYPE)

@@ -98,7 +98,7 @@ class Reply:
 
 
 def _serialiser(model: type[BaseModel]) -> Callable[[object], bytes]:
-    # The response models read the domain's views by attribute (see responses.py); pydantic
+    # The response models read the domain's views by attribute (see wire.py); pydantic
     # validates and writes JSON in Rust, which is faster than building dicts for json.dumps.
     adapter = TypeAdapter(model)
 

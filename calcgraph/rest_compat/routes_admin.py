@@ -8,7 +8,7 @@ from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.quotas.views import UsageView
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses_admin import UsageReportOut
+from calcgraph.rest_compat.wire_admin import UsageReportOut
 
 rest = Operations(tag="admin")
 

@@ -12,9 +12,13 @@ from calcgraph.auth.setup import IdentityAdapters
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import UserView
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses import LoginResultOut, LoginStartOut, UserOut
-from calcgraph.rest_compat.schemas import LoginCallbackBody
 from calcgraph.rest_compat.state import services_of
+from calcgraph.rest_compat.wire_auth import (
+    LoginCallbackBody,
+    LoginResultOut,
+    LoginStartOut,
+    UserOut,
+)
 
 rest = Operations(tag="auth")
 

@@ -8,8 +8,7 @@ from starlette.responses import PlainTextResponse
 from calcgraph.domain.builds.service import BuildOutcome, FunctionSubmission, build_service
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses import BuildOut
-from calcgraph.rest_compat.schemas import SubmitFunctionBody
+from calcgraph.rest_compat.wire_builds import BuildOut, SubmitFunctionBody
 
 rest = Operations(tag="functions")
 

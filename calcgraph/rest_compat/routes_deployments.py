@@ -6,7 +6,7 @@ from __future__ import annotations
 from calcgraph.domain.packages.deployments.service import deployment_service
 from calcgraph.domain.packages.views import DeploymentStateView
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses_lifecycle import DeploymentStateOut
+from calcgraph.rest_compat.wire_deployments import DeploymentStateOut
 
 rest = Operations(tag="packages")
 

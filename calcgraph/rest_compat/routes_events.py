@@ -11,7 +11,7 @@ from calcgraph.domain.events.feed.service import MAX_WAIT
 from calcgraph.domain.events.service import DEFAULT_LIMIT, MAX_LIMIT, parse_query
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
-from calcgraph.rest_compat.responses_events import EventPageOut
+from calcgraph.rest_compat.wire_events import EventPageOut
 
 
 class EventsQuery(Query):

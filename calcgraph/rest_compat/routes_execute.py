@@ -17,8 +17,7 @@ from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.execution.service import TERMINAL
 from calcgraph.rest_compat.operations import Call, Operations, Reply
 from calcgraph.rest_compat.parsing import Query, Refusal
-from calcgraph.rest_compat.responses import ExecuteOut
-from calcgraph.rest_compat.schemas import ExecuteBody
+from calcgraph.rest_compat.wire_execute import ExecuteBody, ExecuteOut
 
 WAIT = ("query", "wait")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from calcgraph.ops.health import readiness
 from calcgraph.rest_compat.operations import Call, Operations, Reply
-from calcgraph.rest_compat.responses import Health
+from calcgraph.rest_compat.wire_health import Health
 
 rest = Operations(tag="meta")
 

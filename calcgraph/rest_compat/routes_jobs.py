@@ -9,9 +9,9 @@ from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses import JobOut
-from calcgraph.rest_compat.responses import Page as PageOut
-from calcgraph.rest_compat.schemas import INSTANT_HELP, PageQuery
+from calcgraph.rest_compat.wire import INSTANT_HELP, PageQuery
+from calcgraph.rest_compat.wire import Page as PageOut
+from calcgraph.rest_compat.wire_jobs import JobOut
 
 rest = Operations(tag="jobs")
 

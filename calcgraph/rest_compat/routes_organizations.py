@@ -5,8 +5,12 @@ from __future__ import annotations
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import MemberView, OrganizationView
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses import MemberOut, OrganizationOut
-from calcgraph.rest_compat.schemas import AddMemberBody, CreateOrganizationBody
+from calcgraph.rest_compat.wire_organizations import (
+    AddMemberBody,
+    CreateOrganizationBody,
+    MemberOut,
+    OrganizationOut,
+)
 
 rest = Operations(tag="organizations")
 

@@ -9,9 +9,9 @@ from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.views import PackageView
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses import FunctionOut, PackageOut
-from calcgraph.rest_compat.responses import Page as PageOut
-from calcgraph.rest_compat.schemas import SearchQuery
+from calcgraph.rest_compat.wire import Page as PageOut
+from calcgraph.rest_compat.wire import SearchQuery
+from calcgraph.rest_compat.wire_packages import FunctionOut, PackageOut
 
 rest = Operations(tag="packages")
 

@@ -18,15 +18,14 @@ from calcgraph.domain.packages.views import (
 )
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.parsing import Query
-from calcgraph.rest_compat.responses import (
+from calcgraph.rest_compat.wire_packages import PackageOut
+from calcgraph.rest_compat.wire_publish import (
     DeploymentReportOut,
     FunctionDetailOut,
     FunctionVersionsOut,
-    PackageOut,
+    PackageDiffOut,
+    PackageVersionDetailOut,
     PackageVersionsOut,
-)
-from calcgraph.rest_compat.responses_lifecycle import PackageDiffOut, PackageVersionDetailOut
-from calcgraph.rest_compat.schemas import (
     PatchPackageBody,
     PublishFromGitBody,
     PublishPackageBody,

@@ -6,9 +6,8 @@ from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.types.catalog import TypeDef
 from calcgraph.domain.types.service import ConnectionCheck, type_service
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses import ConnectionOut, TypeOut
-from calcgraph.rest_compat.responses import Page as PageOut
-from calcgraph.rest_compat.schemas import CheckConnectionBody
+from calcgraph.rest_compat.wire import Page as PageOut
+from calcgraph.rest_compat.wire_types import CheckConnectionBody, ConnectionOut, TypeOut
 
 rest = Operations(tag="types")
 

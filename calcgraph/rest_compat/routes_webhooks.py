@@ -5,52 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
-
-from calcgraph.domain.events.destinations import MAX_URL_LENGTH, AllowList
+from calcgraph.domain.events.destinations import AllowList
 from calcgraph.domain.listing.paging import Page
-from calcgraph.domain.webhooks.service import MAX_DESCRIPTION, webhook_service
+from calcgraph.domain.webhooks.service import webhook_service
 from calcgraph.domain.webhooks.views import DeliveryView, WebhookCreatedView, WebhookView
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses_events import (
+from calcgraph.rest_compat.wire import PageQuery
+from calcgraph.rest_compat.wire_webhooks import (
+    CreateWebhookBody,
     DeliveryPageOut,
+    UpdateWebhookBody,
     WebhookCreatedOut,
     WebhookOut,
     WebhookPageOut,
     WebhookTestOut,
 )
-from calcgraph.rest_compat.schemas import Body, PageQuery
-
-
-class CreateWebhookBody(Body):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "url": "https://hooks.example.com/calcgraph",
-                    "types": ["calcgraph.run.*", "calcgraph.job.failed"],
-                    "description": "run notifications",
-                }
-            ]
-        }
-    )
-
-    url: str = Field(max_length=MAX_URL_LENGTH, description="http or https")
-    types: list[str] = Field(
-        min_length=1, max_length=20, description="event types, or prefixes ending in `*`"
-    )
-    description: str = Field(default="", max_length=MAX_DESCRIPTION)
-
-
-class UpdateWebhookBody(Body):
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"types": ["calcgraph.run.failed"], "enabled": True}]}
-    )
-
-    url: str | None = Field(default=None, max_length=MAX_URL_LENGTH)
-    types: list[str] | None = Field(default=None, min_length=1, max_length=20)
-    enabled: bool | None = None
-
 
 rest = Operations(tag="webhooks")
 

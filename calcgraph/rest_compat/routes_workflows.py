@@ -18,24 +18,20 @@ from calcgraph.domain.workflows.validation import Report
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowView
 from calcgraph.rest_compat.operations import Call, Operations
 from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
-from calcgraph.rest_compat.responses import Page as PageOut
-from calcgraph.rest_compat.responses import (
+from calcgraph.rest_compat.routes_execute import WAIT
+from calcgraph.rest_compat.wire import INSTANT_HELP, PageQuery, SearchQuery
+from calcgraph.rest_compat.wire import Page as PageOut
+from calcgraph.rest_compat.wire_workflows import (
+    CreateRunBody,
+    CreateWorkflowBody,
     PlanOut,
+    RerunBody,
     RunOut,
     RunSummaryOut,
     ValidateOut,
     WorkflowDetailOut,
-    WorkflowOut,
-)
-from calcgraph.rest_compat.routes_execute import WAIT
-from calcgraph.rest_compat.schemas import (
-    INSTANT_HELP,
-    CreateRunBody,
-    CreateWorkflowBody,
-    PageQuery,
-    RerunBody,
-    SearchQuery,
     WorkflowGraphBody,
+    WorkflowOut,
 )
 
 

@@ -9,15 +9,57 @@ import pytest
 
 from calcgraph.client import models as m
 from calcgraph.client import operations as ops
+from calcgraph.client import operations_runs as runs_ops
+
+WHEN = "2026-01-02T03:04:05Z"
 
 
 def run(status: str, revision: int, **states: str) -> m.Run:
+    """A run's answer as the server writes it (every field the document requires)."""
+    node = {"job_id": None, "outputs": None, "error": None, "attempt": 0}
     return m.Run.model_validate(
         {
             "id": "r1",
+            "workflow_id": "w1",
+            "workflow_version_id": "v1",
             "status": status,
+            "started_at": WHEN,
+            "completed_at": None,
+            "inputs": {},
+            "terminal_outputs": None,
+            "error_message": None,
+            "first_failed_node_key": None,
             "revision": revision,
-            "node_states": {key: {"status": state} for key, state in states.items()},
+            "plan_snapshot": {},
+            "node_states": {
+                key: {**node, "status": state, "started_at": None, "finished_at": None}
+                for key, state in states.items()
+            },
+        }
+    )
+
+
+def job(status: str, outputs: dict[str, Any] | None = None) -> m.Job:
+    """A job's answer as the server writes it."""
+    return m.Job.model_validate(
+        {
+            "id": "j",
+            "function_id": "f",
+            "function_version_id": "fv",
+            "package_id": "p",
+            "status": status,
+            "inputs": {},
+            "outputs": outputs,
+            "error": None,
+            "logs": None,
+            "cache_hit": False,
+            "workflow_run_id": None,
+            "node_key": None,
+            "created_at": WHEN,
+            "started_at": None,
+            "finished_at": None,
+            "outputs_omitted": False,
+            "inputs_omitted": False,
         }
     )
 
@@ -43,7 +85,7 @@ def test_long_poll_flow_pauses_only_after_a_tick_that_changed_nothing() -> None:
         run("running", 2, a="success", b="running"),
         run("completed", 3, a="success", b="success"),
     ]
-    flow = ops.run_until_done("r1", on_update=lambda r: seen.append(r.revision), period=5.0)
+    flow = runs_ops.run_until_done("r1", on_update=lambda r: seen.append(r.revision), period=5.0)
     final, steps = drive(flow, answers)
     assert final.status == "completed"
     assert seen == [1, 2, 3]
@@ -59,20 +101,20 @@ def test_long_poll_flow_pauses_only_after_a_tick_that_changed_nothing() -> None:
 
 def test_polling_flow_ticks_every_period() -> None:
     answers = [run("running", 1), run("running", 2), run("failed", 3)]
-    final, steps = drive(ops.run_until_done("r1", period=2.0, long_poll=None), answers)
+    final, steps = drive(runs_ops.run_until_done("r1", period=2.0, long_poll=None), answers)
     assert final.status == "failed"
     assert [s.seconds for s in steps if isinstance(s, ops.Sleep)] == [2.0, 2.0]
     assert all(s.params == [] for s in steps if isinstance(s, ops.Call))
 
 
 def test_wait_for_job_polls_then_times_out() -> None:
-    job = m.Job.model_validate({"id": "j", "status": "running"})
-    done = m.Job.model_validate({"id": "j", "status": "success", "outputs": {"y": 1}})
-    result, steps = drive(ops.wait_for_job("j", period=2.0), [job, job, done])
+    running = job("running")
+    done = job("success", {"y": 1})
+    result, steps = drive(ops.wait_for_job("j", period=2.0), [running, running, done])
     assert result.outputs == {"y": 1}
     assert [type(s).__name__ for s in steps] == ["Call", "Sleep", "Call", "Sleep", "Call"]
     with pytest.raises(TimeoutError, match="still running"):
-        drive(ops.wait_for_job("j", period=2.0, timeout=1.0), [job])
+        drive(ops.wait_for_job("j", period=2.0, timeout=1.0), [running])
 
 
 @pytest.mark.parametrize(

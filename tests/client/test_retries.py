@@ -15,7 +15,7 @@ import pytest
 from calcgraph.client import AsyncClient, Client, RateLimited
 from calcgraph.client.errors import Unavailable
 
-HEALTH = {"status": "ok"}
+HEALTH = {"status": "ok", "database": "ok", "version": "0.1.0"}  # as the server writes it
 
 
 class Script:

@@ -16,7 +16,7 @@ from calcgraph.auth.authenticate import PUBLIC_ROUTES
 from calcgraph.rest_compat.api import document
 from calcgraph.rest_compat.openapi import build_document
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.responses import Health
+from calcgraph.rest_compat.wire_health import Health
 
 METHODS = ("get", "post", "put", "patch", "delete")
 # Reached through the example bodies in document order (a package is published before the

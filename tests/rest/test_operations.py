@@ -11,7 +11,7 @@ import pytest
 
 from calcgraph.domain.workflows.graph import CATEGORIES, NOTICES
 from calcgraph.rest_compat.api import OPERATIONS
-from calcgraph.rest_compat.responses import ValidationReport
+from calcgraph.rest_compat.wire import ValidationReport
 
 Bearer = Callable[..., dict[str, str]]
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
@@ -111,7 +111,7 @@ def test_a_node_state_on_the_wire() -> None:
     from datetime import UTC, datetime, timedelta
 
     from calcgraph.domain.runs.state import NodeState
-    from calcgraph.rest_compat.responses import NodeStateOut
+    from calcgraph.rest_compat.wire_workflows import NodeStateOut
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
     state = NodeState(

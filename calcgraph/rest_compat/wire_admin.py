@@ -1,11 +1,10 @@
-"""Answers of the admin routes, beside `responses.py` to keep both small: each writes its
-domain view as it is (`as_viewed`)."""
+"""Answers of the admin routes, each its domain view as it is (`as_viewed`)."""
 
 from __future__ import annotations
 
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.views import UsageView
-from calcgraph.rest_compat.responses import Out, as_viewed
+from calcgraph.rest_compat.wire import Out, as_viewed
 
 
 class UsageOut(Out):
