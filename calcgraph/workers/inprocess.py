@@ -13,7 +13,7 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
 from calcgraph.db.engine import Database
-from calcgraph.domain.execution.service import ExecutionService
+from calcgraph.domain.commit_wait.service import CommitWait
 from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
@@ -62,7 +62,7 @@ class Execution:
         )
         attach_signal(database, self.notifier)
         attach_run_changes(database, self.backbone.changes)
-        self.service = ExecutionService(
+        self.service = CommitWait(
             database,
             self.cache,
             self.notifier,

@@ -31,14 +31,14 @@ from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import CachedResult, ResultLookup, result_key
 from calcgraph.domain.jobs.enqueue import enqueue_job, job_message_id
-from calcgraph.domain.jobs.execution.repository import (
+from calcgraph.domain.jobs.inputs import resolve_inputs
+from calcgraph.domain.jobs.repository import JobRepository
+from calcgraph.domain.jobs.store.repository import (
     ClaimedRow,
     CodeRow,
     Finish,
-    JobExecutionRepository,
+    JobStoreRepository,
 )
-from calcgraph.domain.jobs.inputs import resolve_inputs
-from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.packages.dependency_rules import staged_files
@@ -89,7 +89,7 @@ class NodeJob:
     """The actor its message goes to: `jobs.run`, or `chains.run` to go on along its chain."""
 
 
-class JobExecutionService:
+class JobStoreService:
     # --- the doors' side ---
 
     async def resolve(
@@ -220,13 +220,13 @@ class JobExecutionService:
     # --- the actors' side (each call is one unit of work of an actor message) ---
 
     async def claim(self, session: AsyncSession, job_id: str, lease: str) -> ClaimedRow | None:
-        claimed = await JobExecutionRepository.from_session(session).claim(job_id, utcnow(), lease)
+        claimed = await JobStoreRepository.from_session(session).claim(job_id, utcnow(), lease)
         if claimed is not None:
             await record_job_transitions(session, started=[job_id])
         return claimed
 
     async def code(self, session: AsyncSession, function_version_id: str) -> CodeRow | None:
-        code = await JobExecutionRepository.from_session(session).code_of(function_version_id)
+        code = await JobStoreRepository.from_session(session).code_of(function_version_id)
         if code is None:
             return None
         if code.dependencies:
@@ -245,10 +245,10 @@ class JobExecutionService:
         await BuildRepository.from_session(session).mark_pulled(build_id, utcnow())
 
     async def blobs(self, session: AsyncSession, digests: list[str]) -> dict[str, bytes]:
-        return await JobExecutionRepository.from_session(session).blobs(digests)
+        return await JobStoreRepository.from_session(session).blobs(digests)
 
     async def finish(self, session: AsyncSession, item: Finish) -> bool:
-        done = await JobExecutionRepository.from_session(session).finish(item, utcnow())
+        done = await JobStoreRepository.from_session(session).finish(item, utcnow())
         if done:
             await record_job_transitions(session, ended=[item.job_id])
         return done
@@ -263,7 +263,7 @@ class JobExecutionService:
         """A batch of one worker process's transitions in one unit of work: the claimed rows
         (ids missing: another delivery has them; claimed under `lease`, the batch's token) and
         the ids this batch finished."""
-        repository = JobExecutionRepository.from_session(session)
+        repository = JobStoreRepository.from_session(session)
         now = utcnow()
         finished = await repository.finish_many(finishes, now) if finishes else {}
         claimed = await repository.claim_many(claims, now, lease) if claims else {}
@@ -283,7 +283,7 @@ class JobExecutionService:
     async def _refuse_lost_rights(
         self,
         session: AsyncSession,
-        repository: JobExecutionRepository,
+        repository: JobStoreRepository,
         claimed: dict[str, ClaimedRow],
         now: datetime,
     ) -> dict[str, ClaimedRow]:
@@ -313,10 +313,10 @@ class JobExecutionService:
 
     async def heartbeat(self, session: AsyncSession, leases: Collection[str]) -> int:
         """A worker process's sign of life for the jobs it runs (one statement)."""
-        return await JobExecutionRepository.from_session(session).heartbeat(list(leases), utcnow())
+        return await JobStoreRepository.from_session(session).heartbeat(list(leases), utcnow())
 
     async def release(self, session: AsyncSession, job_id: str, lease: str) -> bool:
-        return await JobExecutionRepository.from_session(session).release(job_id, lease)
+        return await JobStoreRepository.from_session(session).release(job_id, lease)
 
     async def sweep(
         self,
@@ -345,7 +345,7 @@ class JobExecutionService:
         - A `running` job with no heartbeat at all (claimed before heartbeats existed)
           fails after `stuck_after`, as before."""
         now = now or utcnow()
-        repository = JobExecutionRepository.from_session(session)
+        repository = JobStoreRepository.from_session(session)
         report = SweepReport()
         for stalled in await repository.stalled_running(
             now - timedelta(seconds=heartbeat_timeout), limit
@@ -420,7 +420,7 @@ def _view_of_new(row: dict[str, Any]) -> JobView:
     )
 
 
-job_execution_service = JobExecutionService()
+job_store_service = JobStoreService()
 
 
 def _served_from_cache(row: dict[str, Any], hit: CachedResult, now: datetime) -> None:

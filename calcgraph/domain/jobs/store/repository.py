@@ -148,7 +148,7 @@ _FINISH_FAILED = (
 )
 
 
-class JobExecutionRepository(RepositoryBase[Job]):
+class JobStoreRepository(RepositoryBase[Job]):
     model = Job
 
     # --- addressing (a minimal resolver until the publishing feature's one lands) ---

@@ -15,19 +15,19 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.execution.ports import Notifications, ResultLookup
-from calcgraph.domain.execution.waiting import (
+from calcgraph.domain.commit_wait.ports import Notifications, ResultLookup
+from calcgraph.domain.commit_wait.waiting import (
     RunTickers,
     Updates,
     unfinished,
     wait_for_job,
     wait_for_run,
 )
-from calcgraph.domain.execution.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
+from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
 from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import REFRESH
-from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
+from calcgraph.domain.jobs.store.service import TERMINAL, job_store_service
 from calcgraph.domain.jobs.views import Executed, JobView
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 WAIT: Where = ("wait",)
 
 
-class ExecutionService:
+class CommitWait:
     def __init__(
         self,
         database: Database,
@@ -86,7 +86,7 @@ class ExecutionService:
         seconds = self.execute_wait.seconds(wait, where)
         async with self.database.write_session() as session:
             await quota_service.require_job_room(session, principal, self.quotas)
-            submitted = await job_execution_service.submit_call(
+            submitted = await job_store_service.submit_call(
                 session, principal, address, inputs, REFRESH if refresh else self.cache
             )
         target = submitted.target
@@ -97,7 +97,7 @@ class ExecutionService:
 
         async def read() -> JobView:
             async with self.database.read_session() as session:
-                return await job_execution_service.view(session, job.id)
+                return await job_store_service.view(session, job.id)
 
         # Submitted just now: its notification cannot have been missed (`fresh`).
         finished = await wait_for_job(self.notifications, job.id, seconds, read, fresh=True)
