@@ -14,7 +14,7 @@ from pydantic import Field
 
 from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.store.service import TERMINAL
+from calcgraph.domain.jobs.views import TERMINAL
 from calcgraph.rest_compat.operations import Call, Operations, Reply
 from calcgraph.rest_compat.parsing import Query, Refusal
 from calcgraph.rest_compat.responses import ExecuteOut

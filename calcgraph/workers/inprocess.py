@@ -1,7 +1,8 @@
 """Execution as the API process holds it: the backbone (the broker it sends to, the result
-cache it reads, the notifier it waits on), the outbox on its database, the execution use cases
-over them (`service`, what the doors call), and, with no Redis configured, the in-process
-workers themselves (started by `serve`'s lifespan, so one command gives a working platform)."""
+cache it reads, the notifier it waits on), the outbox on its database, the use cases that
+commit, then wait over them (`service`, a `CommitWait`: what the doors call), and, with no
+Redis configured, the in-process workers themselves (started by `serve`'s lifespan, so one
+command gives a working platform)."""
 
 from __future__ import annotations
 

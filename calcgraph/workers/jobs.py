@@ -27,8 +27,8 @@ from dramatiq.middleware import CurrentMessage
 
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
+from calcgraph.domain.jobs.enqueue import RUN_ACTOR
 from calcgraph.domain.jobs.store.repository import ClaimedRow, Finish
-from calcgraph.domain.jobs.store.service import RUN_ACTOR
 from calcgraph.domain.jobs.store.service import job_store_service as service
 from calcgraph.domain.quotas.limits import over_storage
 from calcgraph.domain.quotas.service import quota_service

@@ -19,6 +19,7 @@ from calcgraph.domain.jobs.enqueue import Message, job_message_id
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.store.repository import Finish
 from calcgraph.domain.jobs.store.service import job_store_service
+from calcgraph.domain.jobs.sweep.service import job_sweep_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import build_broker, send, waiting
@@ -65,7 +66,7 @@ class TestHandOver:
             row.heartbeat_at = utcnow() - timedelta(minutes=1)
         runs = platform.runtime.runs
         async with platform.database.write_session() as session:
-            report = await job_store_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -108,7 +109,7 @@ class TestHandOver:
         assert beat is not None
         assert beat > utcnow() - timedelta(seconds=10)
         async with platform.database.write_session() as session:
-            report = await job_store_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -127,7 +128,7 @@ class TestHandOver:
 
         async def sweep() -> list[str]:
             async with platform.database.write_session() as session:
-                found = await job_store_service.sweep(
+                found = await job_sweep_service.sweep(
                     session,
                     stale_after=3600,
                     max_deliveries=5,
@@ -152,7 +153,7 @@ class TestHandOver:
             assert row is not None
             row.deliveries, row.heartbeat_at = 5, utcnow() - timedelta(minutes=1)
         async with platform.database.write_session() as session:
-            report = await job_store_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -187,7 +188,7 @@ class TestChainHandOver:
             assert row is not None
             row.heartbeat_at = utcnow() - timedelta(minutes=1)
         async with platform.database.write_session() as session:
-            report = await job_store_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -234,7 +235,7 @@ class TestWaitingInTheQueue:
             # Long past any age limit, one delivery allowed: a waiting job is still no loss.
             async with platform.database.write_session() as session:
                 broker = platform.execution.broker
-                strict = await job_store_service.sweep(
+                strict = await job_sweep_service.sweep(
                     session,
                     stale_after=0.1,
                     max_deliveries=1,

@@ -1,6 +1,6 @@
-"""The execution use cases, as both doors call them. Each owns its unit of work (one write
-transaction, committed before any wait, so its messages have left) and its wait (bounded by
-`waits`, holding no transaction); a door parses, calls one method, serialises.
+"""The use cases that commit, then wait, as both doors call them. Each owns its unit of work
+(one write transaction, committed before any wait, so its messages have left) and its wait
+(bounded by `waits`, holding no transaction); a door parses, calls one method, serialises.
 
 - `execute`: submit a job (or answer it from the result cache), then wait for its result.
 - `tick`: wait until a job of the run finishes (a long-poll), then tick the run once.
@@ -27,8 +27,8 @@ from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TI
 from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import REFRESH
-from calcgraph.domain.jobs.store.service import TERMINAL, job_store_service
-from calcgraph.domain.jobs.views import Executed, JobView
+from calcgraph.domain.jobs.submission.service import job_submission_service
+from calcgraph.domain.jobs.views import TERMINAL, Executed, JobView
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.changes import RunChanges, Token
@@ -42,6 +42,10 @@ WAIT: Where = ("wait",)
 
 
 class CommitWait:
+    """Not a service (those are module singletons taking the caller's session): it opens and
+    commits its own units of work and waits between them, so it is built once per process with
+    the adapters it waits on, and the doors reach it as `Services.execution`."""
+
     def __init__(
         self,
         database: Database,
@@ -86,7 +90,7 @@ class CommitWait:
         seconds = self.execute_wait.seconds(wait, where)
         async with self.database.write_session() as session:
             await quota_service.require_job_room(session, principal, self.quotas)
-            submitted = await job_store_service.submit_call(
+            submitted = await job_submission_service.submit_call(
                 session, principal, address, inputs, REFRESH if refresh else self.cache
             )
         target = submitted.target
@@ -97,7 +101,7 @@ class CommitWait:
 
         async def read() -> JobView:
             async with self.database.read_session() as session:
-                return await job_store_service.view(session, job.id)
+                return await job_submission_service.view(session, job.id)
 
         # Submitted just now: its notification cannot have been missed (`fresh`).
         finished = await wait_for_job(self.notifications, job.id, seconds, read, fresh=True)

@@ -1,5 +1,6 @@
-"""Executing functions as jobs: the execute use case (doors) and the job store (actors).
+"""The job store as the actors change it: claim, record, renew, release.
 
-Kept beside the read paths of `domain/jobs` rather than inside them: the read service and
-repository serve GET /jobs; this package submits, claims, records and sweeps jobs.
+Beside it under `domain/jobs`: the read service and repository (GET /jobs),
+`domain/jobs/submission` (the jobs the doors and ticks submit) and `domain/jobs/sweep` (the
+sweeper's round over the same rows).
 """
