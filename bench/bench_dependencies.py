@@ -6,7 +6,7 @@ In process, through the services over a migrated SQLite file (no HTTP, no sandbo
   one-function package declaring 0, 5 or 20 dependencies, each of which pinned 2 of its own
   (so a closure of 0, 15 or 60 packages): latency p50/p99 and CPU per deployment.
 - `dependencies_code`: what a worker reads once per function version to stage it
-  (`job_execution_service.code`: its files, its closure's files merged under their import
+  (`job_store_service.code`: its files, its closure's files merged under their import
   names), for the same closures: latency and CPU per read.
 
 Every figure carries the load average; CPU is this process's user + system time per unit.
@@ -25,7 +25,7 @@ from bench.core import Options, Result, summarise
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Identity, Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.jobs.execution.service import job_execution_service
+from calcgraph.domain.jobs.store.service import job_store_service
 from calcgraph.domain.packages.publishing.service import publishing_service
 from calcgraph.migrations.runner import upgrade
 
@@ -111,7 +111,7 @@ async def _run(tmp: Path) -> list[Result]:
             for _ in range(READS):
                 start = time.perf_counter_ns()
                 async with database.read_session() as session:
-                    code = await job_execution_service.code(session, version_id)
+                    code = await job_store_service.code(session, version_id)
                 latencies.append(time.perf_counter_ns() - start)
                 assert code is not None
                 assert len(code.files) == 2 + 2 * size * 3
@@ -120,7 +120,7 @@ async def _run(tmp: Path) -> list[Result]:
                 summarise(
                     "dependencies_code",
                     f"{size * 3}-package closure, {len(code.files)} files",
-                    "job_execution_service.code, SQLite, one read session each",
+                    "job_store_service.code, SQLite, one read session each",
                     latencies,
                     time.perf_counter() - began,
                     extra={"cpu_ms_per_read": round(used / READS * 1000, 3)},

@@ -44,8 +44,8 @@ from bench.core import Options, Result, summarise
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import send
@@ -263,7 +263,7 @@ def cold(options: Options) -> list[Result]:
 async def _submit(bench: Bench, database: Database, x: float) -> str:
     principal = await create_user(database, _IDP_FOR[id(bench)], "alice")
     async with database.write_session() as session:
-        job = await job_execution_service.submit(
+        job = await job_submission_service.submit(
             session,
             principal,
             ExecuteAddress.by_path(bench.deployed.package_name, "add"),
@@ -292,7 +292,7 @@ async def _enqueue_to_start(bench: Bench, samples: int, gap_s: float) -> list[in
     try:
         for i in range(samples):
             async with timed.write_session() as session:
-                job = await job_execution_service.submit(
+                job = await job_submission_service.submit(
                     session,
                     owner,
                     ExecuteAddress.by_path(bench.deployed.package_name, "add"),
@@ -366,7 +366,7 @@ async def _throughput(bench: Bench, jobs: int, concurrency: int) -> tuple[float,
         while not queue.empty():
             i = queue.get_nowait()
             async with bench.database.write_session() as session:
-                job = await job_execution_service.submit(
+                job = await job_submission_service.submit(
                     session, owner, address, {"x": salt + i, "y": 1}, bench.execution.cache
                 )
             ids.append(job.id)
@@ -392,7 +392,7 @@ async def _drain(bench: Bench, jobs: int) -> tuple[float, list[int]]:
     try:
         for i in range(jobs):
             async with writer.write_session() as session:
-                job = await job_execution_service.submit(
+                job = await job_submission_service.submit(
                     session, owner, address, {"x": salt + i, "y": 1}, bench.execution.cache
                 )
             ids.append(job.id)

@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # names for the annotations only: importing this module costs
     from calcgraph.db.engine import Database
     from calcgraph.domain.access.principal import Principal
     from calcgraph.domain.builds.ports import Builds
+    from calcgraph.domain.commit_wait.service import CommitWait
     from calcgraph.domain.events.feed.service import EventFeed
-    from calcgraph.domain.execution.service import ExecutionService
     from calcgraph.domain.packages.publishing.sources import SourceFetcher
     from calcgraph.ops.metrics import Metrics
     from calcgraph.serving.ratelimit import Limiter
@@ -50,7 +50,7 @@ class Services:
     settings: Settings
     database: Database
     identity: IdentityAdapters
-    execution: ExecutionService
+    execution: CommitWait
     probes: Probes
     metrics: Metrics
     limiter: Limiter | None

@@ -9,8 +9,8 @@ from __future__ import annotations
 import strawberry
 from strawberry.scalars import JSON
 
+from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT
 from calcgraph.domain.errors import InvalidRequest
-from calcgraph.domain.execution.waits import EXECUTE_WAIT
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.resolvers.unit import write

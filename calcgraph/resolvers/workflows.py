@@ -9,8 +9,8 @@ from typing import Annotated, cast
 import strawberry
 from strawberry.scalars import JSON
 
+from calcgraph.domain.commit_wait.waits import FOLLOW_INTERVAL, TICK_WAIT
 from calcgraph.domain.errors import FieldError, ValidationError
-from calcgraph.domain.execution.waits import FOLLOW_INTERVAL, TICK_WAIT
 from calcgraph.domain.listing.paging import PageRequest
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import run_service

@@ -1,6 +1,6 @@
 """Execute routes: every addressing form of the specification, answered per contract 4.
 
-The execution service (`calcgraph.domain.execution`) creates the job (or answers it from the
+The execution service (`calcgraph.domain.commit_wait`) creates the job (or answers it from the
 result cache) in one unit of work, then waits up to `wait` seconds for the result outside any
 transaction: 200 with outputs or error when the job ended, else 202 with its id and status.
 """
@@ -12,9 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from calcgraph.domain.execution.waits import EXECUTE_WAIT
+from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.execution.service import TERMINAL
+from calcgraph.domain.jobs.views import TERMINAL
 from calcgraph.rest_compat.operations import Call, Operations, Reply
 from calcgraph.rest_compat.parsing import Query, Refusal
 from calcgraph.rest_compat.wire_execute import ExecuteBody, ExecuteOut

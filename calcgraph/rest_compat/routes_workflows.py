@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from calcgraph.domain.execution.waits import TICK_WAIT
+from calcgraph.domain.commit_wait.waits import TICK_WAIT
 from calcgraph.domain.listing.paging import Page
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import RUN_STATUSES, run_service

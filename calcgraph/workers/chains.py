@@ -38,7 +38,7 @@ from datetime import datetime
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
-from calcgraph.domain.jobs.execution.service import job_execution_service
+from calcgraph.domain.jobs.store.service import job_store_service
 from calcgraph.domain.runs.chains.service import (
     CHAIN_ACTOR,
     Advance,
@@ -315,7 +315,7 @@ async def _start(
 
 async def _release(runtime: CodeRuntime, job_id: str, lease: str) -> bool:
     async with runtime.database.write_session() as session:
-        return await job_execution_service.release(session, job_id, lease)
+        return await job_store_service.release(session, job_id, lease)
 
 
 # Same retry policy as `jobs.run`: infrastructure failures while retries are left, a busy

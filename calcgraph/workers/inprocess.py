@@ -1,7 +1,8 @@
 """Execution as the API process holds it: the backbone (the broker it sends to, the result
-cache it reads, the notifier it waits on), the outbox on its database, the execution use cases
-over them (`service`, what the doors call), and, with no Redis configured, the in-process
-workers themselves (started by `serve`'s lifespan, so one command gives a working platform)."""
+cache it reads, the notifier it waits on), the outbox on its database, the use cases that
+commit, then wait over them (`service`, a `CommitWait`: what the doors call), and, with no
+Redis configured, the in-process workers themselves (started by `serve`'s lifespan, so one
+command gives a working platform)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
 from calcgraph.db.engine import Database
-from calcgraph.domain.execution.service import ExecutionService
+from calcgraph.domain.commit_wait.service import CommitWait
 from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.ops.metrics import Metrics
 from calcgraph.settings import Settings
@@ -62,7 +63,7 @@ class Execution:
         )
         attach_signal(database, self.notifier)
         attach_run_changes(database, self.backbone.changes)
-        self.service = ExecutionService(
+        self.service = CommitWait(
             database,
             self.cache,
             self.notifier,

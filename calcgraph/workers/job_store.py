@@ -1,7 +1,7 @@
 """The job store as one worker process's threads use it: claims and finishes, grouped.
 
 Every transition is still a guarded UPDATE whose answer says whether this caller made it (see
-`JobExecutionRepository`). What changes is how many units of work they cost: while one batch's
+`JobStoreRepository`). What changes is how many units of work they cost: while one batch's
 transaction is in flight on the runtime's loop, the requests of the other worker threads queue,
 and the next transaction carries all of them (one `UPDATE ... WHERE id IN (...) AND
 status = 'queued' RETURNING` for the claims). An idle worker's single request goes at once: no
@@ -21,8 +21,8 @@ from typing import Any
 
 from calcgraph.db.base import new_id
 from calcgraph.db.engine import Database
-from calcgraph.domain.jobs.execution.repository import ClaimedRow, Finish
-from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.domain.jobs.store.repository import ClaimedRow, Finish
+from calcgraph.domain.jobs.store.service import job_store_service as service
 
 MAX_BATCH = 64
 

@@ -27,9 +27,9 @@ from dramatiq.middleware import CurrentMessage
 
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
-from calcgraph.domain.jobs.execution.repository import ClaimedRow, Finish
-from calcgraph.domain.jobs.execution.service import RUN_ACTOR
-from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.domain.jobs.enqueue import RUN_ACTOR
+from calcgraph.domain.jobs.store.repository import ClaimedRow, Finish
+from calcgraph.domain.jobs.store.service import job_store_service as service
 from calcgraph.domain.quotas.limits import over_storage
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.ops import logs

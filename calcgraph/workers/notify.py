@@ -2,7 +2,7 @@
 database every millisecond and without holding a transaction.
 
 Workers `publish(job_id)` after the commit that recorded the result. The API side `listen`s
-(the `Notifications` port of `calcgraph.domain.execution`):
+(the `Notifications` port of `calcgraph.domain.commit_wait`):
 in-process through thread-safe callbacks into the waiting event loop, with Redis through one
 pub/sub subscription per API process. A waiter re-reads the job after each wake-up and, as a
 safety net for a lost notification, at a backoff of at most one second.
@@ -128,7 +128,7 @@ class LocalNotifier:
 
     def steady(self) -> bool:
         """Every notification since long before now reached `listen` (see
-        `calcgraph.domain.execution.waiting.wait_for_job`)."""
+        `calcgraph.domain.commit_wait.waiting.wait_for_job`)."""
         return True
 
     async def close(self) -> None:

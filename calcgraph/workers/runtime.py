@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 from calcgraph.builds.artifact import runnable
 from calcgraph.db.engine import Database
-from calcgraph.domain.jobs.execution.service import job_execution_service as service
 from calcgraph.domain.jobs.inputs import output_ports
+from calcgraph.domain.jobs.store.service import job_store_service as service
 from calcgraph.ops.metrics import WorkerMetrics
 from calcgraph.settings import Settings
 from calcgraph.workers.backbone import Backbone

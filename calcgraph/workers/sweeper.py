@@ -3,7 +3,7 @@
 `Heartbeat`: every `job_heartbeat_seconds`, one UPDATE renews `heartbeat_at` of every job the
 process runs (by their leases), however many: the sign of life the sweeper reads.
 
-`Sweeper`: every `sweeper_interval_seconds`, one guarded round (`JobExecutionService.sweep`):
+`Sweeper`: every `sweeper_interval_seconds`, one guarded round (`JobSweepService.sweep`):
 hands a running job whose heartbeat stopped for `job_heartbeat_timeout_seconds` to another
 worker, re-sends a queued job whose message the broker no longer holds, and leaves alone a job
 whose message merely waits in the queue; then judges the canary deployments that are due
@@ -17,8 +17,9 @@ import logging
 import threading
 from typing import Any, Self
 
-from calcgraph.domain.jobs.execution.service import RUN_ACTOR
-from calcgraph.domain.jobs.execution.service import job_execution_service as service
+from calcgraph.domain.jobs.enqueue import RUN_ACTOR
+from calcgraph.domain.jobs.store.service import job_store_service
+from calcgraph.domain.jobs.sweep.service import job_sweep_service
 from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.workers.broker import waiting
@@ -69,7 +70,7 @@ class Heartbeat(Timer):
 
     async def _beat(self, leases: list[str]) -> int:
         async with self.runtime.database.write_session() as session:
-            return await service.heartbeat(session, leases)
+            return await job_store_service.heartbeat(session, leases)
 
 
 class Sweeper(Timer):
@@ -91,7 +92,7 @@ class Sweeper(Timer):
         settings = self.runtime.settings
         broker = self.runtime.broker
         async with self.runtime.database.write_session() as session:
-            report = await service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=settings.sweeper_stale_seconds,
                 max_deliveries=settings.sweeper_max_deliveries,

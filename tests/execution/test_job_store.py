@@ -12,9 +12,9 @@ import pytest
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.address import ExecuteAddress
-from calcgraph.domain.jobs.execution.repository import Finish
-from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.store.repository import Finish
+from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.workers.flush import attach
 from calcgraph.workers.job_store import JobStore
 from calcgraph.workers.result_cache import InProcessResultCache
@@ -44,7 +44,7 @@ async def _queued(
     salt = random.random()
     for i in range(count):
         async with database.write_session() as session:
-            job = await job_execution_service.submit(
+            job = await job_submission_service.submit(
                 session, alice, address, {"x": salt + i, "y": 1}, InProcessResultCache()
             )
         assert job.status == "queued"

@@ -16,9 +16,10 @@ import redis
 
 from calcgraph.db.base import utcnow
 from calcgraph.domain.jobs.enqueue import Message, job_message_id
-from calcgraph.domain.jobs.execution.repository import Finish
-from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.store.repository import Finish
+from calcgraph.domain.jobs.store.service import job_store_service
+from calcgraph.domain.jobs.sweep.service import job_sweep_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import build_broker, send, waiting
@@ -46,7 +47,7 @@ async def _row(platform: Platform, job_id: str) -> Job:
 
 async def _claim(platform: Platform, job_id: str, lease: str) -> None:
     async with platform.database.write_session() as session:
-        assert await job_execution_service.claim(session, job_id, lease) is not None
+        assert await job_store_service.claim(session, job_id, lease) is not None
 
 
 class TestHandOver:
@@ -65,7 +66,7 @@ class TestHandOver:
             row.heartbeat_at = utcnow() - timedelta(minutes=1)
         runs = platform.runtime.runs
         async with platform.database.write_session() as session:
-            report = await job_execution_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -86,8 +87,8 @@ class TestHandOver:
         error = {"kind": "user_error", "message": "late"}
         async with platform.database.write_session() as session:
             late = Finish(job_id, "failed", None, error, "", "dead-worker")
-            assert not await job_execution_service.finish(session, late)
-            assert not await job_execution_service.release(session, job_id, "dead-worker")
+            assert not await job_store_service.finish(session, late)
+            assert not await job_store_service.release(session, job_id, "dead-worker")
         assert (await _job(platform, job_id))["outputs"] == {"sum": 5.0}
 
     async def test_a_beating_job_is_left_to_its_worker_and_the_round_hands_over_once(
@@ -108,7 +109,7 @@ class TestHandOver:
         assert beat is not None
         assert beat > utcnow() - timedelta(seconds=10)
         async with platform.database.write_session() as session:
-            report = await job_execution_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -127,7 +128,7 @@ class TestHandOver:
 
         async def sweep() -> list[str]:
             async with platform.database.write_session() as session:
-                found = await job_execution_service.sweep(
+                found = await job_sweep_service.sweep(
                     session,
                     stale_after=3600,
                     max_deliveries=5,
@@ -152,7 +153,7 @@ class TestHandOver:
             assert row is not None
             row.deliveries, row.heartbeat_at = 5, utcnow() - timedelta(minutes=1)
         async with platform.database.write_session() as session:
-            report = await job_execution_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -187,7 +188,7 @@ class TestChainHandOver:
             assert row is not None
             row.heartbeat_at = utcnow() - timedelta(minutes=1)
         async with platform.database.write_session() as session:
-            report = await job_execution_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -234,7 +235,7 @@ class TestWaitingInTheQueue:
             # Long past any age limit, one delivery allowed: a waiting job is still no loss.
             async with platform.database.write_session() as session:
                 broker = platform.execution.broker
-                strict = await job_execution_service.sweep(
+                strict = await job_sweep_service.sweep(
                     session,
                     stale_after=0.1,
                     max_deliveries=1,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from calcgraph.domain.execution.waiting import wait_for_job
+from calcgraph.domain.commit_wait.waiting import wait_for_job
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
 from calcgraph.domain.jobs.inputs import resolve_inputs
 from calcgraph.domain.jobs.views import JobView

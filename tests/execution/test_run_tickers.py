@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from calcgraph.domain.execution.waiting import RunTickers
+from calcgraph.domain.commit_wait.waiting import RunTickers
 from calcgraph.domain.runs.views import RunView
 
 

@@ -12,8 +12,9 @@ from calcgraph.db.base import utcnow
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.enqueue import Message, NoOutbox, enqueue
-from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.submission.service import job_submission_service
+from calcgraph.domain.jobs.sweep.service import job_sweep_service
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import QUEUE, build_broker
 from calcgraph.workers.flush import attach
@@ -61,7 +62,7 @@ async def _lost_job(platform: Platform, inputs: dict[str, Any], path: tuple[str,
     attach(lossy, lambda message: None)
     try:
         async with lossy.write_session() as session:
-            job = await job_execution_service.submit(
+            job = await job_submission_service.submit(
                 session, principal, ExecuteAddress.by_path(*path), inputs, InProcessResultCache()
             )
     finally:
@@ -114,7 +115,7 @@ class TestOutbox:
 
         async def rolled_back() -> None:
             async with platform.database.write_session() as session:
-                job = await job_execution_service.submit(
+                job = await job_submission_service.submit(
                     session,
                     alice,
                     ExecuteAddress.by_path(deployed.package_name, "add"),
@@ -241,7 +242,7 @@ class TestSweeper:
             row.deliveries = 5
         later = utcnow().replace(year=utcnow().year + 1)
         async with platform.database.write_session() as session:
-            report = await job_execution_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,
@@ -265,7 +266,7 @@ class TestSweeper:
             row.status, row.started_at = "running", utcnow()
         later = utcnow().replace(year=utcnow().year + 1)
         async with platform.database.write_session() as session:
-            report = await job_execution_service.sweep(
+            report = await job_sweep_service.sweep(
                 session,
                 stale_after=30,
                 max_deliveries=5,

@@ -21,9 +21,9 @@ from sqlalchemy import Table, event, insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import Base
-from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.repository import JobRepository
+from calcgraph.domain.jobs.store.repository import Finish, JobStoreRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRow
@@ -220,7 +220,7 @@ async def hot_statements(
 
     runs = RunRepository.from_session(session)
     chains = ChainRepository.from_session(session)
-    jobs = JobExecutionRepository.from_session(session)
+    jobs = JobStoreRepository.from_session(session)
     middle = run.length // 2 + 1
     rest = [_key(0, i) for i in range(middle, run.length)][:10]
     calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = []

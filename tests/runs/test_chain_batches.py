@@ -18,8 +18,8 @@ import pytest
 
 import calcgraph.workers.chains
 from calcgraph.domain.jobs.enqueue import Message
-from calcgraph.domain.jobs.execution.service import job_execution_service
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.store.service import job_store_service
 from calcgraph.domain.runs.chains.service import Advance, chain_service
 from calcgraph.workers.broker import QUEUE
 from tests.execution.conftest import Platform
@@ -239,7 +239,7 @@ class TestLostBatch:
         async with platform.database.write_session() as session:
             lease = (await session.get(Job, n2)).lease  # type: ignore[union-attr]
             assert lease is not None
-            assert await job_execution_service.release(session, n2, lease)
+            assert await job_store_service.release(session, n2, lease)
         platform.execution.send(Message("chains.run", {"job_id": head}))
         done = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL)
         assert done["status"] == "completed", done

@@ -34,7 +34,7 @@ from calcgraph.domain.events.catalog import (
 )
 from calcgraph.domain.events.repository import EventRepository
 from calcgraph.domain.events.views import EventView, event_view
-from calcgraph.domain.jobs.execution.repository import ClaimedRow, Finish
+from calcgraph.domain.jobs.store.repository import ClaimedRow, Finish
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500

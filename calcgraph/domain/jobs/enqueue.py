@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 JSONScalar = str | int | float | bool | None
 
+RUN_ACTOR = "jobs.run"
+"""The actor that runs one job (a workflow node's chain goes to `chains.run` instead)."""
+
 
 @dataclass(frozen=True)
 class Message:

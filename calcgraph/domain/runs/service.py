@@ -44,8 +44,9 @@ from calcgraph.domain.errors import (
 from calcgraph.domain.events.service import record_run
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
-from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
+from calcgraph.domain.jobs.enqueue import RUN_ACTOR
 from calcgraph.domain.jobs.inputs import refuse_mismatches
+from calcgraph.domain.jobs.submission.service import NodeJob, job_submission_service
 from calcgraph.domain.listing.filters import TimeRange
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas
@@ -445,7 +446,7 @@ class RunService:
             },
         )
         if result.jobs:
-            await job_execution_service.submit_node_jobs(
+            await job_submission_service.submit_node_jobs(
                 session,
                 await self._node_jobs(repository, run, result),
                 REFRESH if run.cache_refresh else cache,

@@ -43,7 +43,7 @@ from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.events.service import record_job_rows, record_job_transitions
 from calcgraph.domain.jobs.enqueue import enqueue_job
-from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
+from calcgraph.domain.jobs.store.repository import Finish, JobStoreRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.repository import RunRepository
@@ -141,7 +141,7 @@ class ChainService:
     async def start(
         self, session: AsyncSession, job_id: str, lease: str
     ) -> tuple[ChainContext, ChainStep] | None:
-        jobs = JobExecutionRepository.from_session(session)
+        jobs = JobStoreRepository.from_session(session)
         repository = ChainRepository.from_session(session)
         place = await repository.place(job_id)
         if place is None:
@@ -237,7 +237,7 @@ class ChainService:
         finish = Finish(
             head.step.job_id, head.status, head.outputs, head.error, head.logs, context.lease
         )
-        if not await JobExecutionRepository.from_session(session).finish(finish, head.finished_at):
+        if not await JobStoreRepository.from_session(session).finish(finish, head.finished_at):
             return Advance()
         await record_job_transitions(session, ended=[head.step.job_id])
         later = [*links[1:]]

@@ -29,8 +29,8 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError
 from calcgraph.domain.events.service import record_job_transitions
 from calcgraph.domain.jobs.cache_key import REFRESH
-from calcgraph.domain.jobs.execution.repository import JobExecutionRepository
 from calcgraph.domain.jobs.service import job_read_service
+from calcgraph.domain.jobs.store.repository import JobStoreRepository
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.rerun import reused_states
@@ -56,7 +56,7 @@ class RunControl:
         # The cancelling tick records `calcgraph.run.cancelled` as any tick records the run's
         # end; the jobs it stops end here, each with its `calcgraph.job.failed`.
         view = await run_service.tick(session, principal, run_id, REFRESH, cancel=True)
-        stopped = await JobExecutionRepository.from_session(session).cancel(
+        stopped = await JobStoreRepository.from_session(session).cancel(
             cancelled_error(f"workflow run {run_id!r}"), utcnow(), run_id=run_id
         )
         await record_job_transitions(session, ended=stopped)
@@ -68,7 +68,7 @@ class RunControl:
             raise NotFound(f"no job {job_id!r}")
         if job.status not in ("queued", "running"):
             raise Conflict(f"job {job_id!r} is {job.status} already: it cannot be cancelled")
-        changed = await JobExecutionRepository.from_session(session).cancel(
+        changed = await JobStoreRepository.from_session(session).cancel(
             cancelled_error(f"job {job_id!r}"), utcnow(), job_id=job_id
         )
         if not changed:
@@ -79,7 +79,7 @@ class RunControl:
     async def stopped(self, session: AsyncSession, jobs: Mapping[str, str | None]) -> set[str]:
         """Of the jobs a worker runs (job id -> run id), those to stop: their row no longer
         runs (cancelled, or taken from this worker), or their run was cancelled."""
-        found = await JobExecutionRepository.from_session(session).not_running(list(jobs))
+        found = await JobStoreRepository.from_session(session).not_running(list(jobs))
         runs = {run_id for run_id in jobs.values() if run_id is not None}
         cancelled = await RunRepository.from_session(session).cancelled_runs(runs)
         return found | {job_id for job_id, run_id in jobs.items() if run_id in cancelled}

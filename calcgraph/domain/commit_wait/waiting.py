@@ -12,10 +12,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.commit_wait.ports import Notifications
 from calcgraph.domain.errors import DomainError, Unauthenticated
-from calcgraph.domain.execution.ports import Notifications
-from calcgraph.domain.jobs.execution.service import TERMINAL
-from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.jobs.views import TERMINAL, JobView
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.runs.views import RunView
 

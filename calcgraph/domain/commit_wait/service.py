@@ -1,6 +1,6 @@
-"""The execution use cases, as both doors call them. Each owns its unit of work (one write
-transaction, committed before any wait, so its messages have left) and its wait (bounded by
-`waits`, holding no transaction); a door parses, calls one method, serialises.
+"""The use cases that commit, then wait, as both doors call them. Each owns its unit of work
+(one write transaction, committed before any wait, so its messages have left) and its wait
+(bounded by `waits`, holding no transaction); a door parses, calls one method, serialises.
 
 - `execute`: submit a job (or answer it from the result cache), then wait for its result.
 - `tick`: wait until a job of the run finishes (a long-poll), then tick the run once.
@@ -15,20 +15,20 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.execution.ports import Notifications, ResultLookup
-from calcgraph.domain.execution.waiting import (
+from calcgraph.domain.commit_wait.ports import Notifications, ResultLookup
+from calcgraph.domain.commit_wait.waiting import (
     RunTickers,
     Updates,
     unfinished,
     wait_for_job,
     wait_for_run,
 )
-from calcgraph.domain.execution.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
+from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
 from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import REFRESH
-from calcgraph.domain.jobs.execution.service import TERMINAL, job_execution_service
-from calcgraph.domain.jobs.views import Executed, JobView
+from calcgraph.domain.jobs.submission.service import job_submission_service
+from calcgraph.domain.jobs.views import TERMINAL, Executed, JobView
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.changes import RunChanges, Token
@@ -41,7 +41,11 @@ if TYPE_CHECKING:
 WAIT: Where = ("wait",)
 
 
-class ExecutionService:
+class CommitWait:
+    """Not a service (those are module singletons taking the caller's session): it opens and
+    commits its own units of work and waits between them, so it is built once per process with
+    the adapters it waits on, and the doors reach it as `Services.execution`."""
+
     def __init__(
         self,
         database: Database,
@@ -86,7 +90,7 @@ class ExecutionService:
         seconds = self.execute_wait.seconds(wait, where)
         async with self.database.write_session() as session:
             await quota_service.require_job_room(session, principal, self.quotas)
-            submitted = await job_execution_service.submit_call(
+            submitted = await job_submission_service.submit_call(
                 session, principal, address, inputs, REFRESH if refresh else self.cache
             )
         target = submitted.target
@@ -97,7 +101,7 @@ class ExecutionService:
 
         async def read() -> JobView:
             async with self.database.read_session() as session:
-                return await job_execution_service.view(session, job.id)
+                return await job_submission_service.view(session, job.id)
 
         # Submitted just now: its notification cannot have been missed (`fresh`).
         finished = await wait_for_job(self.notifications, job.id, seconds, read, fresh=True)

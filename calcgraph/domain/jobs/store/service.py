@@ -1,0 +1,128 @@
+"""The job store's transitions, as the actors make them (each call is one unit of work of an
+actor message): claim a job (checking its owner may still execute it), read its code, record
+its result, renew its lease, release it for a retry. Submitting is `domain/jobs/submission`,
+the sweeper's round `domain/jobs/sweep`."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import replace
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import utcnow
+from calcgraph.domain.access.service import access_service
+from calcgraph.domain.builds.repository import BuildRepository
+from calcgraph.domain.events.service import record_job_transitions, record_rows, transition_rows
+from calcgraph.domain.jobs.store.repository import (
+    ClaimedRow,
+    CodeRow,
+    Finish,
+    JobStoreRepository,
+)
+from calcgraph.domain.packages.dependency_rules import staged_files
+
+
+class JobStoreService:
+    async def claim(self, session: AsyncSession, job_id: str, lease: str) -> ClaimedRow | None:
+        claimed = await JobStoreRepository.from_session(session).claim(job_id, utcnow(), lease)
+        if claimed is not None:
+            await record_job_transitions(session, started=[job_id])
+        return claimed
+
+    async def code(self, session: AsyncSession, function_version_id: str) -> CodeRow | None:
+        code = await JobStoreRepository.from_session(session).code_of(function_version_id)
+        if code is None:
+            return None
+        if code.dependencies:
+            # Pinned at deployment and staged as they were pinned: no access check here
+            # (contract 11; docs/packages.md, "Dependencies").
+            code = replace(code, files=staged_files(code.files, code.dependencies))
+        build = await BuildRepository.from_session(session).for_function_version(
+            function_version_id
+        )
+        if build is None or build.docker_image is None:
+            return code
+        return replace(code, build_id=build.id, build_reference=build.docker_image)
+
+    async def mark_pulled(self, session: AsyncSession, build_id: str) -> None:
+        """A worker loaded the build's image: retention counts 90 days from the last pull."""
+        await BuildRepository.from_session(session).mark_pulled(build_id, utcnow())
+
+    async def blobs(self, session: AsyncSession, digests: list[str]) -> dict[str, bytes]:
+        return await JobStoreRepository.from_session(session).blobs(digests)
+
+    async def finish(self, session: AsyncSession, item: Finish) -> bool:
+        done = await JobStoreRepository.from_session(session).finish(item, utcnow())
+        if done:
+            await record_job_transitions(session, ended=[item.job_id])
+        return done
+
+    async def claim_and_finish(
+        self,
+        session: AsyncSession,
+        claims: list[str],
+        finishes: list[Finish],
+        lease: str,
+    ) -> tuple[dict[str, ClaimedRow], set[str]]:
+        """A batch of one worker process's transitions in one unit of work: the claimed rows
+        (ids missing: another delivery has them; claimed under `lease`, the batch's token) and
+        the ids this batch finished."""
+        repository = JobStoreRepository.from_session(session)
+        now = utcnow()
+        finished = await repository.finish_many(finishes, now) if finishes else {}
+        claimed = await repository.claim_many(claims, now, lease) if claims else {}
+        if claimed:
+            claimed = await self._refuse_lost_rights(session, repository, claimed, now)
+        # Their events in the same commit, from what the UPDATEs returned: one INSERT. A job
+        # refused at its claim never started: its event is its end.
+        await record_rows(
+            session,
+            transition_rows((c for c in claimed.values() if not c.refused), finishes, finished),
+        )
+        refused = [c.job_id for c in claimed.values() if c.refused]
+        if refused:
+            await record_job_transitions(session, ended=refused)
+        return claimed, set(finished)
+
+    async def _refuse_lost_rights(
+        self,
+        session: AsyncSession,
+        repository: JobStoreRepository,
+        claimed: dict[str, ClaimedRow],
+        now: datetime,
+    ) -> dict[str, ClaimedRow]:
+        """Access at every act (contract section 8b): a job waited in the queue since its
+        owner's request, and the owner may have lost the right to execute its function version
+        meanwhile (left the organization, the package went private). Checked in the claim's
+        transaction, one statement per owner in the batch; a refused job is recorded failed
+        with kind `permission_denied` there and then, and never runs."""
+        by_owner: dict[str, set[str]] = {}
+        for row in claimed.values():
+            by_owner.setdefault(row.user_id, set()).add(row.function_version_id)
+        refused = {
+            owner: await access_service.refused_executions(session, owner, versions)
+            for owner, versions in by_owner.items()
+        }
+        for job_id, row in list(claimed.items()):
+            if row.function_version_id not in refused[row.user_id]:
+                continue
+            error = {
+                "kind": "permission_denied",
+                "message": "the job's owner may no longer execute function version "
+                f"{row.function_version_id!r}: its package is not visible to them now",
+            }
+            await repository.finish(Finish(job_id, "failed", None, error, "", row.lease), now)
+            claimed[job_id] = replace(row, refused=True)
+        return claimed
+
+    async def heartbeat(self, session: AsyncSession, leases: Collection[str]) -> int:
+        """A worker process's sign of life for the jobs it runs (one statement)."""
+        return await JobStoreRepository.from_session(session).heartbeat(list(leases), utcnow())
+
+    async def release(self, session: AsyncSession, job_id: str, lease: str) -> bool:
+        return await JobStoreRepository.from_session(session).release(job_id, lease)
+
+
+job_store_service = JobStoreService()

@@ -1,0 +1,1 @@
+"""The sweeper's round over the job store (`service`, its SQL in `repository`)."""
