@@ -85,11 +85,8 @@ class PublishingService:
         parsed = manifest if isinstance(manifest, Manifest) else parse_manifest(manifest)
         code = clean_files(files)
         checksums = function_checksums(parsed, code)
-        if visibility is not None and visibility not in policy.VISIBILITIES:
-            raise ValidationError(
-                "visibility is invalid",
-                [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
-            )
+        if visibility is not None:
+            _check_visibility(visibility)
         organization = await access_service.organization_to_place_in(
             session, principal, organization_slug, "publish into it"
         )
@@ -211,11 +208,7 @@ class PublishingService:
         self, session: AsyncSession, principal: Principal, package_ref: str, visibility: str
     ) -> PackageView:
         """`PATCH /packages/{id}`: owner, owners of the owning organization, admins."""
-        if visibility not in policy.VISIBILITIES:
-            raise ValidationError(
-                "visibility is invalid",
-                [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
-            )
+        _check_visibility(visibility)
         package = await PackageVersionRepository.from_session(session).find_package(package_ref)
         if package is None:
             raise NotFound(f"no package {package_ref!r}")
@@ -236,12 +229,8 @@ class PublishingService:
         self, session: AsyncSession, principal: Principal, package_ref: str
     ) -> PackageVersionsView:
         """Every deployment of a package (name or id), oldest first; 403 when hidden."""
-        repository = PackageVersionRepository.from_session(session)
-        package = await repository.find_package(package_ref)
-        if package is None:
-            raise NotFound(f"no package {package_ref!r}")
-        view = await package_read_service.get_package(session, principal, package.id)
-        versions = await repository.version_views(package.id)
+        package, view = await package_read_service.find(session, principal, package_ref)
+        versions = await PackageVersionRepository.from_session(session).version_views(package.id)
         return PackageVersionsView(package=view, versions=tuple(versions))
 
     async def visible_versions_by_package(
@@ -278,3 +267,11 @@ def _refuse_names_differing_in_case(names: Iterable[str], where: str) -> None:
                 f"functions {earlier!r} and {name!r} {where} differ only in case: function "
                 "names are unique without regard to case"
             )
+
+
+def _check_visibility(visibility: str) -> None:
+    if visibility not in policy.VISIBILITIES:
+        raise ValidationError(
+            "visibility is invalid",
+            [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
+        )
