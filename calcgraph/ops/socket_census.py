@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from calcgraph.ops import tasks
 from calcgraph.settings import Settings
 
 log = logging.getLogger("calcgraph.sockets")
@@ -241,11 +242,8 @@ class RedisCensus:
             self._redis_down(exc)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await tasks.stop(self._task)
+        self._task = None
         if self._client is not None:
             with contextlib.suppress(Exception):
                 for key, id in list(self.open.values()):

@@ -42,10 +42,7 @@ class EventQuery:
             )
         query = parse_query(types or [], subject, after, limit)
         page = await info.context.services.events.pull(principal, query, wait)
-        return EventPageType(
-            items=[CloudEventType.from_view(item) for item in page.items],
-            next_cursor=page.next_cursor,
-        )
+        return EventPageType.from_page(page)
 
     @strawberry.field(
         description="The newest `limit` (1-100) events the caller may see of these `types`, "
@@ -63,10 +60,7 @@ class EventQuery:
             )
         query = parse_query(types or [], None, "now", limit)
         page = await info.context.services.events.recent(principal, query)
-        return EventPageType(
-            items=[CloudEventType.from_view(item) for item in page.items],
-            next_cursor=page.next_cursor,
-        )
+        return EventPageType.from_page(page)
 
 
 @strawberry.type

@@ -9,6 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from calcgraph.domain.events.envelope import structured
+from calcgraph.domain.events.service import EventPage
 from calcgraph.domain.events.views import EventView
 from calcgraph.domain.webhooks.views import DeliveryView, WebhookView
 from calcgraph.schema.pages import Page
@@ -46,6 +47,13 @@ class EventPageType:
     next_cursor: str = strawberry.field(
         description="Pass as `after` for the next call; never null."
     )
+
+    @classmethod
+    def from_page(cls, page: EventPage) -> EventPageType:
+        return cls(
+            items=[CloudEventType.from_view(item) for item in page.items],
+            next_cursor=page.next_cursor,
+        )
 
 
 @strawberry.type(name="Webhook", description="A webhook (contract section 9); its secret never.")

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.domain.errors import RateLimited
+from calcgraph.ops import tasks
 from calcgraph.ops.metrics import Metrics
 from calcgraph.rest_compat.errors import render
 from calcgraph.settings import Settings
@@ -194,11 +195,8 @@ class RedisLimiter(MemoryLimiter):
                 self._full_at[key] = shared
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await tasks.stop(self._task)
+        self._task = None
         if self._used:
             with contextlib.suppress(Exception):
                 await self.sync()

@@ -19,6 +19,8 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
+from calcgraph.ops import tasks
+
 log = logging.getLogger("calcgraph.workers.notify")
 _RECENT = 10_000
 _STEADY_AFTER_S = 1.0
@@ -247,11 +249,8 @@ class RedisNotifier:
         return since is not None and asyncio.get_running_loop().time() - since > _STEADY_AFTER_S
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await tasks.stop(self._task)
+        self._task = None
         self._publisher.close()
 
 

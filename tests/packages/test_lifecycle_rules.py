@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from calcgraph.domain.errors import Conflict, ValidationError
+from calcgraph.domain.packages.deployment_plan import FunctionHistory, PackageHistory
 from calcgraph.domain.packages.interface_diff import breaking, function_changes
 from calcgraph.domain.packages.lifecycle_rules import is_major_bump
 from calcgraph.domain.packages.semver_rules import parse_version
-from calcgraph.domain.packages.versioning import FunctionHistory, PackageHistory, plan_deployment
+from calcgraph.domain.packages.versioning import plan_deployment
 from tests.packages.test_versioning import A, B, history, make, stored
 
 IN = {"length": {"type": "Length", "required": True}}

@@ -21,7 +21,7 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.access.models import User
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import CodeBlob, Package, PackageVersion
-from calcgraph.domain.packages.publishing.service import sha256_hex
+from calcgraph.domain.packages.publishing.writing.service import sha256_hex
 from calcgraph.settings import Settings
 from tests.packages.publishing import Bearer, small_body
 

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from calcgraph.domain.errors import Conflict
-from calcgraph.domain.packages.manifest import Manifest, parse_manifest
-from calcgraph.domain.packages.versioning import (
+from calcgraph.domain.packages.deployment_plan import (
     ExistingFunctionVersion,
     FunctionHistory,
     PackageHistory,
-    plan_deployment,
 )
+from calcgraph.domain.packages.manifest import Manifest, parse_manifest
+from calcgraph.domain.packages.versioning import plan_deployment
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64
 IO: dict[str, Any] = {

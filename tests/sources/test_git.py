@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from calcgraph.domain.errors import InvalidRequest, NotFound, ValidationError
-from calcgraph.sources.git import GitCheckout, check_git_url, check_ref, fetch_repository
+from calcgraph.sources.git import GitCheckout, fetch_repository
+from calcgraph.sources.git_checks import check_git_url, check_ref
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0,

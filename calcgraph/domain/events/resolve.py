@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Iterable
+from typing import Any
 
 from calcgraph.domain.events.destinations import DestinationError, literal_address
 
@@ -15,13 +17,8 @@ async def resolve(host: str, port: int) -> list[str]:
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise DestinationError(f"{host} does not resolve: {exc}") from None
-    addresses: list[str] = []
-    for info in infos:
-        address = str(info[4][0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
+        raise _unresolved(host, exc) from None
+    return _addresses(infos)
 
 
 def resolve_sync(host: str, port: int) -> list[str]:
@@ -31,10 +28,14 @@ def resolve_sync(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise DestinationError(f"{host} does not resolve: {exc}") from None
-    addresses: list[str] = []
-    for info in infos:
-        address = str(info[4][0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
+        raise _unresolved(host, exc) from None
+    return _addresses(infos)
+
+
+def _unresolved(host: str, exc: Exception) -> DestinationError:
+    return DestinationError(f"{host} does not resolve: {exc}")
+
+
+def _addresses(infos: Iterable[tuple[Any, ...]]) -> list[str]:
+    """The addresses of `getaddrinfo`'s answers, each once, in the order given."""
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))

@@ -29,7 +29,6 @@ from calcgraph.domain.packages.addressing import parse_function_ref, select_vers
 from calcgraph.domain.packages.repository import PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import latest_version
 from calcgraph.domain.packages.service import package_read_service
-from calcgraph.domain.packages.views import PackageView
 from calcgraph.domain.read_models import from_attributes, grouped_by
 
 
@@ -112,7 +111,7 @@ class FunctionVersionService:
             fast = await self._current(session, principal, package, function)
             if fast is not None:
                 return fast
-        view = await self._visible_package(session, principal, package)
+        _, view = await package_read_service.find(session, principal, package)
         repository = FunctionVersionRepository.from_session(session)
         if package_version is not None:
             return await self._in_deployment(
@@ -181,7 +180,7 @@ class FunctionVersionService:
         the function, oldest first."""
         repository = FunctionVersionRepository.from_session(session)
         if package is not None:
-            view = await self._visible_package(session, principal, package)
+            _, view = await package_read_service.find(session, principal, package)
             row = await repository.function_named(view.id, function)
             if row is None:
                 raise NotFound(f"package {view.name!r} has no function {function!r}")
@@ -256,14 +255,6 @@ class FunctionVersionService:
         await access_service.visible(session, principal, row, "package", package)
         view = from_attributes(FunctionView, fn, package=row.name)
         return ResolvedFunction(function=view, version=function_version_view(current))
-
-    async def _visible_package(
-        self, session: AsyncSession, principal: Principal, package: str
-    ) -> PackageView:
-        row = await PackageVersionRepository.from_session(session).find_package(package)
-        if row is None:
-            raise NotFound(f"no package {package!r}")
-        return await package_read_service.get_package(session, principal, row.id)
 
     async def _by_id(
         self, session: AsyncSession, principal: Principal, identifier: str

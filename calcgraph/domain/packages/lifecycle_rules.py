@@ -19,12 +19,12 @@ from calcgraph.domain.packages.interface_diff import InterfaceChange, breaking, 
 from calcgraph.domain.packages.semver_rules import Version, parse_version
 
 if TYPE_CHECKING:
+    from calcgraph.domain.packages.deployment_plan import PackageHistory
     from calcgraph.domain.packages.manifest import Manifest
-    from calcgraph.domain.packages.versioning import PackageHistory
 
 
 class Planned(Protocol):
-    """What these rules read of a function's plan (`versioning.FunctionPlan`)."""
+    """What these rules read of a function's plan (`deployment_plan.FunctionPlan`)."""
 
     @property
     def name(self) -> str: ...

@@ -8,9 +8,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
+from calcgraph.domain.errors import NotFound
 from calcgraph.domain.listing.filters import parse_search
 from calcgraph.domain.listing.paging import Page, PageRequest
-from calcgraph.domain.packages.repository import PackageRepository
+from calcgraph.domain.packages.models import Package
+from calcgraph.domain.packages.repository import PackageRepository, PackageVersionRepository
 from calcgraph.domain.packages.views import PackageView
 
 
@@ -33,6 +35,16 @@ class PackageReadService:
     ) -> PackageView:
         package = await PackageRepository.from_session(session).get_view(package_id)
         return await access_service.visible(session, principal, package, "package", package_id)
+
+    async def find(
+        self, session: AsyncSession, principal: Principal, package_ref: str
+    ) -> tuple[Package, PackageView]:
+        """A package by id, else name, and its view: NotFound when there is none, refused
+        when the caller may not see it."""
+        package = await PackageVersionRepository.from_session(session).find_package(package_ref)
+        if package is None:
+            raise NotFound(f"no package {package_ref!r}")
+        return package, await self.get_package(session, principal, package.id)
 
     async def ensure_visible(
         self, session: AsyncSession, principal: Principal, package_id: str

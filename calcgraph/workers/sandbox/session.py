@@ -48,10 +48,23 @@ def spawn(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     return _spawner.submit(popen).result()
 
 
+_INLINED = (
+    "from calcgraph.workers.sandbox.confine import confine, proc_status  # inlined in the sandbox\n"
+)
+_FUTURE = "from __future__ import annotations\n"
+
+
 @cache
 def runner_source() -> str:
-    """The bootstrap's source, passed to the sandbox's python with `-c`."""
-    return (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
+    """The bootstrap's source, passed to the sandbox's python with `-c`: `runner.py` with its
+    import of `confine.py` (the sandbox has no calcgraph to import) replaced by that module's
+    code after its `from __future__` line. Both are standard library only."""
+    here = Path(__file__).parent
+    runner = (here / "runner.py").read_text(encoding="utf-8")
+    confine = (here / "confine.py").read_text(encoding="utf-8")
+    if runner.count(_INLINED) != 1 or confine.count(_FUTURE) != 1:
+        raise RuntimeError("runner.py or confine.py no longer has the line runner_source expects")
+    return runner.replace(_INLINED, confine.partition(_FUTURE)[2])
 
 
 class ChannelClosed(Exception):

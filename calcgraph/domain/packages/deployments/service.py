@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import Conflict, NotFound, PermissionDenied
+from calcgraph.domain.errors import Conflict, PermissionDenied
 from calcgraph.domain.packages.addressing import select_version
 from calcgraph.domain.packages.canary.service import announce, canary_service
 from calcgraph.domain.packages.models import Package, PackageDeploymentEvent, PackageVersion
@@ -62,10 +62,7 @@ class DeploymentService:
     async def _manageable(
         self, session: AsyncSession, principal: Principal, package_ref: str
     ) -> Package:
-        package = await PackageVersionRepository.from_session(session).find_package(package_ref)
-        if package is None:
-            raise NotFound(f"no package {package_ref!r}")
-        await package_read_service.get_package(session, principal, package.id)
+        package, _ = await package_read_service.find(session, principal, package_ref)
         refusal = (
             f"package {package.name!r} for promotion or roll-back: its owner, the owners of "
             "its organization and admins decide which version is current"
@@ -89,12 +86,8 @@ class DeploymentService:
     async def state(
         self, session: AsyncSession, principal: Principal, package_ref: str
     ) -> DeploymentStateView:
-        repository = PackageVersionRepository.from_session(session)
-        package = await repository.find_package(package_ref)
-        if package is None:
-            raise NotFound(f"no package {package_ref!r}")
-        view = await package_read_service.get_package(session, principal, package.id)
-        deployments = await repository.versions_of(package.id)
+        package, view = await package_read_service.find(session, principal, package_ref)
+        deployments = await PackageVersionRepository.from_session(session).versions_of(package.id)
         history = await DeploymentRepository.from_session(session).history(package.id)
         newest = deployments[-1] if deployments else None
         section = (newest.manifest.get("package") or {}) if newest is not None else {}

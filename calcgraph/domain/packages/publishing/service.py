@@ -1,12 +1,12 @@
 """Publishing packages and reading their versions (spec: Versioning; contract 4).
 
 A sub-feature of packages, beside `packages/service.py` (reading packages under the access
-policy), to keep both modules small; both doors call `publishing_service`.
+policy), to keep both modules small; both doors call `publishing_service`. The rows a planned
+deployment writes: `writing/service.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy.exc import IntegrityError
@@ -24,58 +24,29 @@ from calcgraph.domain.errors import (
 )
 from calcgraph.domain.events.catalog import FILE_UPLOADED
 from calcgraph.domain.events.service import record, upload_data
-from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.packages.checksums import function_checksums
 from calcgraph.domain.packages.dependencies.service import dependency_service
-from calcgraph.domain.packages.dependency_rules import Pin, pin_map
-from calcgraph.domain.packages.deployments.service import deployment_service
+from calcgraph.domain.packages.dependency_rules import pin_map
 from calcgraph.domain.packages.files import clean_files
 from calcgraph.domain.packages.manifest import MANIFEST_FILE, Manifest, parse_manifest
-from calcgraph.domain.packages.manifest_json import release_as_json
-from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
+from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.publishing.sources import SourceFetcher
+from calcgraph.domain.packages.publishing.writing.service import package_history, write_deployment
 from calcgraph.domain.packages.repository import PackageRepository, PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import same_version, version_from_tag
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.packages.versioning import (
-    DeploymentPlan,
-    ExistingFunctionVersion,
-    FunctionHistory,
-    PackageHistory,
     plan_deployment,
 )
 from calcgraph.domain.packages.views import (
     DeploymentReport,
-    FunctionDeployment,
     PackageVersionsView,
     PackageVersionView,
     PackageView,
 )
-from calcgraph.domain.read_models import from_attributes, grouped_by
-
-
-def _history(
-    versions: Sequence[PackageVersion],
-    functions: Sequence[Function],
-    function_versions: Sequence[FunctionVersion],
-    pins: Mapping[str, Mapping[str, str]],
-) -> PackageHistory:
-    by_function: dict[str, dict[str, ExistingFunctionVersion]] = {}
-    for v in function_versions:
-        by_function.setdefault(v.function_id, {})[v.version] = from_attributes(
-            ExistingFunctionVersion,
-            v,
-            checksum=v.code_checksum,
-            dependencies=pins.get(v.package_version_id, {}),
-        )
-    history: dict[str, FunctionHistory] = {}
-    for f in functions:
-        stored = by_function.get(f.id, {})
-        if stored and f.current_version is not None:
-            history[f.name] = FunctionHistory(current=f.current_version, versions=stored)
-    return PackageHistory(versions=[v.version for v in versions], functions=history)
+from calcgraph.domain.read_models import grouped_by
 
 
 class PublishingService:
@@ -114,11 +85,8 @@ class PublishingService:
         parsed = manifest if isinstance(manifest, Manifest) else parse_manifest(manifest)
         code = clean_files(files)
         checksums = function_checksums(parsed, code)
-        if visibility is not None and visibility not in policy.VISIBILITIES:
-            raise ValidationError(
-                "visibility is invalid",
-                [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
-            )
+        if visibility is not None:
+            _check_visibility(visibility)
         organization = await access_service.organization_to_place_in(
             session, principal, organization_slug, "publish into it"
         )
@@ -169,7 +137,7 @@ class PublishingService:
                 {*parsed.functions, *(f.name for f in rows)}, f"in package {package.name!r}"
             )
             deployed = await packages.versions_of(package.id)
-            history = _history(
+            history = package_history(
                 deployed,
                 rows,
                 await functions.versions_of_functions([f.id for f in rows]),
@@ -177,7 +145,7 @@ class PublishingService:
             )
             pins = await dependency_service.resolve(session, principal, parsed, code)
             plan = plan_deployment(parsed, checksums, history, pin_map(pins))
-            report = await self._write(
+            report = await write_deployment(
                 session, package, parsed, code, plan, history, rows, git_ref, git_commit, pins
             )
             if upload_event:
@@ -195,126 +163,6 @@ class PublishingService:
                 "names (unique without regard to case) was written by a concurrent request; "
                 "list its versions and functions and try again"
             ) from None
-
-    async def _write(
-        self,
-        session: AsyncSession,
-        package: Package,
-        manifest: Manifest,
-        code: dict[str, bytes],
-        plan: DeploymentPlan,
-        history: PackageHistory,
-        rows: Sequence[Function],
-        git_ref: str | None,
-        git_commit: str | None,
-        pins: Sequence[Pin] = (),
-    ) -> DeploymentReport:
-        packages = PackageVersionRepository.from_session(session)
-        blobs = {sha256_hex(data): data for data in code.values()}
-        await packages.add_blobs(blobs)
-        now = utcnow()
-        version = PackageVersion(
-            id=new_id(),
-            package_id=package.id,
-            version=plan.package_version,
-            git_ref=git_ref,
-            git_commit=git_commit,
-            is_latest=plan.is_latest,
-            is_stable=plan.is_stable,
-            manifest=manifest.as_json(),
-            files={path: sha256_hex(data) for path, data in sorted(code.items())},
-            changelog=release_as_json(plan.changelog) if plan.changelog else None,
-            created_at=now,
-        )
-        session.add(version)
-        await session.flush()
-        await dependency_service.store(session, version.id, pins)
-        if plan.is_latest:
-            await packages.clear_latest(package.id, keep_id=version.id)
-        existing = {f.name: f for f in rows}
-        lines: list[FunctionDeployment] = []
-        for fp in plan.functions:
-            function = existing.get(fp.name)
-            if function is None:
-                function = Function(id=new_id(), name=fp.name, package_id=package.id)
-                session.add(function)
-            past = history.functions.get(fp.name)
-            stored = past.versions.get(fp.version) if past and fp.status == "unchanged" else None
-            if stored is not None and stored.id is not None:
-                version_id = stored.id
-            else:
-                version_id = new_id()
-                session.add(
-                    FunctionVersion(
-                        id=version_id,
-                        function_id=function.id,
-                        package_version_id=version.id,
-                        version=fp.version,
-                        handler=fp.handler,
-                        code_checksum=fp.checksum,
-                        inputs_schema=fp.inputs_schema,
-                        outputs_schema=fp.outputs_schema,
-                        typed=fp.typed,
-                        changelog=fp.changelog,
-                        is_breaking_change=fp.is_breaking_change,
-                        deprecated=fp.deprecated,
-                        deprecated_message=fp.deprecated_message,
-                        removal_version=fp.removal_version,
-                        resources=fp.resources,
-                        created_at=now,
-                        deployed_at=now,
-                    )
-                )
-            session.add(
-                PackageVersionFunction(
-                    package_version_id=version.id,
-                    function_version_id=version_id,
-                    status=fp.status,
-                    deployed_at=now,
-                )
-            )
-            if fp.becomes_current:
-                function.current_version = fp.version
-                function.current_version_id = version_id
-            lines.append(
-                from_attributes(
-                    FunctionDeployment, fp, function_id=function.id, version_id=version_id
-                )
-            )
-            # Parents before children: a function row must exist before its versions.
-            await session.flush()
-        package.updated_at = now
-        await session.flush()
-        await deployment_service.record_deployed(
-            session,
-            package,
-            plan.package_version,
-            manifest.package.deployment.strategy,
-            current=plan.is_latest,
-        )
-        canary = manifest.package.deployment.canary
-        if (
-            manifest.package.deployment.strategy == "canary"
-            and canary is not None
-            and canary.enabled
-            and history.versions
-        ):
-            hosted = await packages.versions_of(package.id)
-            current = next((v.version for v in hosted if v.is_latest), None)
-            await canary_service.start(session, package, canary, plan.package_version, current)
-        return from_attributes(
-            DeploymentReport,
-            plan,
-            package_id=package.id,
-            package=package.name,
-            package_version_id=version.id,
-            git_ref=git_ref,
-            git_commit=git_commit,
-            functions=tuple(lines),
-            breaking_changes=tuple(c.as_dict() for c in plan.breaking_changes),
-            dependencies=pin_map(pins, direct_only=True),
-            dependency_closure=pin_map(pins),
-        )
 
     async def publish_from_git(
         self,
@@ -360,11 +208,7 @@ class PublishingService:
         self, session: AsyncSession, principal: Principal, package_ref: str, visibility: str
     ) -> PackageView:
         """`PATCH /packages/{id}`: owner, owners of the owning organization, admins."""
-        if visibility not in policy.VISIBILITIES:
-            raise ValidationError(
-                "visibility is invalid",
-                [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
-            )
+        _check_visibility(visibility)
         package = await PackageVersionRepository.from_session(session).find_package(package_ref)
         if package is None:
             raise NotFound(f"no package {package_ref!r}")
@@ -385,12 +229,8 @@ class PublishingService:
         self, session: AsyncSession, principal: Principal, package_ref: str
     ) -> PackageVersionsView:
         """Every deployment of a package (name or id), oldest first; 403 when hidden."""
-        repository = PackageVersionRepository.from_session(session)
-        package = await repository.find_package(package_ref)
-        if package is None:
-            raise NotFound(f"no package {package_ref!r}")
-        view = await package_read_service.get_package(session, principal, package.id)
-        versions = await repository.version_views(package.id)
+        package, view = await package_read_service.find(session, principal, package_ref)
+        versions = await PackageVersionRepository.from_session(session).version_views(package.id)
         return PackageVersionsView(package=view, versions=tuple(versions))
 
     async def visible_versions_by_package(
@@ -413,10 +253,6 @@ class PublishingService:
         await access_service.require(session, principal, ("manage_package", refusal), on=package)
 
 
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 publishing_service = PublishingService()
 
 
@@ -431,3 +267,11 @@ def _refuse_names_differing_in_case(names: Iterable[str], where: str) -> None:
                 f"functions {earlier!r} and {name!r} {where} differ only in case: function "
                 "names are unique without regard to case"
             )
+
+
+def _check_visibility(visibility: str) -> None:
+    if visibility not in policy.VISIBILITIES:
+        raise ValidationError(
+            "visibility is invalid",
+            [FieldError(("visibility",), f"one of {', '.join(policy.VISIBILITIES)}")],
+        )

@@ -8,7 +8,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import NotFound
 from calcgraph.domain.functions.repository import FunctionVersionRepository
 from calcgraph.domain.packages.addressing import select_version
 from calcgraph.domain.packages.interface_diff import function_changes
@@ -26,14 +25,6 @@ from calcgraph.domain.read_models import from_attributes
 
 
 class PackageVersionService:
-    async def _package(
-        self, session: AsyncSession, principal: Principal, package_ref: str
-    ) -> PackageView:
-        row = await PackageVersionRepository.from_session(session).find_package(package_ref)
-        if row is None:
-            raise NotFound(f"no package {package_ref!r}")
-        return await package_read_service.get_package(session, principal, row.id)
-
     async def _deployment(
         self, session: AsyncSession, package: PackageView, selector: str
     ) -> PackageVersion:
@@ -58,7 +49,7 @@ class PackageVersionService:
     async def version_detail(
         self, session: AsyncSession, principal: Principal, package_ref: str, version: str
     ) -> PackageVersionDetailView:
-        package = await self._package(session, principal, package_ref)
+        _, package = await package_read_service.find(session, principal, package_ref)
         deployment = await self._deployment(session, package, version)
         section: dict[str, Any] = dict(deployment.manifest.get("package") or {})
         pins = await DependencyRepository.from_session(session).closures([deployment.id])
@@ -84,7 +75,7 @@ class PackageVersionService:
         to_version: str,
     ) -> PackageDiffView:
         """Every interface change from `from_version` to `to_version`, breaking or not."""
-        package = await self._package(session, principal, package_ref)
+        _, package = await package_read_service.find(session, principal, package_ref)
         from_deployment = await self._deployment(session, package, from_version)
         to_deployment = await self._deployment(session, package, to_version)
         before = await self._functions(session, from_deployment)

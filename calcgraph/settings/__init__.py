@@ -1,20 +1,21 @@
-"""The one typed settings object. No other module reads the environment."""
+"""The one typed settings object. No other module reads the environment; how a field's text is
+read and checked is in `fields.py`."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from calcgraph.db import defaults as pool
 from calcgraph.domain.builds import limits
 from calcgraph.domain.builds.validation import SubmissionLimits
-from calcgraph.domain.events.destinations import AllowList
 from calcgraph.domain.events.schedule import DEFAULT_RETRY_SCHEDULE
 from calcgraph.domain.quotas.limits import GIB, Quotas
+from calcgraph.settings.fields import DatabaseUrl, HostList, LocalRoots, RetrySchedule
 
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
@@ -24,7 +25,7 @@ ScannerKind = Literal["auto", "trivy", "osv"]
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CALCGRAPH_", extra="ignore")
 
-    database_url: str = "sqlite+aiosqlite:///./calcgraph.db"
+    database_url: DatabaseUrl = "sqlite+aiosqlite:///./calcgraph.db"
     redis_url: SecretStr | None = None
     sandbox: SandboxKind = Field(
         default="bwrap",
@@ -216,7 +217,7 @@ class Settings(BaseSettings):
     # Folders of the server from which `file://` URLs and local paths may be deployed
     # (comma-separated in CALCGRAPH_GIT_LOCAL_ROOTS); unset: none, the server's disk is not a
     # package source for its users.
-    git_local_roots: Annotated[list[Path], NoDecode] = Field(
+    git_local_roots: LocalRoots = Field(
         default=[], description="comma-separated folders local git deploys may read"
     )
 
@@ -261,12 +262,12 @@ class Settings(BaseSettings):
     event_prune_interval_seconds: float = Field(
         default=3600.0, gt=0, description="how often a worker process deletes old events"
     )
-    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
+    webhook_retry_schedule: RetrySchedule = Field(
         default=list(DEFAULT_RETRY_SCHEDULE),
         description="seconds to wait before each retry of a failed delivery (comma-separated); "
         "spent: the delivery is failed",
     )
-    webhook_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+    webhook_allowed_hosts: HostList = Field(
         default=[],
         description="webhook destinations allowed although private or loopback: host names, "
         "addresses or CIDR blocks (comma-separated)",
@@ -296,71 +297,6 @@ class Settings(BaseSettings):
         description="how long a worker holds an attempt it sends; a killed worker's attempts "
         "are sent again once it runs out",
     )
-
-    @field_validator("database_url")
-    @classmethod
-    def _known_driver(cls, url: str) -> str:
-        driver = url.split(":", 1)[0]
-        if driver not in ("sqlite+aiosqlite", "postgresql+asyncpg"):
-            raise ValueError(
-                f"CALCGRAPH_DATABASE_URL must start with sqlite+aiosqlite:// or "
-                f"postgresql+asyncpg://, not {driver}://"
-            )
-        return url
-
-    @field_validator("webhook_retry_schedule", mode="before")
-    @classmethod
-    def _schedule(cls, value: object) -> object:
-        if isinstance(value, str):
-            parts = [part.strip() for part in value.split(",") if part.strip()]
-            try:
-                return [float(part) for part in parts]
-            except ValueError:
-                raise ValueError(
-                    "CALCGRAPH_WEBHOOK_RETRY_SCHEDULE: a comma-separated list of seconds"
-                ) from None
-        return value
-
-    @field_validator("webhook_retry_schedule")
-    @classmethod
-    def _schedule_bounds(cls, schedule: list[float]) -> list[float]:
-        if len(schedule) > 100 or any(not 0 < s <= 7 * 86400 for s in schedule):
-            raise ValueError(
-                "CALCGRAPH_WEBHOOK_RETRY_SCHEDULE: at most 100 delays, each above 0 and at "
-                "most 604800 seconds"
-            )
-        return schedule
-
-    @field_validator("webhook_allowed_hosts", mode="before")
-    @classmethod
-    def _hosts(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator("webhook_allowed_hosts")
-    @classmethod
-    def _valid_hosts(cls, hosts: list[str]) -> list[str]:
-        try:
-            AllowList.parse(hosts)
-        except ValueError as exc:
-            raise ValueError(f"CALCGRAPH_WEBHOOK_ALLOWED_HOSTS: {exc}") from None
-        return hosts
-
-    @field_validator("git_local_roots", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator("git_local_roots")
-    @classmethod
-    def _absolute_roots(cls, roots: list[Path]) -> list[Path]:
-        for root in roots:
-            if not root.is_absolute():
-                raise ValueError(f"CALCGRAPH_GIT_LOCAL_ROOTS: {root} is not an absolute path")
-        return roots
 
     @property
     def db_driver(self) -> DbDriver:
