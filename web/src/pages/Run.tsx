@@ -1,7 +1,7 @@
 // The run page: the plan as a laid-out graph with its edges and status colours, a timeline,
 // the selected node (in the URL as ?node=, the failed node by default) and its values in units.
 import { Background, ReactFlow, type Edge } from "@xyflow/react";
-import { useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
@@ -22,6 +22,7 @@ import { TERMINAL, useLiveRun, type LiveMode } from "../lib/liveRun";
 
 const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
+const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
 
 type Run = RunFieldsFragment;
 type NodeState = Run["nodeStates"][number];
@@ -80,6 +81,56 @@ function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
   return new Map(nodes.filter((n) => n.kind === "input").map((n) => [n.node_key, typeof n.input_spec?.type_expr === "string" ? n.input_spec.type_expr : ""]));
 }
 
+/** React Flow's nodes of the run, each object kept from the previous render while its node's
+ * look (status, failed, selected) is unchanged: React Flow then skips it and FlowNode's memo
+ * holds, so a live update redraws the nodes whose status moved, not all 1,000. */
+function useStableFlowNodes(
+  nodes: readonly GraphNode[],
+  positions: Map<string, { x: number; y: number }>,
+  states: Map<string, NodeState>,
+  failedKey: string | null,
+  selected: string | null,
+): FlowNodeType[] {
+  const previous = useRef(new Map<string, FlowNodeType>());
+  return useMemo(() => {
+    const next = new Map<string, FlowNodeType>();
+    const out = nodes.map((n) => {
+      const status = n.kind === "input" ? undefined : (states.get(n.node_key)?.status ?? "pending");
+      const failed = failedKey === n.node_key;
+      const isSelected = selected === n.node_key;
+      const position = positions.get(n.node_key) ?? { x: 0, y: 0 };
+      const old = previous.current.get(n.node_key);
+      const node: FlowNodeType =
+        old && old.data.status === status && old.data.failed === failed && old.selected === isSelected && old.position === position
+          ? old
+          : {
+              id: n.node_key,
+              type: "calc",
+              position,
+              width: NODE_WIDTH,
+              height: boxHeight(0),
+              data: {
+                key: n.node_key,
+                kind: n.kind,
+                subtitle: n.kind === "function" ? (n.function ?? "") : n.kind === "extract" ? `${n.mode} ${n.pattern}` : "input",
+                status,
+                failed,
+                inPorts: NO_PORTS,
+                outPorts: NO_PORTS,
+                plain: true,
+              },
+              selected: isSelected,
+            };
+      next.set(n.node_key, node);
+      return node;
+    });
+    previous.current = next;
+    return out;
+  }, [nodes, positions, states, failedKey, selected]);
+}
+
+const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
+
 export function RunPage() {
   const { id = "" } = useParams();
   const { run, error, mode, backoff, arrived, show } = useLiveRun(id);
@@ -91,35 +142,25 @@ export function RunPage() {
   const [params, setParams] = useSearchParams();
   const chosen = params.get("node");
   const selected = chosen ?? run?.firstFailedNodeKey ?? null;
-  const select = (key: string | null) => setParams(key ? { node: key } : {}, { replace: true });
-  const nodes = useMemo(() => (run ? planNodes(run) : []), [run?.planSnapshot]); // eslint-disable-line react-hooks/exhaustive-deps
+  const select = useCallback((key: string | null) => setParams(key ? { node: key } : {}, { replace: true }), [setParams]);
+  // A run's plan never changes: every live update brings the same plan anew, so the plan, its
+  // edges and dagre's layout are keyed by the run, not by the answer (a 1,000-node layout is
+  // hundreds of ms, and redoing it on each update was most of an update's time).
+  const nodes = useMemo(() => (run ? planNodes(run) : []), [run?.id]); // eslint-disable-line react-hooks/exhaustive-deps
   const edges = useMemo(() => planEdges(nodes), [nodes]);
   const positions = useMemo(
     () => layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP),
     [nodes, edges],
   );
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
-  const flowNodes: FlowNodeType[] = useMemo(
-    () =>
-      nodes.map((n) => ({
-        id: n.node_key,
-        type: "calc",
-        position: positions.get(n.node_key) ?? { x: 0, y: 0 },
-        width: NODE_WIDTH,
-        height: boxHeight(0),
-        data: {
-          key: n.node_key,
-          kind: n.kind,
-          subtitle: n.kind === "function" ? (n.function ?? "") : n.kind === "extract" ? `${n.mode} ${n.pattern}` : "input",
-          status: n.kind === "input" ? undefined : (states.get(n.node_key)?.status ?? "pending"),
-          failed: run?.firstFailedNodeKey === n.node_key,
-          inPorts: [],
-          outPorts: [],
-          plain: true,
-        },
-        selected: selected === n.node_key,
-      })),
-    [nodes, states, positions, run?.firstFailedNodeKey, selected],
+  const flowNodes = useStableFlowNodes(nodes, positions, states, run?.firstFailedNodeKey ?? null, selected);
+  const onNodeClick = useCallback((_: unknown, node: FlowNodeType) => select(node.id), [select]);
+  const onPaneClick = useCallback(() => select(null), [select]);
+  const keys = useMemo(() => nodes.map((n) => n.node_key), [nodes]);
+  const types = useMemo(() => inputTypes(nodes), [nodes]);
+  const timelineItems = useMemo(
+    () => (run?.nodeStates ?? []).map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) })),
+    [run?.nodeStates],
   );
   const firstDrawn = useRef(false);
   useLayoutEffect(() => {
@@ -137,8 +178,6 @@ export function RunPage() {
   if (error && !run) return <ErrorBox error={error} />;
   if (!run) return <Loading />;
   const big = nodes.length > 200;
-  const keys = nodes.map((n) => n.node_key);
-  const types = inputTypes(nodes);
   return (
     <Page
       title={<>Run {run.id.slice(0, 8)} <StatusBadge status={run.status} /></>}
@@ -165,12 +204,12 @@ export function RunPage() {
             nodeTypes={nodeTypes}
             onlyRenderVisibleElements={big}
             fitView
-            fitViewOptions={{ padding: 0.05, minZoom: 0.01, maxZoom: 1 }}
+            fitViewOptions={FIT_VIEW}
             minZoom={0.01}
             nodesDraggable={false}
             nodesConnectable={false}
-            onNodeClick={(_, node) => select(node.id)}
-            onPaneClick={() => select(null)}
+            onNodeClick={onNodeClick}
+            onPaneClick={onPaneClick}
             proOptions={{ hideAttribution: true }}
           >
             <Background />
@@ -187,7 +226,7 @@ export function RunPage() {
       </div>
       <h2>Timeline</h2>
       <Timeline
-        items={run.nodeStates.map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) }))}
+        items={timelineItems}
         runStart={run.startedAt}
         runEnd={run.completedAt}
         selected={selected}
