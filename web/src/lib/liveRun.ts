@@ -3,7 +3,8 @@
 // while the subscription is not connected; the server's Retry-After delays the next tick.
 import { useEffect, useRef, useState } from "react";
 import type { RunFieldsFragment } from "../gql/graphql";
-import { EventsSubscription, LiveRunQuery, TickMutation } from "../queries";
+import { EventsSubscription } from "../components/Notifications.graphql";
+import { LiveRunQuery, TickMutation } from "./liveRun.graphql";
 import { ApiError, request, subscribe } from "./api";
 import { SAFETY_MS, Ticker } from "./ticker";
 
