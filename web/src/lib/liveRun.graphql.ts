@@ -9,7 +9,7 @@ export const RunFields = graphql(`
     workflowVersion { version workflowId }
     workflow { slug }
     nodeStates {
-      nodeKey status jobId outputs error attempt retryAt attempts reused startedAt finishedAt functionVersionId
+      nodeKey status jobId outputs outputsOmitted error attempt retryAt attempts reused startedAt finishedAt functionVersionId
       attemptJobs { id createdAt finishedAt }
       job { id status inputs inputsOmitted logs cacheHit createdAt startedAt finishedAt }
       functionVersion { id version outputsSchema inputsSchema function { name } }

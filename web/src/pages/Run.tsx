@@ -10,7 +10,9 @@ import { RunControls } from "../components/RunControls";
 import { ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
 import { Attempts, earlierAttempts } from "../components/Attempts";
 import { Timeline } from "../components/Timeline";
+import { request } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
+import { useAsync } from "../lib/hooks";
 import { duration, ports, when } from "../lib/format";
 import { sourceOf, type GraphNode } from "../lib/graph";
 import { boxHeight, layout } from "../lib/layout";
@@ -19,6 +21,7 @@ import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
 import type { RunFieldsFragment } from "../gql/graphql";
 import { TERMINAL, useLiveRun, type LiveMode } from "../lib/liveRun";
+import { JobOutputsQuery } from "./Run.graphql";
 
 const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
@@ -293,10 +296,37 @@ function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }
       {job?.inputsOmitted && <p className="hint">Inputs over 64 KiB are left out of the run: <Link to={`/jobs/${job.id}`}>the job</Link> shows them whole.</p>}
       {job?.inputs != null && <ValuesTable caption="Inputs" values={job.inputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.inputsSchema, p)} catalog={catalog} display={display} />}
       {state.outputs != null && <ValuesTable caption="Outputs" values={state.outputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
+      {state.outputsOmitted && <OmittedOutputs key={nodeKey} jobId={state.jobId} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
       <h3>Logs</h3>
       <Logs logs={job?.logs} />
     </div>
   );
+}
+
+/** A node whose outputs the server left out of the run (over 64 KiB, or past what one answer
+ * shows: contract 8b, `outputsOmitted`): said so, and read whole through the node's job on
+ * request (GraphQL's `job(id)`, as `GET /jobs/{id}`), not with every tick of the run. */
+function OmittedOutputs({ jobId, typeOf, catalog, display }: { jobId: string | null; typeOf: (port: string) => string; catalog: Catalog; display: DisplayUnits }) {
+  const [reading, setReading] = useState(false);
+  return (
+    <div className="omitted-outputs">
+      <p className="hint">
+        Outputs left out of the run: too large to send with it (over 64 KiB, or past what one answer holds).
+        {jobId && <> <Link to={`/jobs/${jobId}`}>The job</Link> shows them whole.</>}
+      </p>
+      {jobId && !reading && <button type="button" onClick={() => setReading(true)}>Read the whole outputs</button>}
+      {jobId && reading && <WholeOutputs jobId={jobId} typeOf={typeOf} catalog={catalog} display={display} />}
+    </div>
+  );
+}
+
+function WholeOutputs({ jobId, typeOf, catalog, display }: { jobId: string; typeOf: (port: string) => string; catalog: Catalog; display: DisplayUnits }) {
+  const { data, error, loading } = useAsync(() => request(JobOutputsQuery, { id: jobId }), `job-outputs:${jobId}`);
+  if (error) return <ErrorBox error={error} />;
+  if (loading || !data) return <Loading />;
+  const outputs = data.job.outputs as Record<string, unknown> | null;
+  if (outputs == null) return <p className="empty">The job has no outputs.</p>;
+  return <ValuesTable caption="Outputs" values={outputs} typeOf={typeOf} catalog={catalog} display={display} />;
 }
 
 function TerminalOutputs({ run, catalog, display }: { run: Run; catalog: Catalog; display: DisplayUnits }) {
