@@ -4,7 +4,7 @@ import { publicRequest } from "./lib/api";
 import { currentSession, sessionHasExpired, signOut } from "./lib/auth";
 import { CatalogContext } from "./lib/catalog";
 import { catalogFrom, type Catalog } from "./lib/typeexpr";
-import { TypesQuery } from "./queries";
+import { TypesQuery } from "./App.graphql";
 import { CallbackPage, SignInPage } from "./pages/SignIn";
 import { PackagePage, PackagesPage } from "./pages/Packages";
 import { FunctionPage, FunctionsPage } from "./pages/Functions";

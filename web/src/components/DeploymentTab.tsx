@@ -5,7 +5,7 @@ import type { PackageDeploymentQuery as Deployment } from "../gql/graphql";
 import { request } from "../lib/api";
 import { when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
-import { PackageDeploymentQuery, PromotePackageVersionMutation, RollbackPackageMutation } from "../queries";
+import { PackageDeploymentQuery, PromotePackageVersionMutation, RollbackPackageMutation } from "./DeploymentTab.graphql";
 import { CanaryChart, type CanaryFigures } from "./CanaryChart";
 import { ErrorBox, Loading } from "./Status";
 

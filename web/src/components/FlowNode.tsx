@@ -1,5 +1,7 @@
 // One node of a workflow graph, on the run page and in the editor. Below 40 % zoom a node
-// draws only its key and status (ports stay as handles, so edges still attach).
+// draws only its key and status (ports stay as handles, so edges still attach). Below 20 % a
+// run page's node (no ports) is a box filled with its status colour: its text would be under
+// 3 px there, and a 1,000-node run shown whole draws a fifth of the elements.
 import { Handle, Position, useStore, type Node, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
 
@@ -18,16 +20,29 @@ export interface FlowNodeData extends Record<string, unknown> {
 
 export type FlowNodeType = Node<FlowNodeData, "calc">;
 
-const compactSelector = (s: { transform: [number, number, number] }) => s.transform[2] < 0.4;
+type Zoomed = "full" | "compact" | "tiny";
+const zoomSelector = (s: { transform: [number, number, number] }): Zoomed =>
+  s.transform[2] < 0.2 ? "tiny" : s.transform[2] < 0.4 ? "compact" : "full";
 
 function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
-  const compact = useStore(compactSelector);
+  const zoomed = useStore(zoomSelector);
+  const compact = zoomed !== "full";
+  const tiny = zoomed === "tiny" && data.plain === true;
   const classes = ["calc-node", `kind-${data.kind}`];
   if (data.status) classes.push(`status-${data.status}`);
   if (data.failed) classes.push("failed");
   if (data.problems && data.problems.length > 0) classes.push("invalid");
   if (selected) classes.push("selected");
   if (compact) classes.push("compact");
+  if (tiny) {
+    classes.push("tiny");
+    return (
+      <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status} title={data.status ? `${data.key}: ${data.status}` : data.key}>
+        <Handle type="target" position={Position.Left} isConnectable={false} />
+        <Handle type="source" position={Position.Right} isConnectable={false} />
+      </div>
+    );
+  }
   return (
     <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status}>
       <div className="calc-node-head">

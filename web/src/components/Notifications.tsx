@@ -6,7 +6,7 @@ import { Link } from "react-router";
 import { request, subscribe } from "../lib/api";
 import { when } from "../lib/format";
 import { KEEP, NOTIFY_TYPES, describe, lastSeen, markSeen, merge, unread, type Notice } from "../lib/notifications";
-import { EventsSubscription, RecentEventsQuery } from "../queries";
+import { EventsSubscription, RecentEventsQuery } from "./Notifications.graphql";
 
 const RETRY_MS = 30_000;
 

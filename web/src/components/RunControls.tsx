@@ -3,7 +3,7 @@ import { useState } from "react";
 import { useNavigate } from "react-router";
 import type { RunFieldsFragment as Run } from "../gql/graphql";
 import { request } from "../lib/api";
-import { CancelRunMutation, RerunRunMutation } from "../queries";
+import { CancelRunMutation, RerunRunMutation } from "./RunControls.graphql";
 
 /** Cancel a run that is not over (after a confirmation); re-run a failed or cancelled one from
  * its failure; start another run of the workflow with the form filled with this run's inputs. */

@@ -1,7 +1,7 @@
 // A Gantt chart of a run: one row per node that started, its bar from start to finish on the
 // run's clock (a running node's bar grows to now), a retried node's earlier attempts each a bar
 // of their own before it; a click selects the node.
-import { useMemo } from "react";
+import { memo, useMemo } from "react";
 import { naturalCompare } from "../lib/sort";
 
 export interface TimelineItem {
@@ -28,7 +28,9 @@ function span(total: number): string {
   return total < 1000 ? `${Math.round(total)} ms` : `${(total / 1000).toFixed(2)} s`;
 }
 
-export function Timeline({ items, runStart, runEnd, selected, onSelect }: {
+// Memoised: a 1,000-row timeline is redrawn when its items or the selection change, not on every
+// render of the run page.
+export const Timeline = memo(function Timeline({ items, runStart, runEnd, selected, onSelect }: {
   items: readonly TimelineItem[];
   runStart: string;
   runEnd: string | null | undefined;
@@ -84,4 +86,4 @@ export function Timeline({ items, runStart, runEnd, selected, onSelect }: {
       })}
     </div>
   );
-}
+});

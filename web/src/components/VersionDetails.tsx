@@ -2,7 +2,7 @@ import { useState } from "react";
 import { Link } from "react-router";
 import { request } from "../lib/api";
 import { useAsync } from "../lib/hooks";
-import { PackageVersionQuery } from "../queries";
+import { PackageVersionQuery } from "./VersionDetails.graphql";
 import { ErrorBox, Loading } from "./Status";
 
 /** The anchor of one version on its package's page: where a pinned dependency links to. */

@@ -3,7 +3,8 @@
 // while the subscription is not connected; the server's Retry-After delays the next tick.
 import { useEffect, useRef, useState } from "react";
 import type { RunFieldsFragment } from "../gql/graphql";
-import { EventsSubscription, LiveRunQuery, TickMutation } from "../queries";
+import { EventsSubscription } from "../components/Notifications.graphql";
+import { LiveRunQuery, TickMutation } from "./liveRun.graphql";
 import { ApiError, request, subscribe } from "./api";
 import { SAFETY_MS, Ticker } from "./ticker";
 
@@ -40,8 +41,14 @@ export function useLiveRun(id: string) {
   const [mode, setMode] = useState<LiveMode>("idle");
   const [backoff, setBackoff] = useState<number | null>(null);
   const arrived = useRef<number | null>(null);
+  const markDrawn = useRef<(() => void) | null>(null);
   useEffect(() => {
     let live = true;
+    // The first tick waits for the run to be drawn: on a 1,000-node run its answer (the same
+    // size as the run's) would otherwise arrive and be parsed in the middle of the first draw.
+    let drawn!: () => void;
+    const firstDrawn = new Promise<void>((resolve) => { drawn = resolve; });
+    markDrawn.current = drawn;
     let stopSocket: (() => void) | null = null;
     let resubscribe: ReturnType<typeof setTimeout> | null = null;
     const apply = (next: Run) => {
@@ -50,6 +57,7 @@ export function useLiveRun(id: string) {
     };
     const ticker = new Ticker({
       tick: async () => {
+        await firstDrawn;
         const { tickRun } = await request(TickMutation, { id });
         const terminal = TERMINAL.has(tickRun.status);
         if (live) {
@@ -115,11 +123,16 @@ export function useLiveRun(id: string) {
     );
     return () => {
       live = false;
+      drawn();
       ticker.stop();
       stopSocket?.();
       if (resubscribe) clearTimeout(resubscribe);
     };
   }, [id]);
+  // Effects run once the page is painted: the run is on screen, ticks may go.
+  useEffect(() => {
+    if (run) markDrawn.current?.();
+  }, [run]);
   // An answer of this page's own mutation (cancel): shown at once, the same rule as updates.
   const show = (next: Run) => setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
   return { run, error, mode, backoff, arrived, show };

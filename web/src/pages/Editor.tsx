@@ -16,7 +16,9 @@ import { cyclesOf, graphEdges, nodePorts, problemsByNode, without, type Schemas 
 import { asGraph, sourceOf, type GraphDocument, type GraphNode } from "../lib/graph";
 import { useAsync, useSessionState } from "../lib/hooks";
 import { boxHeight, layout } from "../lib/layout";
-import { CheckConnectionQuery, FunctionQuery, FunctionsQuery, UpdateWorkflowMutation, ValidateWorkflowQuery, WorkflowQuery } from "../queries";
+import { CheckConnectionQuery, UpdateWorkflowMutation, ValidateWorkflowQuery } from "./Editor.graphql";
+import { FunctionQuery, FunctionsQuery } from "./Functions.graphql";
+import { WorkflowQuery } from "./Workflows.graphql";
 
 /** problemsByNode's text for the report's `invalid_retry_policies` entries. */
 const RETRY_PROBLEMS = "invalid retry policies";

@@ -9,7 +9,7 @@ import { ports, showValue, unitOf, when } from "../lib/format";
 import { useAsync, useSessionState } from "../lib/hooks";
 import { typeExprOf } from "../lib/typeexpr";
 import type { Draft } from "../lib/values";
-import { ExecuteMutation, FunctionQuery, FunctionsQuery } from "../queries";
+import { ExecuteMutation, FunctionQuery, FunctionsQuery } from "./Functions.graphql";
 
 export function FunctionsPage() {
   const [params, set] = useFilterParams();

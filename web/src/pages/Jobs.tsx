@@ -9,7 +9,7 @@ import { duration, ports, when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
 import { formatValue } from "../lib/quantity";
 import { naturalCompare } from "../lib/sort";
-import { JobQuery, JobsQuery } from "../queries";
+import { JobQuery, JobsQuery } from "./Jobs.graphql";
 
 // A job's statuses as the server lists them (a cancelled job ends failed, kind cancelled).
 const STATUSES = ["queued", "running", "success", "failed"];

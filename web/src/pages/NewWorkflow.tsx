@@ -6,7 +6,9 @@ import { Page } from "../components/Status";
 import { request } from "../lib/api";
 import { useAsync } from "../lib/hooks";
 import { naturalSort } from "../lib/sort";
-import { CreateWorkflowMutation, WorkflowQuery, WorkflowsQuery } from "../queries";
+import { CreateWorkflowMutation } from "./NewWorkflow.graphql";
+import { WorkflowsQuery } from "./Runs.graphql";
+import { WorkflowQuery } from "./Workflows.graphql";
 
 export function NewWorkflowPage() {
   const navigate = useNavigate();

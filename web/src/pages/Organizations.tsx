@@ -9,10 +9,8 @@ import { when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
 import { naturalSort } from "../lib/sort";
 import type { MemberRole, Visibility } from "../gql/graphql";
-import {
-  AddMemberMutation, CreateOrganizationMutation, OrganizationQuery, PackagesQuery, RemoveMemberMutation,
-  SetPackageVisibilityMutation,
-} from "../queries";
+import { AddMemberMutation, CreateOrganizationMutation, OrganizationQuery, RemoveMemberMutation, SetPackageVisibilityMutation } from "./Organizations.graphql";
+import { PackagesQuery } from "./Packages.graphql";
 
 const ROLES: MemberRole[] = ["member", "owner"];
 const VISIBILITIES: Visibility[] = ["private", "internal", "public"];

@@ -7,7 +7,7 @@ import { VersionDetails, versionAnchor } from "../components/VersionDetails";
 import { request } from "../lib/api";
 import { when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
-import { PackageQuery, PackagesQuery } from "../queries";
+import { PackageQuery, PackagesQuery } from "./Packages.graphql";
 
 export function PackagesPage() {
   const [params, set] = useFilterParams();

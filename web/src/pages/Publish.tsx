@@ -7,7 +7,7 @@ import { useState, type DragEvent } from "react";
 import { Link } from "react-router";
 import { Page } from "../components/Status";
 import { ApiError, request } from "../lib/api";
-import { PublishPackageMutation, SubmitFunctionMutation } from "../queries";
+import { PublishPackageMutation, SubmitFunctionMutation } from "./Publish.graphql";
 import type { PublishPackageMutation as PublishAnswer, SubmitFunctionMutation as SubmitAnswer, Visibility } from "../gql/graphql";
 
 const MANIFEST = "calcgraph.yaml";

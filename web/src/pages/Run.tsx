@@ -1,7 +1,7 @@
 // The run page: the plan as a laid-out graph with its edges and status colours, a timeline,
 // the selected node (in the URL as ?node=, the failed node by default) and its values in units.
 import { Background, ReactFlow, type Edge } from "@xyflow/react";
-import { useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
@@ -10,7 +10,9 @@ import { RunControls } from "../components/RunControls";
 import { ErrorBox, Loading, Page, StatusBadge } from "../components/Status";
 import { Attempts, earlierAttempts } from "../components/Attempts";
 import { Timeline } from "../components/Timeline";
+import { request } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
+import { useAsync } from "../lib/hooks";
 import { duration, ports, when } from "../lib/format";
 import { sourceOf, type GraphNode } from "../lib/graph";
 import { boxHeight, layout } from "../lib/layout";
@@ -19,9 +21,11 @@ import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
 import type { RunFieldsFragment } from "../gql/graphql";
 import { TERMINAL, useLiveRun, type LiveMode } from "../lib/liveRun";
+import { JobOutputsQuery } from "./Run.graphql";
 
 const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
+const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
 
 type Run = RunFieldsFragment;
 type NodeState = Run["nodeStates"][number];
@@ -80,6 +84,56 @@ function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
   return new Map(nodes.filter((n) => n.kind === "input").map((n) => [n.node_key, typeof n.input_spec?.type_expr === "string" ? n.input_spec.type_expr : ""]));
 }
 
+/** React Flow's nodes of the run, each object kept from the previous render while its node's
+ * look (status, failed, selected) is unchanged: React Flow then skips it and FlowNode's memo
+ * holds, so a live update redraws the nodes whose status moved, not all 1,000. */
+function useStableFlowNodes(
+  nodes: readonly GraphNode[],
+  positions: Map<string, { x: number; y: number }>,
+  states: Map<string, NodeState>,
+  failedKey: string | null,
+  selected: string | null,
+): FlowNodeType[] {
+  const previous = useRef(new Map<string, FlowNodeType>());
+  return useMemo(() => {
+    const next = new Map<string, FlowNodeType>();
+    const out = nodes.map((n) => {
+      const status = n.kind === "input" ? undefined : (states.get(n.node_key)?.status ?? "pending");
+      const failed = failedKey === n.node_key;
+      const isSelected = selected === n.node_key;
+      const position = positions.get(n.node_key) ?? { x: 0, y: 0 };
+      const old = previous.current.get(n.node_key);
+      const node: FlowNodeType =
+        old && old.data.status === status && old.data.failed === failed && old.selected === isSelected && old.position === position
+          ? old
+          : {
+              id: n.node_key,
+              type: "calc",
+              position,
+              width: NODE_WIDTH,
+              height: boxHeight(0),
+              data: {
+                key: n.node_key,
+                kind: n.kind,
+                subtitle: n.kind === "function" ? (n.function ?? "") : n.kind === "extract" ? `${n.mode} ${n.pattern}` : "input",
+                status,
+                failed,
+                inPorts: NO_PORTS,
+                outPorts: NO_PORTS,
+                plain: true,
+              },
+              selected: isSelected,
+            };
+      next.set(n.node_key, node);
+      return node;
+    });
+    previous.current = next;
+    return out;
+  }, [nodes, positions, states, failedKey, selected]);
+}
+
+const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
+
 export function RunPage() {
   const { id = "" } = useParams();
   const { run, error, mode, backoff, arrived, show } = useLiveRun(id);
@@ -91,35 +145,25 @@ export function RunPage() {
   const [params, setParams] = useSearchParams();
   const chosen = params.get("node");
   const selected = chosen ?? run?.firstFailedNodeKey ?? null;
-  const select = (key: string | null) => setParams(key ? { node: key } : {}, { replace: true });
-  const nodes = useMemo(() => (run ? planNodes(run) : []), [run?.planSnapshot]); // eslint-disable-line react-hooks/exhaustive-deps
+  const select = useCallback((key: string | null) => setParams(key ? { node: key } : {}, { replace: true }), [setParams]);
+  // A run's plan never changes: every live update brings the same plan anew, so the plan, its
+  // edges and dagre's layout are keyed by the run, not by the answer (a 1,000-node layout is
+  // hundreds of ms, and redoing it on each update was most of an update's time).
+  const nodes = useMemo(() => (run ? planNodes(run) : []), [run?.id]); // eslint-disable-line react-hooks/exhaustive-deps
   const edges = useMemo(() => planEdges(nodes), [nodes]);
   const positions = useMemo(
     () => layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP),
     [nodes, edges],
   );
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
-  const flowNodes: FlowNodeType[] = useMemo(
-    () =>
-      nodes.map((n) => ({
-        id: n.node_key,
-        type: "calc",
-        position: positions.get(n.node_key) ?? { x: 0, y: 0 },
-        width: NODE_WIDTH,
-        height: boxHeight(0),
-        data: {
-          key: n.node_key,
-          kind: n.kind,
-          subtitle: n.kind === "function" ? (n.function ?? "") : n.kind === "extract" ? `${n.mode} ${n.pattern}` : "input",
-          status: n.kind === "input" ? undefined : (states.get(n.node_key)?.status ?? "pending"),
-          failed: run?.firstFailedNodeKey === n.node_key,
-          inPorts: [],
-          outPorts: [],
-          plain: true,
-        },
-        selected: selected === n.node_key,
-      })),
-    [nodes, states, positions, run?.firstFailedNodeKey, selected],
+  const flowNodes = useStableFlowNodes(nodes, positions, states, run?.firstFailedNodeKey ?? null, selected);
+  const onNodeClick = useCallback((_: unknown, node: FlowNodeType) => select(node.id), [select]);
+  const onPaneClick = useCallback(() => select(null), [select]);
+  const keys = useMemo(() => nodes.map((n) => n.node_key), [nodes]);
+  const types = useMemo(() => inputTypes(nodes), [nodes]);
+  const timelineItems = useMemo(
+    () => (run?.nodeStates ?? []).map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) })),
+    [run?.nodeStates],
   );
   const firstDrawn = useRef(false);
   useLayoutEffect(() => {
@@ -137,8 +181,6 @@ export function RunPage() {
   if (error && !run) return <ErrorBox error={error} />;
   if (!run) return <Loading />;
   const big = nodes.length > 200;
-  const keys = nodes.map((n) => n.node_key);
-  const types = inputTypes(nodes);
   return (
     <Page
       title={<>Run {run.id.slice(0, 8)} <StatusBadge status={run.status} /></>}
@@ -165,12 +207,12 @@ export function RunPage() {
             nodeTypes={nodeTypes}
             onlyRenderVisibleElements={big}
             fitView
-            fitViewOptions={{ padding: 0.05, minZoom: 0.01, maxZoom: 1 }}
+            fitViewOptions={FIT_VIEW}
             minZoom={0.01}
             nodesDraggable={false}
             nodesConnectable={false}
-            onNodeClick={(_, node) => select(node.id)}
-            onPaneClick={() => select(null)}
+            onNodeClick={onNodeClick}
+            onPaneClick={onPaneClick}
             proOptions={{ hideAttribution: true }}
           >
             <Background />
@@ -187,7 +229,7 @@ export function RunPage() {
       </div>
       <h2>Timeline</h2>
       <Timeline
-        items={run.nodeStates.map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) }))}
+        items={timelineItems}
         runStart={run.startedAt}
         runEnd={run.completedAt}
         selected={selected}
@@ -254,10 +296,37 @@ function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }
       {job?.inputsOmitted && <p className="hint">Inputs over 64 KiB are left out of the run: <Link to={`/jobs/${job.id}`}>the job</Link> shows them whole.</p>}
       {job?.inputs != null && <ValuesTable caption="Inputs" values={job.inputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.inputsSchema, p)} catalog={catalog} display={display} />}
       {state.outputs != null && <ValuesTable caption="Outputs" values={state.outputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
+      {state.outputsOmitted && <OmittedOutputs key={nodeKey} jobId={state.jobId} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
       <h3>Logs</h3>
       <Logs logs={job?.logs} />
     </div>
   );
+}
+
+/** A node whose outputs the server left out of the run (over 64 KiB, or past what one answer
+ * shows: contract 8b, `outputsOmitted`): said so, and read whole through the node's job on
+ * request (GraphQL's `job(id)`, as `GET /jobs/{id}`), not with every tick of the run. */
+function OmittedOutputs({ jobId, typeOf, catalog, display }: { jobId: string | null; typeOf: (port: string) => string; catalog: Catalog; display: DisplayUnits }) {
+  const [reading, setReading] = useState(false);
+  return (
+    <div className="omitted-outputs">
+      <p className="hint">
+        Outputs left out of the run: too large to send with it (over 64 KiB, or past what one answer holds).
+        {jobId && <> <Link to={`/jobs/${jobId}`}>The job</Link> shows them whole.</>}
+      </p>
+      {jobId && !reading && <button type="button" onClick={() => setReading(true)}>Read the whole outputs</button>}
+      {jobId && reading && <WholeOutputs jobId={jobId} typeOf={typeOf} catalog={catalog} display={display} />}
+    </div>
+  );
+}
+
+function WholeOutputs({ jobId, typeOf, catalog, display }: { jobId: string; typeOf: (port: string) => string; catalog: Catalog; display: DisplayUnits }) {
+  const { data, error, loading } = useAsync(() => request(JobOutputsQuery, { id: jobId }), `job-outputs:${jobId}`);
+  if (error) return <ErrorBox error={error} />;
+  if (loading || !data) return <Loading />;
+  const outputs = data.job.outputs as Record<string, unknown> | null;
+  if (outputs == null) return <p className="empty">The job has no outputs.</p>;
+  return <ValuesTable caption="Outputs" values={outputs} typeOf={typeOf} catalog={catalog} display={display} />;
 }
 
 function TerminalOutputs({ run, catalog, display }: { run: Run; catalog: Catalog; display: DisplayUnits }) {

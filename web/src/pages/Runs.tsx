@@ -6,7 +6,7 @@ import { request } from "../lib/api";
 import { duration, when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
 import { naturalSort } from "../lib/sort";
-import { RunsQuery, WorkflowsQuery } from "../queries";
+import { RunsQuery, WorkflowsQuery } from "./Runs.graphql";
 
 const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 

@@ -11,9 +11,7 @@ import type { WebhookFieldsFragment } from "../gql/graphql";
 import { request } from "../lib/api";
 import { when } from "../lib/format";
 import { useAsync } from "../lib/hooks";
-import {
-  DeleteWebhookMutation, TestWebhookMutation, UpdateWebhookMutation, WebhookDeliveriesQuery, WebhooksQuery,
-} from "../queries";
+import { DeleteWebhookMutation, TestWebhookMutation, UpdateWebhookMutation, WebhookDeliveriesQuery, WebhooksQuery } from "./Webhooks.graphql";
 
 type Note = { ok: boolean; text: string } | null;
 

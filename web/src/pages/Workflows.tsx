@@ -12,7 +12,7 @@ import { useAsync, useSessionState } from "../lib/hooks";
 import { naturalSort } from "../lib/sort";
 import { typeExprOf } from "../lib/typeexpr";
 import { draftOf, type Draft } from "../lib/values";
-import { CreateRunMutation, WorkflowQuery, WorkflowsWithLastRunQuery } from "../queries";
+import { CreateRunMutation, WorkflowQuery, WorkflowsWithLastRunQuery } from "./Workflows.graphql";
 
 export function WorkflowsPage() {
   const [params, set] = useFilterParams();

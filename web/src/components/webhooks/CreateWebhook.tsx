@@ -2,7 +2,7 @@
 // 21st webhook) is shown as the server says it: the rules are its own.
 import { useState } from "react";
 import { request } from "../../lib/api";
-import { CreateWebhookMutation } from "../../queries";
+import { CreateWebhookMutation } from "./CreateWebhook.graphql";
 
 export interface Created {
   url: string;
