@@ -488,12 +488,13 @@ async def _pages_phase(mode: str) -> Result:
             spent = await cpu_split(bench) - before
             loadavg = [round(x, 2) for x in os.getloadavg()]
             measured_ticks = ticks
+            # The jobs finished within the measured time (counted before the pages stop).
+            finished = await _count_since_typed(bench, start)
             stop.set()
             failed = sum(1 for task in pages if task.done() and task.exception() is not None)
             for task in pages:
                 task.cancel()
             await asyncio.gather(*pages, return_exceptions=True)
-            finished = await _count_since_typed(bench, start)
             return Result(
                 benchmark="events_pages_http",
                 scenario=f"{PAGES} open run pages, {mode} ticking",
@@ -519,6 +520,10 @@ async def _pages_phase(mode: str) -> Result:
                     "postgres_cpu_s_per_s": round(spent.postgres / elapsed, 3),
                     "client_cpu_s_per_s": round(spent.client / elapsed, 3),
                     "jobs_finished": finished,
+                    "server_cpu_ms_per_job_finished": round(
+                        _server_s(spent) / max(1, finished) * 1000, 2
+                    ),
+                    "ticks_per_job_finished": round(measured_ticks / max(1, finished), 2),
                     "loadavg": loadavg,
                 },
             )
@@ -543,6 +548,13 @@ def pages(options: Options) -> list[Result]:
     )
     driven_result.extra["fewer_ticks_than_blind_x"] = round(ratio, 2)
     driven_result.extra["less_server_cpu_than_blind_x"] = round(cpu_ratio, 2)
+    # The same work? The arms run for the same time: compare what each got done per CPU.
+    per_job = "server_cpu_ms_per_job_finished"
+    driven_result.extra["less_server_cpu_per_job_than_blind_x"] = round(
+        float(str(blind_result.extra[per_job]))
+        / max(1e-9, float(str(driven_result.extra[per_job]))),
+        2,
+    )
     return [blind_result, driven_result]
 
 

@@ -55,7 +55,11 @@ def _tell_observers() -> None:
 class EventSignal:
     """A `UnitHook`: after a commit that recorded an event, number it, then
     `notifier.publish_events(types)` (the types recorded: a reader whose filter matches none
-    of them is not woken)."""
+    of them is not woken). It runs after the unit's other hooks (`attach_signal` appends it
+    last; `attach_run_changes` goes ahead of it): what a woken reader does next (a tick) sees
+    everything the unit changed, run tokens included."""
+
+    wakes_readers = True
 
     def __init__(self, database: Database, notifier: Notifier) -> None:
         self.database = database
@@ -90,6 +94,6 @@ class EventSignal:
 
 
 def attach_signal(database: Database, notifier: Notifier) -> None:
-    """Give `database`'s write sessions the hook (replacing an earlier one)."""
+    """Give `database`'s write sessions the hook (replacing an earlier one), last."""
     database.unit_hooks[:] = [h for h in database.unit_hooks if not isinstance(h, EventSignal)]
     database.unit_hooks.append(EventSignal(database, notifier))

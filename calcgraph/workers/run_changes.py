@@ -164,10 +164,14 @@ class RunChangeSignal:
 
 
 def attach_run_changes(database: Database, changes: RunChanges) -> None:
-    """Give `database`'s write sessions the hook (replacing an earlier one)."""
+    """Give `database`'s write sessions the hook (replacing an earlier one), ahead of any hook
+    that wakes readers (`wakes_readers`: the event signal), whichever was attached first: a
+    page woken by a job's event ticks at once, and its tick must find the run's token renewed,
+    not answer what it kept from before the job ended (a missed wake-up)."""
     hooks = database.unit_hooks
     hooks[:] = [h for h in hooks if not isinstance(h, RunChangeSignal)]
-    hooks.append(RunChangeSignal(changes))
+    waking = [i for i, h in enumerate(hooks) if getattr(h, "wakes_readers", False)]
+    hooks.insert(waking[0] if waking else len(hooks), RunChangeSignal(changes))
 
 
 RunChangeStore = LocalRunChanges | RedisRunChanges

@@ -1,14 +1,23 @@
 """The event signal names the types a unit recorded: a reader (long-poll, subscription) whose
 filter matches none of them is not woken, in this process and through Redis; a signal whose
-types are unknown (an older process's) wakes every reader."""
+types are unknown (an older process's) wakes every reader. It wakes them after the unit's run
+tokens are renewed."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Collection
 
+import pytest
+
+from calcgraph.db.engine import Database
+from calcgraph.domain.events import signal
 from calcgraph.domain.events.catalog import parse_types
+from calcgraph.domain.runs import changes
+from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.notify import LocalNotifier, RedisNotifier
+from calcgraph.workers.run_changes import LocalRunChanges, attach_run_changes
 from tests.execution.test_redis import REDIS_URL, _redis_or_skip
 
 RUNS = parse_types(["calcgraph.run.*"]).matches
@@ -47,3 +56,49 @@ async def test_through_redis_readers_wake_for_their_types_only() -> None:
     finally:
         await listener.close()
         await publisher.close()
+
+
+class _Renewing(LocalRunChanges):
+    def __init__(self, order: list[str]) -> None:
+        super().__init__()
+        self.order = order
+
+    async def mark(self, run_ids: set[str]) -> None:
+        await super().mark(run_ids)
+        self.order.append("run token renewed")
+
+
+class _Waking(LocalNotifier):
+    def __init__(self, order: list[str]) -> None:
+        super().__init__()
+        self.order = order
+
+    def publish_events(self, types: Collection[str] | None = None) -> None:
+        self.order.append("readers woken")
+        super().publish_events(types)
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("signal_first", [True, False], ids=["signal-first", "changes-first"])
+async def test_readers_are_woken_after_the_run_tokens_are_renewed(
+    database: Database, signal_first: bool
+) -> None:
+    """A unit that ends a run's job both records its event and changes the run: a page woken
+    by the event ticks at once, so the run's token must be renewed before the wake (else the
+    tick answers what it kept from before the job ended, and the page waits for nothing),
+    whichever hook was attached first (the worker process and the embedded workers)."""
+    order: list[str] = []
+    hooks = list(database.unit_hooks)
+    try:
+        attach = [
+            lambda: attach_signal(database, _Waking(order)),
+            lambda: attach_run_changes(database, _Renewing(order)),
+        ]
+        for step in attach if signal_first else reversed(attach):
+            step()
+        async with database.write_session():
+            signal.mark("calcgraph.job.succeeded")
+            changes.changed("run-1")
+        assert order == ["run token renewed", "readers woken"]
+    finally:
+        database.unit_hooks[:] = hooks

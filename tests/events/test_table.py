@@ -9,15 +9,17 @@ broker and workers; "Redis": the API only sends, a `calcgraph worker` process do
   - Redis: not tested apart; the API's door records it in the request's transaction, the same
     code whatever the broker.
 - `calcgraph.calculation.started`: in-process test_pull, test_signal; Redis test_redis.
-- `calcgraph.user.login`: in-process test_recorded. Redis: not tested (the API's door records
-  it; no worker takes part).
+- `calcgraph.user.login`: in-process test_recorded; Redis test_redis_login (the code flow,
+  a long-poll woken, a replayed code recording nothing).
 - `calcgraph.job.succeeded`, `.failed`: in-process test_pull, test_runs, test_isolation;
   Redis test_redis (recorded in the worker's units of work).
 - `calcgraph.run.created`, `.completed`, `.failed`: in-process test_runs, test_graphql,
   test_webhooks. `.cancelled`: tests/runs/test_run_control_api. Redis: this module,
-  test_run_events_with_a_worker_process (created, completed, failed; not cancelled).
-- `calcgraph.build.ready`, `.refused`: in-process test_recorded. Redis: not tested (builds run
-  in the API's door; no worker takes part).
+  test_run_events_with_a_worker_process (created, completed, failed); `.cancelled` with the
+  worker process running the stopped job: test_redis_doors.
+- `calcgraph.build.ready`, `.refused`: in-process test_recorded; Redis test_redis_doors (ready,
+  refused at scan, failed to install, and a refusal after the build that records nothing; the
+  worker process runs what was built).
 - `calcgraph.deployment.promoted`, `.rolled_back`: in-process tests/packages/
   test_deployments_api, test_canary_api, tests/execution/test_canary_workers (sweeper);
   Redis tests/execution/test_canary_workers and this module,

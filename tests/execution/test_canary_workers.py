@@ -7,6 +7,7 @@ No timed assertions: a test waits, within a bound, for the state the timer write
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -52,6 +53,11 @@ def _spawn(env: dict[str, str], processes: int) -> subprocess.Popen[bytes]:
     )
 
 
+def _env_value(value: Any) -> str:
+    """A setting as the worker process reads it from its environment (lists as JSON)."""
+    return json.dumps(value) if isinstance(value, list | tuple) else str(value)
+
+
 @asynccontextmanager
 async def _redis_shape(
     url: str, idp: LocalIdentityProvider, tmp_path: Path, processes: int, **settings: Any
@@ -69,7 +75,7 @@ async def _redis_shape(
         "CALCGRAPH_SANDBOX": sandbox,
         "CALCGRAPH_CODE_CACHE_DIR": str(tmp_path / "worker-code"),
         "CALCGRAPH_SWEEPER_INTERVAL_SECONDS": str(FAST_SWEEP),
-        **{f"CALCGRAPH_{k.upper()}": str(v) for k, v in settings.items()},
+        **{f"CALCGRAPH_{k.upper()}": _env_value(v) for k, v in settings.items()},
     }
     worker = _spawn(env, processes)
     try:
