@@ -44,11 +44,11 @@ from calcgraph.domain.access.service import access_service
 from calcgraph.domain.events.service import record_job_rows, record_job_transitions
 from calcgraph.domain.jobs.enqueue import enqueue_job
 from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepository
+from calcgraph.domain.runs.bindings import InputResolutionError, resolve_inputs
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.state import NodeState
-from calcgraph.domain.runs.tick import InputResolutionError, resolve_inputs
 from calcgraph.domain.workflows.planner import Plan
 
 CHAIN_ACTOR = "chains.run"
