@@ -25,10 +25,10 @@ from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import custom_plans
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import PackageVersion
-from calcgraph.domain.runs import queries
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.state import JobResult, NodeState, StartedJob
+from calcgraph.domain.runs.statements import repository as queries
 from calcgraph.domain.runs.views import NodeRow, RunView
 
 

@@ -41,17 +41,18 @@ from calcgraph.domain.listing.filters import TimeRange
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
+from calcgraph.domain.runs.authorize.service import authorize
 from calcgraph.domain.runs.changes import Token
-from calcgraph.domain.runs.create import Reuse, resolve_run_inputs, start_run
-from calcgraph.domain.runs.decide import authorize
+from calcgraph.domain.runs.create.service import Reuse, resolve_run_inputs, start_run
 from calcgraph.domain.runs.listing.repository import RunListRepository
-from calcgraph.domain.runs.loads import RunLoads
+from calcgraph.domain.runs.loaders import RunLoads
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
-from calcgraph.domain.runs.persist import apply
+from calcgraph.domain.runs.persist.service import apply
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
-from calcgraph.domain.runs.snapshot import Lock, RunStore
+from calcgraph.domain.runs.snapshot import Lock
 from calcgraph.domain.runs.state import RUN_TERMINAL
+from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
 from calcgraph.domain.workflows.service import workflow_service

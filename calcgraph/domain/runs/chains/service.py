@@ -47,8 +47,8 @@ from calcgraph.domain.jobs.execution.repository import Finish, JobExecutionRepos
 from calcgraph.domain.runs.bindings import InputResolutionError, resolve_inputs
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.memo import RunMemo
-from calcgraph.domain.runs.snapshot import RunStore
 from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.workflows.planner import Plan
 
 CHAIN_ACTOR = "chains.run"

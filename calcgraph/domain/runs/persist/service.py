@@ -15,8 +15,9 @@ from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
 from calcgraph.domain.jobs.execution.service import RUN_ACTOR, NodeJob, job_execution_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.domain.runs.models import WorkflowRun
-from calcgraph.domain.runs.snapshot import RunSnapshot, RunStore
+from calcgraph.domain.runs.snapshot import RunSnapshot
 from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState, TickResult
+from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.workflows.repository import WorkflowRepository
 
 
