@@ -27,7 +27,7 @@ Decisions where the specification and contract are silent:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,7 +51,7 @@ from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.persist.service import apply
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
 from calcgraph.domain.runs.snapshot import Lock
-from calcgraph.domain.runs.state import RUN_TERMINAL
+from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState
 from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
@@ -322,38 +322,40 @@ class RunService(RunLoads):
         _check_since(since, run.revision)
         now = utcnow()
         due = run.retry_at is not None and run.retry_at <= now
+        # What the answer is made of: states to read (None) or those given, whether states read
+        # may be remembered (only under the run's lock), whether the answer is kept (only when
+        # this unit of work changed nothing, and read the run's work).
+        states: Mapping[str, NodeState] | None = None
+        remember = keep = not busy
         if busy:
-            return await store.view(run, since, remember=False)
-        if advance is None:
+            pass  # answered as it stands, committed: the other unit of work advances it
+        elif advance is None:
             if snapshot.work or not snapshot.ticked or due:
                 return None  # the locked tick reconciles, submits, or submits the retry due
             if since is None and run.status not in RUN_TERMINAL:
                 if store.remembered_states(run) is None:
                     return None
-            view = await store.view(run, since, remember=False)
+            remember = False
+        else:
+            await store.read_work(snapshot)
+            if snapshot.results or snapshot.started or due or advance.cancel or not snapshot.ticked:
+                await store.complete(snapshot)
+                result = await authorize(
+                    session,
+                    snapshot,
+                    now,
+                    advance.quotas,
+                    chains=advance.chains,
+                    cancel=advance.cancel,
+                )
+                states = snapshot.states
+                if result.changed:
+                    states = await apply(session, store, snapshot, result, advance.cache)
+                    keep = False
+        view = await store.view(run, since, states, snapshot.plan_snapshot, remember=remember)
+        if keep:
             store.keep(token, snapshot, since, view)
-            return view
-        await store.read_work(snapshot)
-        if (
-            not snapshot.results
-            and not snapshot.started
-            and not due
-            and not advance.cancel
-            and snapshot.ticked
-        ):
-            view = await store.view(run, since)
-            store.keep(token, snapshot, since, view)
-            return view
-        await store.complete(snapshot)
-        result = await authorize(
-            session, snapshot, now, advance.quotas, chains=advance.chains, cancel=advance.cancel
-        )
-        if not result.changed:
-            view = await store.view(run, since, snapshot.states, snapshot.plan_snapshot)
-            store.keep(token, snapshot, since, view)
-            return view
-        states = await apply(session, store, snapshot, result, advance.cache)
-        return await store.view(run, since, states, snapshot.plan_snapshot)
+        return view
 
     async def running_jobs(
         self, session: AsyncSession, principal: Principal, run_id: str
