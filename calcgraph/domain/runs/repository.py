@@ -8,205 +8,28 @@ number of statements whatever the size of the run, each reaching its rows by key
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
-    Integer,
-    String,
-    Table,
-    bindparam,
-    delete,
     event,
-    exists,
     insert,
-    literal_column,
     null,
-    or_,
     select,
-    union_all,
-    update,
 )
-from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
-from calcgraph.db.dialect import by_keys, custom_plans, locked, rows_after, update_from_arrays
+from calcgraph.db.dialect import custom_plans
 from calcgraph.domain.functions.models import Function, FunctionVersion
-from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import PackageVersion
-from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
-from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.state import JobResult, NodeState, StartedJob
+from calcgraph.domain.runs.statements import repository as queries
 from calcgraph.domain.runs.views import NodeRow, RunView
-from calcgraph.domain.workflows.models import Workflow
-
-_STATE_COLUMNS = (
-    NodeRowModel.node_key,
-    NodeRowModel.status,
-    NodeRowModel.job_id,
-    NodeRowModel.outputs,
-    NodeRowModel.error,
-    NodeRowModel.attempt,
-    NodeRowModel.started_at,
-    NodeRowModel.finished_at,
-    NodeRowModel.retry_at,
-    NodeRowModel.attempts,
-    NodeRowModel.reused,
-)
-
-
-_NODES = cast(Table, NodeRowModel.__table__)
-_RUNS = cast(Table, WorkflowRun.__table__)
-_JOBS = cast(Table, Job.__table__)
-# The statements of every tick, built once (building one costs more than running it).
-_RUN_WITH_FACTS = (
-    select(WorkflowRun, Workflow.owner_id, Workflow.organization_id, Workflow.visibility)
-    .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-    .where(WorkflowRun.id == bindparam("run_id"))
-    .options(defer(WorkflowRun.plan_snapshot, raiseload=True))
-    .execution_options(populate_existing=True)
-)
-_CHAIN_STARTS = cast(Table, ChainStart.__table__)
-# Each hot statement reaches its rows by key or by an index whatever the statistics say (fresh
-# tables or after ANALYZE): a join let PostgreSQL pick a scan of the run's node rows or of every
-# job, so the tick's reads are split into steps that each have one possible plan
-# (`tests/runs/test_tick_plans.py` runs EXPLAIN on them at 10,000 nodes).
-_RUNNING = select(_NODES.c.job_id).where(
-    _NODES.c.run_id == bindparam("run_id"), _NODES.c.status == "running"
-)
-_FINISHED = ("success", "failed")
-_JOB_COLUMNS = (
-    _JOBS.c.id,
-    _JOBS.c.status,
-    _JOBS.c.outputs,
-    _JOBS.c.error,
-    _JOBS.c.finished_at,
-    _JOBS.c.node_key,
-    _JOBS.c.attempt,
-    _JOBS.c.started_at,
-)
-_STARTED_IDS = select(_CHAIN_STARTS.c.job_id).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
-_ADOPTED = delete(_CHAIN_STARTS).where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
-_WRITE_STATE = (
-    update(_NODES)
-    .where(_NODES.c.run_id == bindparam("k_run_id"), _NODES.c.node_key == bindparam("k_node_key"))
-    .values(
-        {
-            column: bindparam(f"v_{column}", type_=_NODES.c[column].type)
-            for column in (*NODE_STATE_FIELDS, "revision")
-        }
-    )
-)
-
-
-# The run fields every tick that changes something writes.
-_RUN_FIELDS = (
-    "status",
-    "completed_at",
-    "terminal_outputs",
-    "error_message",
-    "first_failed_node_key",
-    "retry_at",
-    "revision",
-)
-_WRITE_RUN = (
-    update(_RUNS)
-    .where(_RUNS.c.id == bindparam("k_id"))
-    .values({name: bindparam(f"v_{name}", type_=_RUNS.c[name].type) for name in _RUN_FIELDS})
-)
-
-
-# The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays when
-# there are more than `_FEW`. Up to that many, the executemany by primary key (one round trip,
-# each row by key whatever the plan) costs less than the two statements that must surround
-# the UPDATE from arrays (`custom_plans`): a diamond's second tick submits two nodes.
-_FEW = 8
-_START_MANY = update_from_arrays(
-    _NODES, {"run_id": "k_run_id"}, "node_key", {"job_id": String(), "attempt": Integer()}
-).values(
-    status="running",
-    outputs=None,
-    error=None,
-    started_at=bindparam("v_started_at", type_=_NODES.c.started_at.type),
-    finished_at=None,
-    retry_at=None,
-    revision=bindparam("v_revision", type_=Integer),
-)
-
-
-@functools.cache
-def _run_with_work(dialect_name: str) -> Any:
-    """The run row with its access facts, unlocked, and whether a tick has work: a job of a
-    running node finished (the node rows by the (run, status) index, their jobs by key), or a
-    chain worker started one (`chain_starts` by its key). One statement."""
-    finished = by_keys(
-        dialect_name, (_JOBS.c.id,), _JOBS.c.id, _RUNNING, _JOBS.c.status.in_(_FINISHED)
-    ).exists()
-    started = exists().where(_CHAIN_STARTS.c.run_id == bindparam("run_id"))
-    return _RUN_WITH_FACTS.add_columns(or_(finished, started))
-
-
-def _just_started(state: NodeState) -> bool:
-    return (
-        state.status == "running"
-        and state.job_id is not None
-        and state.outputs is None
-        and state.error is None
-        and state.finished_at is None
-    )
-
-
-@functools.cache
-def _locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
-    return locked(dialect_name, _RUN_WITH_FACTS, of=WorkflowRun, skip_locked=skip_locked)
-
-
-@functools.cache
-def _states_since(dialect_name: str) -> Any:
-    """The node states of the run bound to `run_id` written after the revision bound to
-    `since`: by the (run, revision) index, each revision up to the run's (no tick writes a
-    node state at a revision its run has not reached)."""
-    until = select(_RUNS.c.revision).where(_RUNS.c.id == bindparam("run_id")).scalar_subquery()
-    return rows_after(
-        dialect_name,
-        _STATE_COLUMNS,
-        _NODES.c.revision,
-        bindparam("since", type_=Integer),
-        until,
-        _NODES.c.run_id == bindparam("run_id"),
-    )
-
-
-@functools.cache
-def _jobs_of_running(dialect_name: str) -> Any:
-    """(id, status) of the jobs the running nodes of the run bound to `run_id` wait on, by
-    primary key."""
-    return by_keys(dialect_name, (_JOBS.c.id, _JOBS.c.status), _JOBS.c.id, _RUNNING)
-
-
-@functools.cache
-def _work(dialect_name: str) -> Any:
-    """What a locked tick reconciles, in one statement: the finished jobs the running nodes of
-    the run bound to `run_id` wait on (`started` 0), and every job chain workers started for
-    it (`started` 1, listed in `chain_starts`). Each branch reads the jobs by primary key."""
-    finished = by_keys(
-        dialect_name,
-        (*_JOB_COLUMNS, literal_column("0").label("started")),
-        _JOBS.c.id,
-        _RUNNING,
-        _JOBS.c.status.in_(_FINISHED),
-    )
-    started = by_keys(
-        dialect_name,
-        (*_JOB_COLUMNS, literal_column("1").label("started")),
-        _JOBS.c.id,
-        _STARTED_IDS,
-    )
-    return union_all(finished, started)
 
 
 @dataclass(frozen=True)
@@ -243,21 +66,6 @@ def run_view(
     )
 
 
-def _state(row: Any) -> NodeState:
-    return NodeState(
-        status=row[1],
-        job_id=row[2],
-        outputs=row[3],
-        error=row[4],
-        attempt=row[5],
-        started_at=row[6],
-        finished_at=row[7],
-        retry_at=row[8],
-        attempts=tuple(row[9] or ()),
-        reused=bool(row[10]),
-    )
-
-
 class RunRepository(RepositoryBase[WorkflowRun]):
     model = WorkflowRun
 
@@ -268,9 +76,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         unless `lock` is false, with its workflow's access facts; its large `plan_snapshot`
         is not loaded. `skip_locked`: None, rather than a wait, when another unit of work
         holds the row's lock (PostgreSQL; SQLite's write sessions are serialised already)."""
-        query = _RUN_WITH_FACTS
+        query = queries.RUN_WITH_FACTS
         if lock:
-            query = _locked_run_with_facts(self.session.get_bind().dialect.name, skip_locked)
+            query = queries.locked_run_with_facts(self.session.get_bind().dialect.name, skip_locked)
         row = (await self.session.execute(query, {"run_id": run_id})).first()
         if row is None:
             return None
@@ -280,7 +88,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         """The run row (unlocked, without its plan) with its workflow's access facts, and
         whether a tick would find anything to reconcile (a finished job, a chain start)."""
         row = (
-            await self.session.execute(_run_with_work(self._dialect), {"run_id": run_id})
+            await self.session.execute(queries.run_with_work(self._dialect), {"run_id": run_id})
         ).first()
         if row is None:
             return None
@@ -310,9 +118,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def states(self, run_id: str) -> dict[str, NodeState]:
         rows = await self.session.execute(
-            select(*_STATE_COLUMNS).where(NodeRowModel.run_id == run_id)
+            select(*queries.STATE_COLUMNS).where(NodeRowModel.run_id == run_id)
         )
-        return {row[0]: _state(row) for row in rows}
+        return {row[0]: queries.state(row) for row in rows}
 
     async def plan_snapshots(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         rows = await self.session.execute(
@@ -326,16 +134,16 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         if not run_ids:
             return []
         # Table columns, not the model's: rows without the ORM's per-row loading.
-        columns: list[Any] = [_NODES.c.run_id, _NODES.c.kind]
-        columns += [_NODES.c[c.key] for c in _STATE_COLUMNS]
+        columns: list[Any] = [queries.NODES.c.run_id, queries.NODES.c.kind]
+        columns += [queries.NODES.c[c.key] for c in queries.STATE_COLUMNS]
         if not values:
             columns[5:7] = [null().label("outputs"), null().label("error")]
         rows = await self.session.execute(
             select(*columns)
-            .where(_NODES.c.run_id.in_(run_ids))
-            .order_by(_NODES.c.run_id, _NODES.c.node_key)
+            .where(queries.NODES.c.run_id.in_(run_ids))
+            .order_by(queries.NODES.c.run_id, queries.NODES.c.node_key)
         )
-        return [NodeRow(row[0], row[2], row[1], _state(row[2:])) for row in rows.all()]
+        return [NodeRow(row[0], row[2], row[1], queries.state(row[2:])) for row in rows.all()]
 
     @property
     def _dialect(self) -> str:
@@ -349,18 +157,18 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         the results of those already finished. The starts are forgotten in this unit of work,
         which adopts them (the run is locked: no chain worker adds one meanwhile); a run
         without any sends nothing more."""
-        rows = await self.session.execute(_work(self._dialect), {"run_id": run_id})
+        rows = await self.session.execute(queries.work(self._dialect), {"run_id": run_id})
         results: dict[str, JobResult] = {}
         adopted: dict[str, StartedJob] = {}
         for row in rows:
-            if row[1] in _FINISHED:
+            if row[1] in queries.FINISHED:
                 results[row[0]] = JobResult(
                     row[1], outputs=row[2], error=row[3], finished_at=row[4]
                 )
             if row[8]:
                 adopted[row[5]] = StartedJob(row[0], row[6], row[7])
         if adopted:
-            await self.session.execute(_ADOPTED, {"run_id": run_id})
+            await self.session.execute(queries.ADOPTED, {"run_id": run_id})
         return results, adopted
 
     async def resolved_inputs(self, run_id: str) -> dict[str, Any]:
@@ -376,27 +184,31 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         if not wanted:
             return set()
         rows = await self.session.execute(
-            select(_RUNS.c.id).where(_RUNS.c.id.in_(wanted), _RUNS.c.status == "cancelled")
+            select(queries.RUNS.c.id).where(
+                queries.RUNS.c.id.in_(wanted), queries.RUNS.c.status == "cancelled"
+            )
         )
         return {row[0] for row in rows}
 
     async def running_jobs(self, run_id: str) -> list[tuple[str, str]]:
         """(job id, job status) of every job a running node of the run waits on."""
-        rows = await self.session.execute(_jobs_of_running(self._dialect), {"run_id": run_id})
+        rows = await self.session.execute(
+            queries.jobs_of_running(self._dialect), {"run_id": run_id}
+        )
         return [(row[0], row[1]) for row in rows]
 
     async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
         """The node states a tick wrote after revision `since` (by the (run, revision) index)."""
         rows = await self.session.execute(
-            _states_since(self._dialect), {"run_id": run_id, "since": since}
+            queries.states_since(self._dialect), {"run_id": run_id, "since": since}
         )
-        return {row[0]: _state(row) for row in rows}
+        return {row[0]: queries.state(row) for row in rows}
 
     async def write_states(
         self, run_id: str, changed: Mapping[str, NodeState], revision: int
     ) -> None:
-        """Only the changed rows: on PostgreSQL the nodes a tick submitted, beyond `_FEW`, in
-        one UPDATE from arrays (1,000 rows took 185 ms as an executemany, one statement per
+        """Only the changed rows: on PostgreSQL the nodes a tick submitted, beyond `queries.FEW`,
+        in one UPDATE from arrays (1,000 rows took 185 ms as an executemany, one statement per
         row on the server), every other row in one executemany UPDATE by primary key (Core:
         the ORM's bulk path costs more than the statement for a tick that submits 100
         nodes)."""
@@ -406,15 +218,15 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         if self._dialect == "postgresql":
             submitted: dict[datetime | None, list[tuple[str, NodeState]]] = {}
             for key, state in changed.items():
-                if _just_started(state):
+                if queries.just_started(state):
                     submitted.setdefault(state.started_at, []).append((key, state))
-            many = {at: group for at, group in submitted.items() if len(group) > _FEW}
+            many = {at: group for at, group in submitted.items() if len(group) > queries.FEW}
             # Planned for the tables as they are, not by a plan cached while they were tiny.
             around = custom_plans(self._dialect) if many else None
             previous = None if around is None else await self.session.scalar(around[0])
             for started_at, group in many.items():
                 await self.session.execute(
-                    _START_MANY,
+                    queries.START_MANY,
                     {
                         "k_run_id": run_id,
                         "a_node_keys": [key for key, _ in group],
@@ -431,7 +243,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         if not rest:
             return
         await self.session.execute(
-            _WRITE_STATE,
+            queries.WRITE_STATE,
             [
                 {
                     "k_run_id": run_id,
@@ -453,11 +265,12 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         )
 
     async def write_run(self, run: WorkflowRun, fields: Mapping[str, Any]) -> None:
-        """The run fields a tick writes (`_RUN_FIELDS`), in one UPDATE by primary key
+        """The run fields a tick writes (`queries.RUN_FIELDS`), in one UPDATE by primary key
         built once; the loaded row takes them as already written (Core, not a unit-of-work
         flush, for one row)."""
         await self.session.execute(
-            _WRITE_RUN, {"k_id": run.id, **{f"v_{name}": fields[name] for name in _RUN_FIELDS}}
+            queries.WRITE_RUN,
+            {"k_id": run.id, **{f"v_{name}": fields[name] for name in queries.RUN_FIELDS}},
         )
         for name, value in fields.items():
             set_committed_value(run, name, value)

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from calcgraph.domain.jobs.cache_key import canonical_json
+from calcgraph.domain.runs.bindings import InputResolutionError, resolve_inputs
 from calcgraph.domain.runs.state import NodeState
-from calcgraph.domain.runs.tick import InputResolutionError, resolve_inputs
 from calcgraph.domain.workflows.extract import filter_bundle, pick
 from calcgraph.domain.workflows.planner import Plan, PlanNode
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -43,6 +43,29 @@ NODE_STATE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(NodeState))
 def initial_states(plan: Plan) -> dict[str, NodeState]:
     """Run creation: every function and extract node pending, no job submitted."""
     return {key: NodeState() for key in plan.nodes}
+
+
+def next_attempt(state: NodeState) -> int:
+    """The attempt a node's next job is: the one its retry set, else one more than it made."""
+    return state.attempt if state.retry_at is not None else state.attempt + 1
+
+
+def retried(state: NodeState, error: Mapping[str, Any], retry_at: datetime) -> NodeState:
+    """A node whose attempt failed with a kind its policy retries: pending again, on its next
+    attempt, due at `retry_at`; the failed attempt joins `attempts`."""
+    earlier = {"attempt": state.attempt, "job_id": state.job_id, "error": dict(error)}
+    return replace(
+        state,
+        status="pending",
+        job_id=None,
+        outputs=None,
+        error=None,
+        attempt=state.attempt + 1,
+        started_at=None,
+        finished_at=None,
+        retry_at=retry_at,
+        attempts=(*state.attempts, earlier),
+    )
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from calcgraph.domain.quotas.limits import JOBS_RETRY_SECONDS
+from calcgraph.domain.runs.bindings import InputResolutionError, Refused, resolve_inputs
 from calcgraph.domain.runs.state import (
     RUN_TERMINAL,
     JobRequest,
@@ -61,51 +62,14 @@ from calcgraph.domain.runs.state import (
     RunState,
     StartedJob,
     TickResult,
+    next_attempt,
+    retried,
 )
 from calcgraph.domain.workflows.extract import filter_bundle, pick
 from calcgraph.domain.workflows.planner import Plan, PlanNode
 
 DEFER_SECONDS = JOBS_RETRY_SECONDS
 """A ready node past the tick's `room` waits this long for its next try."""
-
-
-class InputResolutionError(Exception):
-    """A binding whose source value does not exist (yet): the node cannot be submitted."""
-
-
-class _Refused(Exception):
-    """The run's owner may not execute the node's function version now."""
-
-    def __init__(self, node: PlanNode) -> None:
-        super().__init__(
-            f"the run's owner may no longer execute {node.function!r}: its package is not "
-            "visible to them now"
-        )
-
-
-def resolve_inputs(
-    node: PlanNode, states: Mapping[str, NodeState], inputs: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The keyword arguments of a function node, read through its bindings.
-
-    Input nodes are read verbatim from the run's inputs (the caller passes them already in
-    SI); edge and chain bindings read the upstream node's outputs.
-    """
-    resolved: dict[str, Any] = {}
-    for binding in node.bindings:
-        key = binding.upstream
-        if binding.source == "input_node":
-            if key not in inputs:
-                raise InputResolutionError(f"port {binding.port!r}: run input {key!r} is missing")
-            resolved[binding.port] = inputs[key]
-            continue
-        outputs = states[key].outputs or {}
-        if binding.from_port not in outputs:
-            raise InputResolutionError(
-                f"port {binding.port!r}: node {key!r} has no output {binding.from_port!r}"
-            )
-        resolved[binding.port] = outputs[binding.from_port]
-    return resolved
 
 
 _PENDING = NodeState()
@@ -187,7 +151,7 @@ class _Tick:
                 error.setdefault("message", "the job failed without an error message")
                 policy = self.plan.nodes[key].retry
                 if policy is not None and policy.retries(str(error["kind"]), state.attempt):
-                    self.set(key, _retried(state, error, finished + policy.delay(state.attempt)))
+                    self.set(key, retried(state, error, finished + policy.delay(state.attempt)))
                     continue
                 self.set(key, replace(state, status="failed", error=error, finished_at=finished))
 
@@ -254,11 +218,11 @@ class _Tick:
         for node in ready:
             try:
                 if refused and node.function_version_id in refused:
-                    raise _Refused(node)
+                    raise Refused(node)
                 resolved.append((node, resolve_inputs(node, self.states, inputs)))
-            except (InputResolutionError, _Refused) as exc:
+            except (InputResolutionError, Refused) as exc:
                 state = self.states[node.node_key]
-                kind = "permission_denied" if isinstance(exc, _Refused) else "input_error"
+                kind = "permission_denied" if isinstance(exc, Refused) else "input_error"
                 error = {"kind": kind, "message": str(exc)}
                 self.set(
                     node.node_key,
@@ -266,7 +230,7 @@ class _Tick:
                         state,
                         status="failed",
                         error=error,
-                        attempt=_next_attempt(state),
+                        attempt=next_attempt(state),
                         started_at=self.now,
                         finished_at=self.now,
                         retry_at=None,
@@ -281,7 +245,7 @@ class _Tick:
                 state = self.states[node.node_key]
                 self.set(
                     node.node_key,
-                    replace(state, attempt=_next_attempt(state), retry_at=later),
+                    replace(state, attempt=next_attempt(state), retry_at=later),
                 )
         jobs: list[JobRequest] = []
         rest = self.chain_rest() if chains and resolved else {}
@@ -298,7 +262,7 @@ class _Tick:
                     job_id=job_id,
                     outputs=None,
                     error=None,
-                    attempt=_next_attempt(state),
+                    attempt=next_attempt(state),
                     started_at=self.now,
                     finished_at=None,
                     retry_at=None,
@@ -410,29 +374,6 @@ def _result(
         if key in touched and (key not in states or states[key] != state)
     }
     return TickResult(changed, jobs, new_run, new_run != run)
-
-
-def _next_attempt(state: NodeState) -> int:
-    """The attempt a node's next job is: the one its retry set, else one more than it made."""
-    return state.attempt if state.retry_at is not None else state.attempt + 1
-
-
-def _retried(state: NodeState, error: Mapping[str, Any], retry_at: datetime) -> NodeState:
-    """A node whose attempt failed with a kind its policy retries: pending again, on its next
-    attempt, due at `retry_at`; the failed attempt joins `attempts`."""
-    earlier = {"attempt": state.attempt, "job_id": state.job_id, "error": dict(error)}
-    return replace(
-        state,
-        status="pending",
-        job_id=None,
-        outputs=None,
-        error=None,
-        attempt=state.attempt + 1,
-        started_at=None,
-        finished_at=None,
-        retry_at=retry_at,
-        attempts=(*state.attempts, earlier),
-    )
 
 
 def _any_failed(work: _Tick) -> bool:

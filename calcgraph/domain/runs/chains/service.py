@@ -44,11 +44,11 @@ from calcgraph.domain.access.service import access_service
 from calcgraph.domain.events.service import record_job_rows, record_job_transitions
 from calcgraph.domain.jobs.enqueue import enqueue_job
 from calcgraph.domain.jobs.store.repository import Finish, JobStoreRepository
+from calcgraph.domain.runs.bindings import InputResolutionError, resolve_inputs
 from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.memo import RunMemo
-from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.state import NodeState
-from calcgraph.domain.runs.tick import InputResolutionError, resolve_inputs
+from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.workflows.planner import Plan
 
 CHAIN_ACTOR = "chains.run"
@@ -181,16 +181,11 @@ class ChainService:
         if found is None:
             return None
         user_id, inputs, refresh = found
-        remembered = self.memo.plan(run_id)
-        if remembered is None:
-            snapshot = await RunRepository.from_session(session).plan_snapshot(run_id)
-            remembered = self.memo.remember_plan(run_id, snapshot, Plan.from_dict(snapshot))
-        plan = remembered[1]
+        # Through the tick's read-through store: the plan and owners as the tick reads them.
+        store = RunStore(session, self.memo)
+        _, plan = await store.plan(run_id)
         versions = {n.function_version_id for n in plan.nodes.values() if n.function_version_id}
-        owners = self.memo.owners(versions)
-        if owners is None:
-            owners = await RunRepository.from_session(session).function_owners(versions)
-            self.memo.remember_owners(owners)
+        owners = await store.owners(versions)
         return ChainContext(run_id, user_id, lease, plan, inputs, owners, refresh)
 
     def following(

@@ -1,0 +1,1 @@
+"""The run owner's rights applied to a tick's result."""

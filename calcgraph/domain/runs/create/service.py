@@ -1,0 +1,154 @@
+"""Run creation: inputs checked, version and plan frozen (retry defaults included), every
+function version a node will run visible to the caller, the run's rows written and its plan
+and first states remembered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.db.base import new_id, utcnow
+from calcgraph.domain.access import policy
+from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.errors import FieldError, PermissionDenied, ValidationError
+from calcgraph.domain.events.service import record_run
+from calcgraph.domain.functions.service import function_version_service
+from calcgraph.domain.jobs.inputs import refuse_mismatches
+from calcgraph.domain.runs import changes
+from calcgraph.domain.runs.memo import RunMemo
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.repository import RunRepository, run_view
+from calcgraph.domain.runs.state import NodeState, initial_states
+from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.types.expr import TypeExprError, from_json
+from calcgraph.domain.types.values import normalize
+from calcgraph.domain.workflows.graph import InputNode, parse_graph
+from calcgraph.domain.workflows.planner import Plan, plan
+from calcgraph.domain.workflows.retry import from_dict as retry_from_dict
+from calcgraph.domain.workflows.views import WorkflowVersionView
+
+Reuse = Callable[[Plan, Mapping[str, Any]], Mapping[str, NodeState]]
+"""A re-run's rule: given the new run's plan and resolved inputs, the nodes that start
+`success` with another run's results."""
+
+
+def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dict[str, Any]:
+    """The run's inputs in SI, or ValidationError naming every input that does not match."""
+    loc = ("body", "inputs")
+    if not isinstance(inputs, Mapping):
+        raise ValidationError(
+            "inputs must be an object keyed by input node_key",
+            [FieldError(loc, "expected an object keyed by input node_key")],
+        )
+    errors: list[FieldError] = []
+    known = {node.node_key: node for node in graph_inputs}
+    for key in inputs:
+        if key not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            errors.append(FieldError((*loc, str(key)), f"unknown input (inputs: {listed})"))
+    resolved: dict[str, Any] = {}
+    for key, node in known.items():
+        if key not in inputs:
+            errors.append(FieldError((*loc, key), "required input is missing"))
+            continue
+        try:
+            expr = from_json(node.type_expr)
+        except TypeExprError as exc:  # refused when the version was saved; an old row may hold one
+            errors.append(FieldError((*loc, key), f"the input's type is invalid: {exc}"))
+            continue
+        try:
+            resolved[key] = normalize(inputs[key], expr, (*loc, key))
+        except ValidationError as exc:
+            errors.extend(exc.errors)
+    refuse_mismatches(errors, "the workflow's input nodes")
+    return resolved
+
+
+async def start_run(
+    session: AsyncSession,
+    memo: RunMemo,
+    principal: Principal,
+    slug: str,
+    workflow_id: str,
+    version: WorkflowVersionView,
+    inputs: object,
+    *,
+    refresh: bool = False,
+    reuse: Reuse | None = None,
+    rerun_of: str | None = None,
+) -> RunView:
+    """Create a run of `version` (run creation and re-run): inputs checked, plan frozen,
+    every function version a node will run visible to the caller. `reuse` gives the nodes
+    that start `success` from another run (a re-run from failure): they run nothing, so
+    they need no access."""
+    graph = parse_graph(version.graph)
+    resolved = resolve_run_inputs([n for n in graph.nodes if isinstance(n, InputNode)], inputs)
+    assert isinstance(inputs, dict)
+    frozen = await _with_retry_defaults(
+        RunRepository.from_session(session), plan(graph, version.resolved_functions)
+    )
+    states = initial_states(frozen)
+    if reuse is not None:
+        states.update(reuse(frozen, resolved))
+    needed = sorted(
+        {
+            n.function_version_id
+            for key, n in frozen.nodes.items()
+            if n.function_version_id and states[key].status != "success"
+        }
+    )
+    visible = await function_version_service.visible_versions_by_id(session, principal, needed)
+    hidden = [v for v in needed if v not in visible]
+    if hidden:
+        raise PermissionDenied(
+            policy.denial(f"workflow {slug!r}: it runs functions that are not visible to you")
+        )
+    run = WorkflowRun(
+        id=new_id(),
+        workflow_id=workflow_id,
+        workflow_version_id=version.id,
+        user_id=principal.user_id,
+        status="pending",
+        inputs=inputs,
+        resolved_inputs=resolved,
+        plan_snapshot=frozen.as_dict(),
+        revision=0,
+        started_at=utcnow(),
+        rerun_of=rerun_of,
+        cache_refresh=refresh,
+    )
+    repository = RunRepository.from_session(session)
+    await repository.add(run)
+    await repository.add_node_states(run.id, {key: node.kind for key, node in frozen.nodes.items()})
+    started = {key: state for key, state in states.items() if state.status != "pending"}
+    await repository.write_states(run.id, started, 0)
+    await record_run(session, run.id, slug, "pending")
+    changes.changed(run.id)
+    # Remembered before the commit, which is harmless here: if it rolls back, no tick can
+    # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
+    memo.remember_plan(run.id, run.plan_snapshot, frozen)
+    memo.remember_states(run.id, 0, states)
+    return run_view(run, states)
+
+
+async def _with_retry_defaults(repository: RunRepository, frozen: Plan) -> Plan:
+    """The plan with each function node that carries no retry policy given its function's
+    manifest default, frozen into the run with the rest of the plan."""
+    bare = {
+        n.function_version_id
+        for n in frozen.nodes.values()
+        if n.kind == "function" and n.retry is None and n.function_version_id
+    }
+    defaults = await repository.retry_defaults(bare)
+    if not defaults:
+        return frozen
+    nodes = {
+        key: replace(node, retry=retry_from_dict(defaults[node.function_version_id]))
+        if node.retry is None and node.function_version_id in defaults
+        else node
+        for key, node in frozen.nodes.items()
+    }
+    return Plan(frozen.chains, frozen.waves, nodes, frozen.input_keys)

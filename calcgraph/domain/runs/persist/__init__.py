@@ -1,0 +1,1 @@
+"""A tick's result written in its unit of work."""

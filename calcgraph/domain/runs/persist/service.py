@@ -1,0 +1,103 @@
+"""Persist, the tick's last step: `apply` writes a decided `TickResult` in the caller's unit
+of work. Only the changed node rows and the run fields (the revision bumped), the submitted
+jobs through the execution path (their messages leave after the commit), the run's end as an
+event, and the memo told once the unit of work commits (never before: it could roll back,
+and another tick would then write that revision)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from calcgraph.domain.events.service import record_run
+from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
+from calcgraph.domain.jobs.enqueue import RUN_ACTOR
+from calcgraph.domain.jobs.submission.service import NodeJob, job_submission_service
+from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.snapshot import RunSnapshot
+from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState, TickResult
+from calcgraph.domain.runs.store.repository import RunStore
+from calcgraph.domain.workflows.repository import WorkflowRepository
+
+
+async def apply(
+    session: AsyncSession,
+    store: RunStore,
+    snapshot: RunSnapshot,
+    result: TickResult,
+    cache: ResultLookup,
+) -> Mapping[str, NodeState]:
+    """Write `result`, a change of the locked `snapshot`; the run's node states after it."""
+    assert snapshot.states is not None
+    run = snapshot.run
+    run_id = run.id
+    ended_before = run.status in RUN_TERMINAL
+    store.changed(run_id)
+    revision = run.revision
+    await store.repository.write_states(run_id, result.nodes, revision + 1)
+    after = result.run
+    await store.repository.write_run(
+        run,
+        {
+            "status": after.status,
+            "completed_at": after.completed_at,
+            "terminal_outputs": (
+                None if after.terminal_outputs is None else dict(after.terminal_outputs)
+            ),
+            "error_message": after.error_message,
+            "first_failed_node_key": after.first_failed_node_key,
+            "retry_at": after.retry_at,
+            "revision": revision + 1,
+        },
+    )
+    if result.jobs:
+        await job_submission_service.submit_node_jobs(
+            session,
+            await _node_jobs(store, run, result),
+            REFRESH if run.cache_refresh else cache,
+        )
+    if after.status in RUN_TERMINAL and not ended_before:
+        workflow = await WorkflowRepository.from_session(session).get(run.workflow_id)
+        await record_run(
+            session,
+            run_id,
+            workflow.slug if workflow is not None else run.workflow_id,
+            after.status,
+            after.first_failed_node_key,
+            after.terminal_outputs,
+        )
+    states = {**snapshot.states, **result.nodes}
+    if after.status in RUN_TERMINAL:
+        store.forget_on_commit(run_id)
+    else:
+        store.remember_on_commit(run_id, revision + 1, states)
+    return states
+
+
+async def _node_jobs(store: RunStore, run: WorkflowRun, result: TickResult) -> list[NodeJob]:
+    # Every function version was resolved and frozen when the workflow version was saved.
+    owners = await store.owners(
+        {j.function_version_id for j in result.jobs if j.function_version_id}
+    )
+    jobs = []
+    for request in result.jobs:
+        version_id = request.function_version_id
+        assert version_id is not None
+        function_id, package_id = owners[version_id]
+        jobs.append(
+            NodeJob(
+                job_id=request.job_id,
+                function_version_id=version_id,
+                function_id=function_id,
+                package_id=package_id,
+                user_id=run.user_id,
+                run_id=run.id,
+                node_key=request.node_key,
+                attempt=result.nodes[request.node_key].attempt,
+                resolved_inputs=request.inputs,
+                actor=CHAIN_ACTOR if request.chain_rest else RUN_ACTOR,
+            )
+        )
+    return jobs

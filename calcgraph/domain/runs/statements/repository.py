@@ -1,0 +1,208 @@
+"""The statements of every tick, built once (building one costs more than running it), and
+the row shapes they read (`calcgraph.domain.runs.repository` runs them)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, cast
+
+from sqlalchemy import (
+    Integer,
+    String,
+    Table,
+    bindparam,
+    delete,
+    exists,
+    literal_column,
+    or_,
+    select,
+    union_all,
+    update,
+)
+from sqlalchemy.orm import defer
+
+from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
+from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.runs.models import ChainStart, WorkflowRun
+from calcgraph.domain.runs.models import NodeState as NodeRowModel
+from calcgraph.domain.runs.state import NODE_STATE_FIELDS, NodeState
+from calcgraph.domain.workflows.models import Workflow
+
+STATE_COLUMNS = (
+    NodeRowModel.node_key,
+    NodeRowModel.status,
+    NodeRowModel.job_id,
+    NodeRowModel.outputs,
+    NodeRowModel.error,
+    NodeRowModel.attempt,
+    NodeRowModel.started_at,
+    NodeRowModel.finished_at,
+    NodeRowModel.retry_at,
+    NodeRowModel.attempts,
+    NodeRowModel.reused,
+)
+
+
+NODES = cast(Table, NodeRowModel.__table__)
+RUNS = cast(Table, WorkflowRun.__table__)
+JOBS = cast(Table, Job.__table__)
+# The statements of every tick, built once (building one costs more than running it).
+RUN_WITH_FACTS = (
+    select(WorkflowRun, Workflow.owner_id, Workflow.organization_id, Workflow.visibility)
+    .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
+    .where(WorkflowRun.id == bindparam("run_id"))
+    .options(defer(WorkflowRun.plan_snapshot, raiseload=True))
+    .execution_options(populate_existing=True)
+)
+CHAIN_STARTS = cast(Table, ChainStart.__table__)
+# Each hot statement reaches its rows by key or by an index whatever the statistics say (fresh
+# tables or after ANALYZE): a join let PostgreSQL pick a scan of the run's node rows or of every
+# job, so the tick's reads are split into steps that each have one possible plan
+# (`tests/runs/test_tick_plans.py` runs EXPLAIN on them at 10,000 nodes).
+RUNNING = select(NODES.c.job_id).where(
+    NODES.c.run_id == bindparam("run_id"), NODES.c.status == "running"
+)
+FINISHED = ("success", "failed")
+JOB_COLUMNS = (
+    JOBS.c.id,
+    JOBS.c.status,
+    JOBS.c.outputs,
+    JOBS.c.error,
+    JOBS.c.finished_at,
+    JOBS.c.node_key,
+    JOBS.c.attempt,
+    JOBS.c.started_at,
+)
+STARTED_IDS = select(CHAIN_STARTS.c.job_id).where(CHAIN_STARTS.c.run_id == bindparam("run_id"))
+ADOPTED = delete(CHAIN_STARTS).where(CHAIN_STARTS.c.run_id == bindparam("run_id"))
+WRITE_STATE = (
+    update(NODES)
+    .where(NODES.c.run_id == bindparam("k_run_id"), NODES.c.node_key == bindparam("k_node_key"))
+    .values(
+        {
+            column: bindparam(f"v_{column}", type_=NODES.c[column].type)
+            for column in (*NODE_STATE_FIELDS, "revision")
+        }
+    )
+)
+
+
+# The run fields every tick that changes something writes.
+RUN_FIELDS = (
+    "status",
+    "completed_at",
+    "terminal_outputs",
+    "error_message",
+    "first_failed_node_key",
+    "retry_at",
+    "revision",
+)
+WRITE_RUN = (
+    update(RUNS)
+    .where(RUNS.c.id == bindparam("k_id"))
+    .values({name: bindparam(f"v_{name}", type_=RUNS.c[name].type) for name in RUN_FIELDS})
+)
+
+
+# The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays when
+# there are more than `FEW`. Up to that many, the executemany by primary key (one round trip,
+# each row by key whatever the plan) costs less than the two statements that must surround
+# the UPDATE from arrays (`custom_plans`): a diamond's second tick submits two nodes.
+FEW = 8
+START_MANY = update_from_arrays(
+    NODES, {"run_id": "k_run_id"}, "node_key", {"job_id": String(), "attempt": Integer()}
+).values(
+    status="running",
+    outputs=None,
+    error=None,
+    started_at=bindparam("v_started_at", type_=NODES.c.started_at.type),
+    finished_at=None,
+    retry_at=None,
+    revision=bindparam("v_revision", type_=Integer),
+)
+
+
+@functools.cache
+def run_with_work(dialect_name: str) -> Any:
+    """The run row with its access facts, unlocked, and whether a tick has work: a job of a
+    running node finished (the node rows by the (run, status) index, their jobs by key), or a
+    chain worker started one (`chain_starts` by its key). One statement."""
+    finished = by_keys(
+        dialect_name, (JOBS.c.id,), JOBS.c.id, RUNNING, JOBS.c.status.in_(FINISHED)
+    ).exists()
+    started = exists().where(CHAIN_STARTS.c.run_id == bindparam("run_id"))
+    return RUN_WITH_FACTS.add_columns(or_(finished, started))
+
+
+def just_started(state: NodeState) -> bool:
+    return (
+        state.status == "running"
+        and state.job_id is not None
+        and state.outputs is None
+        and state.error is None
+        and state.finished_at is None
+    )
+
+
+@functools.cache
+def locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
+    return locked(dialect_name, RUN_WITH_FACTS, of=WorkflowRun, skip_locked=skip_locked)
+
+
+@functools.cache
+def states_since(dialect_name: str) -> Any:
+    """The node states of the run bound to `run_id` written after the revision bound to
+    `since`: by the (run, revision) index, each revision up to the run's (no tick writes a
+    node state at a revision its run has not reached)."""
+    until = select(RUNS.c.revision).where(RUNS.c.id == bindparam("run_id")).scalar_subquery()
+    return rows_after(
+        dialect_name,
+        STATE_COLUMNS,
+        NODES.c.revision,
+        bindparam("since", type_=Integer),
+        until,
+        NODES.c.run_id == bindparam("run_id"),
+    )
+
+
+@functools.cache
+def jobs_of_running(dialect_name: str) -> Any:
+    """(id, status) of the jobs the running nodes of the run bound to `run_id` wait on, by
+    primary key."""
+    return by_keys(dialect_name, (JOBS.c.id, JOBS.c.status), JOBS.c.id, RUNNING)
+
+
+@functools.cache
+def work(dialect_name: str) -> Any:
+    """What a locked tick reconciles, in one statement: the finished jobs the running nodes of
+    the run bound to `run_id` wait on (`started` 0), and every job chain workers started for
+    it (`started` 1, listed in `chain_starts`). Each branch reads the jobs by primary key."""
+    finished = by_keys(
+        dialect_name,
+        (*JOB_COLUMNS, literal_column("0").label("started")),
+        JOBS.c.id,
+        RUNNING,
+        JOBS.c.status.in_(FINISHED),
+    )
+    started = by_keys(
+        dialect_name,
+        (*JOB_COLUMNS, literal_column("1").label("started")),
+        JOBS.c.id,
+        STARTED_IDS,
+    )
+    return union_all(finished, started)
+
+
+def state(row: Any) -> NodeState:
+    return NodeState(
+        status=row[1],
+        job_id=row[2],
+        outputs=row[3],
+        error=row[4],
+        attempt=row[5],
+        started_at=row[6],
+        finished_at=row[7],
+        retry_at=row[8],
+        attempts=tuple(row[9] or ()),
+        reused=bool(row[10]),
+    )

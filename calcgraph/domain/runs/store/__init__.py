@@ -1,0 +1,1 @@
+"""The run repository with the process's memo behind it, read through."""
