@@ -26,6 +26,7 @@ from calcgraph.schema.node_states import (
     with_relations,
     workflow_loaders_of,
 )
+from calcgraph.schema.packages import FunctionVersionType, package_loaders_of
 from calcgraph.schema.pages import Page
 from calcgraph.schema.selection import selects
 
@@ -216,6 +217,17 @@ class WorkflowRunType:
             return None
         (node,) = await self._nodes(info, [(key, state)], whole=False)
         return node
+
+    @strawberry.field(
+        description="The function versions the run's function nodes run, each once, in id "
+        "order (`nodeStates { functionVersionId }` names each node's): a page of many nodes "
+        "reads their schemas and names here rather than once per node; those the caller may "
+        "no longer see are left out."
+    )
+    async def function_versions(self, info: Info) -> list[FunctionVersionType]:
+        wanted = sorted(set(function_versions(await self._plan(info)).values()))
+        found = await package_loaders_of(info).function_version_by_id.load_many(wanted)
+        return [FunctionVersionType.from_view(v) for v in found if v is not None]
 
     @strawberry.field(
         description="The workflow run; null when the caller may no longer see it (its "

@@ -162,3 +162,24 @@ async def test_pages_of_many_runs_take_one_statement(platform: Platform) -> None
             {"nodeKey": "n1", "status": "pending", "job": None},
         ]
     assert four == one, (one, four)
+
+
+VERSIONS = """
+query Versions($id: ID!) {
+  workflowRun(id: $id) {
+    functionVersions { id handler function { name } }
+    nodeStates { nodeKey functionVersionId }
+  }
+}
+"""
+
+
+async def test_function_versions_are_listed_once_for_the_whole_run(platform: Platform) -> None:
+    # Three nodes running the same function version: the run lists that version once, and
+    # every node names it by `functionVersionId` (a 1,000-node page reads it once, not 1,000x).
+    run_id = await _pending_run(platform, 3)
+    run = (await _gql(platform, VERSIONS, id=run_id))["workflowRun"]
+    (version,) = run["functionVersions"]
+    assert version["handler"] == "main:inc"
+    assert version["function"]["name"] == "inc"
+    assert [n["functionVersionId"] for n in run["nodeStates"]] == [version["id"]] * 3

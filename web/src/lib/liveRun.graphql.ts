@@ -2,17 +2,19 @@
 // Typed by codegen (codegen.ts reads every *.graphql.ts) from the committed schema.graphql.
 import { graphql } from "../gql";
 
+// Per node only what the graph, the timeline and the node's facts show (a 1,000-node run is
+// read whole on every tick): the function versions once each (`functionVersions`), and a node's
+// inputs, outputs, error and logs only for the selected node (pages/Run.graphql.ts, RunNode).
 export const RunFields = graphql(`
   fragment RunFields on WorkflowRun {
     id status startedAt completedAt inputs terminalOutputs errorMessage firstFailedNodeKey
     planSnapshot revision workflowId rerunOf
     workflowVersion { version workflowId }
     workflow { slug }
+    functionVersions { id version outputsSchema inputsSchema function { name } }
     nodeStates {
-      nodeKey status jobId outputs outputsOmitted error attempt retryAt attempts reused startedAt finishedAt functionVersionId
+      nodeKey status jobId outputsOmitted attempt retryAt attempts reused startedAt finishedAt functionVersionId
       attemptJobs { id createdAt finishedAt }
-      job { id status inputs inputsOmitted logs cacheHit createdAt startedAt finishedAt }
-      functionVersion { id version outputsSchema inputsSchema function { name } }
     }
   }
 `);

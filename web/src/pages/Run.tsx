@@ -1,6 +1,7 @@
 // The run page: the plan as a laid-out graph with its edges and status colours, a timeline,
 // the selected node (in the URL as ?node=, the failed node by default) and its values in units.
 import { Background, ReactFlow, type Edge } from "@xyflow/react";
+import { useQuery } from "@tanstack/react-query";
 import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
@@ -21,7 +22,7 @@ import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
 import type { RunFieldsFragment } from "../gql/graphql";
 import { TERMINAL, useLiveRun, type LiveMode } from "../lib/liveRun";
-import { JobOutputsQuery } from "./Run.graphql";
+import { JobOutputsQuery, RunNodeQuery } from "./Run.graphql";
 
 const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
@@ -29,6 +30,7 @@ const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
 
 type Run = RunFieldsFragment;
 type NodeState = Run["nodeStates"][number];
+type FunctionVersion = Run["functionVersions"][number];
 
 // Read by bench/bench_web.py: when the page first drew the run, and how long each live update
 // took from arrival to the drawn page.
@@ -156,6 +158,7 @@ export function RunPage() {
     [nodes, edges],
   );
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
+  const versions = useMemo(() => new Map((run?.functionVersions ?? []).map((v) => [v.id, v])), [run?.functionVersions]);
   const flowNodes = useStableFlowNodes(nodes, positions, states, run?.firstFailedNodeKey ?? null, selected);
   const onNodeClick = useCallback((_: unknown, node: FlowNodeType) => select(node.id), [select]);
   const onPaneClick = useCallback(() => select(null), [select]);
@@ -221,7 +224,7 @@ export function RunPage() {
         </div>
         <aside className="details" aria-label="Node details">
           {selected ? (
-            <NodeDetails nodeKey={selected} state={states.get(selected)} catalog={catalog} display={display} inputValue={(run.inputs as Record<string, unknown>)[selected]} inputType={types.get(selected)} />
+            <NodeDetails runId={run.id} nodeKey={selected} state={states.get(selected)} versions={versions} catalog={catalog} display={display} inputValue={(run.inputs as Record<string, unknown>)[selected]} inputType={types.get(selected)} />
           ) : (
             <p className="empty">Click a node (or find it) to see its inputs, outputs and logs.</p>
           )}
@@ -235,7 +238,7 @@ export function RunPage() {
         selected={selected}
         onSelect={select}
       />
-      <TerminalOutputs run={run} catalog={catalog} display={display} />
+      <TerminalOutputs run={run} states={states} versions={versions} catalog={catalog} display={display} />
       <h2>Inputs</h2>
       <table>
         <thead><tr><th>Input</th><th>Value</th></tr></thead>
@@ -267,7 +270,7 @@ function ValuesTable({ caption, values, typeOf, catalog, display }: { caption: s
   );
 }
 
-function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }: { nodeKey: string; state: NodeState | undefined; catalog: Catalog; display: DisplayUnits; inputValue: unknown; inputType: string | undefined }) {
+function NodeDetails({ runId, nodeKey, state, versions, catalog, display, inputValue, inputType }: { runId: string; nodeKey: string; state: NodeState | undefined; versions: Map<string, FunctionVersion>; catalog: Catalog; display: DisplayUnits; inputValue: unknown; inputType: string | undefined }) {
   if (!state) {
     return (
       <div className="node-details">
@@ -276,8 +279,7 @@ function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }
       </div>
     );
   }
-  const job = state.job;
-  const fv = state.functionVersion;
+  const fv = state.functionVersionId ? versions.get(state.functionVersionId) : undefined;
   return (
     <div className="node-details">
       <h2>{nodeKey} <StatusBadge status={state.status} /></h2>
@@ -287,19 +289,41 @@ function NodeDetails({ nodeKey, state, catalog, display, inputValue, inputType }
         <dt>Attempt</dt><dd>{state.attempt}</dd>
         {state.retryAt && (<><dt>Next attempt</dt><dd>{when(state.retryAt)}</dd></>)}
         {state.reused && (<><dt>Reused</dt><dd>yes, from the run this one re-runs</dd></>)}
-        <dt>Cache hit</dt><dd>{job ? (job.cacheHit ? "yes" : "no") : "—"}</dd>
         <dt>Started</dt><dd>{when(state.startedAt)}</dd>
         <dt>Took</dt><dd>{duration(state.startedAt, state.finishedAt)}</dd>
       </dl>
       <Attempts attempts={state.attempts} jobs={state.attemptJobs} current={{ attempt: state.attempt, jobId: state.jobId, status: state.status }} retryAt={state.retryAt} />
-      {state.error != null && <ErrorView error={state.error} logs={job?.logs} />}
+      <NodeValues runId={runId} nodeKey={nodeKey} state={state} fv={fv} catalog={catalog} display={display} />
+    </div>
+  );
+}
+
+/** The selected node's cache hit, error, inputs, outputs and logs: read for it alone, again
+ * when its status, attempt or job moves (the run's answer carries none of them per node). */
+function NodeValues({ runId, nodeKey, state, fv, catalog, display }: { runId: string; nodeKey: string; state: NodeState; fv: FunctionVersion | undefined; catalog: Catalog; display: DisplayUnits }) {
+  const { data, error } = useQuery({
+    queryKey: ["run-node", runId, nodeKey, state.status, state.attempt, state.jobId],
+    queryFn: () => request(RunNodeQuery, { id: runId, key: nodeKey }),
+    // The same node moved on: its previous values stay shown until the new ones arrive.
+    placeholderData: (previous, query) => (query?.queryKey[2] === nodeKey ? previous : undefined),
+  });
+  if (error) return <ErrorBox error={error} />;
+  const detail = data?.workflowRun.nodeState;
+  if (!detail) return <Loading />;
+  const job = detail.job;
+  return (
+    <>
+      <dl className="facts">
+        <dt>Cache hit</dt><dd>{job ? (job.cacheHit ? "yes" : "no") : "—"}</dd>
+      </dl>
+      {detail.error != null && <ErrorView error={detail.error} logs={job?.logs} />}
       {job?.inputsOmitted && <p className="hint">Inputs over 64 KiB are left out of the run: <Link to={`/jobs/${job.id}`}>the job</Link> shows them whole.</p>}
       {job?.inputs != null && <ValuesTable caption="Inputs" values={job.inputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.inputsSchema, p)} catalog={catalog} display={display} />}
-      {state.outputs != null && <ValuesTable caption="Outputs" values={state.outputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
-      {state.outputsOmitted && <OmittedOutputs key={nodeKey} jobId={state.jobId} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
+      {detail.outputs != null && <ValuesTable caption="Outputs" values={detail.outputs as Record<string, unknown>} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
+      {detail.outputsOmitted && <OmittedOutputs key={nodeKey} jobId={state.jobId} typeOf={(p) => schemaType(fv?.outputsSchema, p)} catalog={catalog} display={display} />}
       <h3>Logs</h3>
       <Logs logs={job?.logs} />
-    </div>
+    </>
   );
 }
 
@@ -329,10 +353,13 @@ function WholeOutputs({ jobId, typeOf, catalog, display }: { jobId: string; type
   return <ValuesTable caption="Outputs" values={outputs} typeOf={typeOf} catalog={catalog} display={display} />;
 }
 
-function TerminalOutputs({ run, catalog, display }: { run: Run; catalog: Catalog; display: DisplayUnits }) {
+function TerminalOutputs({ run, states, versions, catalog, display }: { run: Run; states: Map<string, NodeState>; versions: Map<string, FunctionVersion>; catalog: Catalog; display: DisplayUnits }) {
   const outputs = (run.terminalOutputs ?? null) as Record<string, Record<string, unknown>> | null;
   if (!outputs || Object.keys(outputs).length === 0) return null;
-  const states = new Map(run.nodeStates.map((s) => [s.nodeKey, s]));
+  const schemaOf = (node: string) => {
+    const id = states.get(node)?.functionVersionId;
+    return id ? versions.get(id)?.outputsSchema : undefined;
+  };
   return (
     <table className="terminal-outputs">
       <caption>Terminal outputs</caption>
@@ -343,7 +370,7 @@ function TerminalOutputs({ run, catalog, display }: { run: Run; catalog: Catalog
             <tr key={`${node}.${port}`}>
               <td>{node}</td>
               <th scope="row">{port}</th>
-              <td>{formatValue(value, schemaType(states.get(node)?.functionVersion?.outputsSchema, port), catalog, display)}</td>
+              <td>{formatValue(value, schemaType(schemaOf(node), port), catalog, display)}</td>
             </tr>
           )),
         )}
@@ -356,8 +383,8 @@ function TerminalOutputs({ run, catalog, display }: { run: Run; catalog: Catalog
 function DisplayUnitsForm({ run, catalog, display, onChange }: { run: Run; catalog: Catalog; display: DisplayUnits; onChange: (u: DisplayUnits) => void }) {
   const units = useMemo(() => {
     const found = new Set<string>();
-    for (const s of run.nodeStates) {
-      for (const schema of [s.functionVersion?.outputsSchema, s.functionVersion?.inputsSchema]) {
+    for (const v of run.functionVersions) {
+      for (const schema of [v.outputsSchema, v.inputsSchema]) {
         for (const [, p] of ports(schema)) {
           const u = catalog.get(p.type)?.unit;
           if (u) found.add(u);
@@ -365,7 +392,7 @@ function DisplayUnitsForm({ run, catalog, display, onChange }: { run: Run; catal
       }
     }
     return [...found].sort();
-  }, [run.nodeStates, catalog]);
+  }, [run.functionVersions, catalog]);
   const [drafts, setDrafts] = useState<DisplayUnits>(display);
   if (units.length === 0) return null;
   return (
