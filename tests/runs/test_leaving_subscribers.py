@@ -105,5 +105,9 @@ async def test_subscribers_leaving_mid_tick_leave_the_database_writable(
     assert run["node_states"][f"c0_{LENGTH - 1}"]["outputs"] == {"y": LENGTH}
     # Nothing went wrong on the way: no tick, claim, finish, heartbeat or sweep failed.
     assert "database is locked" not in caplog.text
-    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    errors = [
+        (r.getMessage(), r.exc_text or (repr(r.exc_info[1]) if r.exc_info else ""))
+        for r in caplog.records
+        if r.levelno >= logging.ERROR
+    ]
     assert not errors
