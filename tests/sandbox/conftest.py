@@ -66,6 +66,14 @@ def _make_backend(name: str) -> SandboxBackend | str:
     return _backends[name]
 
 
+def skip_unless_process_backend() -> None:
+    """Skip a test of the process backend itself where it refuses to start (root in a
+    container without CAP_SYS_ADMIN: no namespaces to confine jobs with), saying why."""
+    found = _make_backend("process")
+    if isinstance(found, str):
+        pytest.skip(found)
+
+
 @pytest.fixture(scope="session", params=SELECTED)
 def sandbox_backend(request: pytest.FixtureRequest) -> SandboxBackend:
     found = _make_backend(str(request.param))

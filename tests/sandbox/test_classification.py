@@ -20,7 +20,12 @@ from calcgraph.workers.sandbox import (
 )
 from calcgraph.workers.sandbox.bwrap import BwrapBackend
 from calcgraph.workers.sandbox.process import ProcessBackend
-from tests.sandbox.conftest import CodeFactory, Runner, sandbox_settings
+from tests.sandbox.conftest import (
+    CodeFactory,
+    Runner,
+    sandbox_settings,
+    skip_unless_process_backend,
+)
 
 BEAM = """
 import math
@@ -240,6 +245,7 @@ class TestFailClosed:
             sandbox_backend.enforcement()
 
     def test_process_backend_documents_what_it_cannot_enforce(self) -> None:
+        skip_unless_process_backend()
         import os
 
         sandbox_backend = ProcessBackend()
@@ -254,6 +260,7 @@ class TestFailClosed:
             assert "read_only_fs" in sandbox_backend.unenforceable
 
     def test_factory_and_settings(self) -> None:
+        skip_unless_process_backend()
         settings = sandbox_settings().model_copy(
             update={"sandbox": "process", "sandbox_timeout_seconds": 7.5, "sandbox_pids": 99}
         )

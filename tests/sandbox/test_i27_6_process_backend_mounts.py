@@ -16,7 +16,7 @@ import pytest
 from calcgraph.workers.sandbox import Limits, RunRequest, SandboxBackend
 from calcgraph.workers.sandbox.process import ProcessBackend
 from calcgraph.workers.sandbox.staging import STAGE_DIR
-from tests.sandbox.conftest import TEST_TIMEOUT
+from tests.sandbox.conftest import TEST_TIMEOUT, skip_unless_process_backend
 
 SOURCE = """
 import os
@@ -86,6 +86,7 @@ def test_host_files_are_read_only_and_other_processes_invisible(
 
 
 def test_the_warning_says_what_is_left(caplog: pytest.LogCaptureFixture) -> None:
+    skip_unless_process_backend()
     with caplog.at_level(logging.WARNING):
         ProcessBackend()
     [warning] = [r.getMessage() for r in caplog.records if "SINGLE TRUSTED USER" in r.message]

@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from tests.sandbox.conftest import skip_unless_process_backend
+
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None,
     reason="needs root and util-linux's setpriv to drop CAP_SYS_ADMIN from a child",
@@ -44,4 +46,5 @@ def test_root_without_cap_sys_admin_refuses_to_start_naming_the_fix() -> None:
 
 
 def test_root_with_namespaces_starts() -> None:
+    skip_unless_process_backend()
     assert _run() == "started"

@@ -37,7 +37,7 @@ from calcgraph.workers.sandbox import (
     SandboxUnavailable,
     create_backend,
 )
-from tests.sandbox.conftest import CodeFactory, Runner, contained
+from tests.sandbox.conftest import CodeFactory, Runner, contained, skip_unless_process_backend
 
 CALCGRAPH = str(Path(sys.executable).with_name("calcgraph"))
 
@@ -121,6 +121,7 @@ def test_docker_without_engine_refuses_naming_the_fix(no_bwrap: dict[str, str]) 
 
 
 def test_process_says_it_is_for_a_single_trusted_user(caplog: pytest.LogCaptureFixture) -> None:
+    skip_unless_process_backend()
     settings = Settings(_env_file=None, sandbox="process")  # type: ignore[call-arg]
     for _ in range(2):  # at every start
         caplog.clear()

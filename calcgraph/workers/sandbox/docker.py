@@ -154,14 +154,22 @@ class DockerBackend(SandboxBackend):
         self.stage_dir = stage_dir
         if base_url.startswith("unix://") and not os.path.exists(base_url[len("unix://") :]):
             raise SandboxUnavailable(f"no Docker engine answers at {base_url}: no such socket")
-        try:
-            self.client: Any = docker.DockerClient(base_url=base_url, version="auto", timeout=60)
-        except DockerException as exc:
-            # The SDK leaves the failed connection's socket to the garbage collector.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ResourceWarning)
+        failure = ""
+        # The SDK leaves a failed connection's socket to the garbage collector, held by the
+        # exception's traceback until the except clause ends: it is freed (and its
+        # ResourceWarning ignored) inside this block, not at some later, unrelated moment.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                self.client: Any = docker.DockerClient(
+                    base_url=base_url, version="auto", timeout=60
+                )
+            except DockerException as exc:
+                failure = str(exc) or type(exc).__name__
+            if failure:
                 gc.collect()
-            raise SandboxUnavailable(f"no Docker engine answers at {base_url}: {exc}") from exc
+        if failure:
+            raise SandboxUnavailable(f"no Docker engine answers at {base_url}: {failure}")
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self.remove_stale()
         remove_stale_staging(stage_dir)
