@@ -46,6 +46,7 @@ def test_proc_1_cmdline_and_mountinfo_name_no_host_folder(
 
 LISTING = """
 import os
+import sysconfig
 
 
 def main():
@@ -55,8 +56,12 @@ def main():
             seen[folder] = sorted(os.listdir(folder))
         except OSError as exc:
             seen[folder] = [f"error: {exc.strerror}"]
+    # The interpreter's own standard library is bound where it lives (/usr/lib/python3.11 on
+    # a Debian Python): the libraries counted are the rest.
+    stdlib = sysconfig.get_paths()["stdlib"]
     libraries = []
-    for root, _, files in os.walk("/usr/lib"):
+    for root, folders, files in os.walk("/usr/lib"):
+        folders[:] = [f for f in folders if os.path.join(root, f) != stdlib]
         libraries += files
     seen["libraries"] = sorted(libraries)
     return seen
