@@ -18,6 +18,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.errors import DomainError
 from calcgraph.resolvers.access import AccessMutation, AccessQuery
 from calcgraph.resolvers.catalog import CatalogQuery
@@ -72,10 +73,16 @@ class Schema(strawberry.Schema):
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
-        # Expected failures (domain errors, bad query documents) are answers, not incidents.
+        # Expected failures (domain errors, bad query documents) are answers, not incidents;
+        # a busy database (an overloaded pool, contention) is answered `Unavailable` with a
+        # retry hint, as the REST door's 503 is, and logged as a warning like it.
         for error in errors:
             original = error.original_error
-            if original is not None and not isinstance(original, DomainError):
+            if original is None or isinstance(original, DomainError):
+                continue
+            if is_retryable(original):
+                log.warning("retryable database error (GraphQL): %s", original)
+            else:
                 log.error("unexpected GraphQL error", exc_info=original)
 
 

@@ -4,6 +4,7 @@ both doors, never a 500: the pool's own timeout is a retryable condition."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from calcgraph.db.dialect import is_retryable
 from calcgraph.rest_compat.errors import error_response
+from calcgraph.schema.build import build_schema
 from calcgraph.schema.errors import ContractErrors
 
 
@@ -53,6 +55,22 @@ async def test_graphql_answers_unavailable(tmp_path: Path) -> None:
     assert processed.extensions == {"code": "Unavailable", "retry_after": 1}
     assert processed.message == "the database is busy; retry the request"
     assert processed.path == ["workflowRun"]
+
+
+async def test_graphql_logs_a_busy_database_as_a_warning_not_an_unexpected_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The soak's overloaded pool (contract 8b) was logged as "unexpected GraphQL error" at
+    ERROR, though the client got its `Unavailable` answer: an expected refusal, a warning."""
+    busy = GraphQLError("boom", original_error=await exhausted_pool_error(tmp_path))
+    broken = GraphQLError("boom", original_error=KeyError("secret"))
+    with caplog.at_level(logging.WARNING, logger="calcgraph.graphql"):
+        build_schema().process_errors([busy, broken])
+    levels = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("WARNING", f"retryable database error (GraphQL): {busy.original_error}") in levels
+    assert [message for level, message in levels if level == "ERROR"] == [
+        "unexpected GraphQL error"
+    ]
 
 
 def test_an_unexpected_error_is_still_masked() -> None:
