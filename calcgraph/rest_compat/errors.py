@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
-import time
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -12,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from calcgraph.db import overloads
 from calcgraph.db.dialect import is_retryable
 from calcgraph.db.engine import Overloaded
 from calcgraph.domain import errors as e
@@ -63,27 +62,6 @@ def render(exc: e.DomainError) -> JSONResponse:
     return JSONResponse(body, status_code=status_of(exc), headers=headers)
 
 
-class _Overloads:
-    """Requests refused past the database queue, logged once per `_OVERLOAD_LOG_SECONDS` with
-    their count: an overloaded server refuses hundreds a second, and a line for each would
-    spend on logging what it sheds."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.logged_at = -math.inf
-
-    def note(self, exc: BaseException) -> None:
-        self.count += 1
-        now = time.monotonic()
-        if now - self.logged_at >= _OVERLOAD_LOG_SECONDS:
-            log.warning("overloaded: %d requests answered 503 lately (%s)", self.count, exc)
-            self.count, self.logged_at = 0, now
-
-
-_OVERLOAD_LOG_SECONDS = 10.0
-_overloads = _Overloads()
-
-
 def error_response(exc: BaseException) -> Response:
     if isinstance(exc, e.DomainError):
         return render(exc)
@@ -101,7 +79,7 @@ def error_response(exc: BaseException) -> Response:
     if is_retryable(exc):
         retry_after = 1
         if isinstance(exc, Overloaded):
-            _overloads.note(exc)
+            overloads.note(exc)
             retry_after = exc.retry_after
         else:
             log.warning("retryable database error: %s", exc)

@@ -18,7 +18,9 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from calcgraph.db import overloads
 from calcgraph.db.dialect import is_retryable
+from calcgraph.db.engine import Overloaded
 from calcgraph.domain.errors import DomainError
 from calcgraph.resolvers.access import AccessMutation, AccessQuery
 from calcgraph.resolvers.catalog import CatalogQuery
@@ -80,7 +82,9 @@ class Schema(strawberry.Schema):
             original = error.original_error
             if original is None or isinstance(original, DomainError):
                 continue
-            if is_retryable(original):
+            if isinstance(original, Overloaded):
+                overloads.note(original)  # counted with the REST door's refusals
+            elif is_retryable(original):
                 log.warning("retryable database error (GraphQL): %s", original)
             else:
                 log.error("unexpected GraphQL error", exc_info=original)
