@@ -157,7 +157,7 @@ async def deployment_events(platform: Platform, pid: str) -> list[dict[str, Any]
     return items
 
 
-@pytest.mark.parametrize("shape", ["inprocess", "redis-2-workers"])
+@pytest.mark.parametrize("shape", ["inprocess", "redis-1-worker", "redis-2-workers"])
 async def test_a_due_canary_is_promoted_once_by_the_workers_timer(
     shape: str, exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
 ) -> None:
@@ -203,7 +203,9 @@ async def test_a_due_canary_is_promoted_once_by_the_workers_timer(
 def _hang_params() -> list[Any]:
     found = available_sandboxes()
     return [pytest.param("inprocess", s, id=f"inprocess-{s}") for s in found] + [
-        pytest.param("redis-1-worker", None, id="redis-1-worker")
+        pytest.param("redis-1-worker", None, id="redis-1-worker"),
+        # Two worker processes, each with its sweeper: one roll-back, one event.
+        pytest.param("redis-2-workers", None, id="redis-2-workers"),
     ]
 
 
