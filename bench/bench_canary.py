@@ -5,7 +5,8 @@ in-process broker and workers, process sandbox, SQLite), published by `POST /pac
   package whose 2.0.0 is a canary at 10/90 (1.0.0: 90, 2.0.0: 10): the split observed (the
   calls each version got, from `GET /packages/{id}/deployment`), then the canary made due (its
   `ends_at` set to now) and the time from due to its promotion by the workers' own timer (the
-  sweeper, default interval), read from the canary's `decided_at`. p50/p99: execute latency.
+  canary judge, at the sweeper's default interval), read from the canary's `decided_at`.
+  p50/p99: execute latency.
 - `canary_routing_overhead`: the added latency of routing on an execute: `wait=0` executes
   (submit only: resolve, route, insert, answer 202), alternating between a rolling package and
   a package in canary, p50 of each and their difference; CPU of the API process per execute
@@ -34,6 +35,7 @@ from sqlalchemy import select, update
 from bench.core import Options, Result, percentile, summarise
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
+from calcgraph.domain.packages import canary_rules
 from calcgraph.domain.packages.models import PackageCanary
 from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
@@ -208,6 +210,10 @@ async def _split(bench: Bench) -> Result:
             "due_to_seen_s": round(time.perf_counter() - polled_from, 3),
             "decision": f"{state['history'][-1]['action']} ({state['current']} current)",
             "sweeper_interval_s": Settings.model_fields["sweeper_interval_seconds"].default,
+            "judge_interval_s": min(
+                Settings.model_fields["sweeper_interval_seconds"].default,
+                canary_rules.JUDGE_INTERVAL_SECONDS,
+            ),
             "cpu_ms_per_execute": round(1000 * cpu / len(latencies), 3),
             "retries_after_503": bench.retries,
             "load1_end": _load(),

@@ -7,7 +7,7 @@
 Both are given the `Backbone` (broker, result cache, notifier) the process shares with the
 API side. `Workers` is what runs jobs: the runtime (`CodeRuntime`, with sandboxes,
 when a declared actor runs code), the actors of `registry.ACTORS` bound to it, Dramatiq's
-worker threads, and the three timers (sweeper, heartbeat, retention).
+worker threads, and the timers (sweeper, canary judge, heartbeat, retention).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from calcgraph.workers.registry import ACTORS
 from calcgraph.workers.retention import RetentionTimer
 from calcgraph.workers.runtime import CodeRuntime, WorkerRuntime
 from calcgraph.workers.sandbox import SandboxBackend
-from calcgraph.workers.sweeper import Heartbeat, Sweeper
+from calcgraph.workers.sweeper import CanaryJudge, Heartbeat, Sweeper
 from calcgraph.workers.webhooks import WebhookTimer
 
 log = logging.getLogger("calcgraph.workers")
@@ -70,6 +70,7 @@ class Workers:
         )
         self.worker: dramatiq.Worker | None = None
         self.sweeper: Sweeper | None = None
+        self.canary_judge: CanaryJudge | None = None
         self.heartbeat: Heartbeat | None = None
         self.retention: RetentionTimer | None = None
         self.webhooks: WebhookTimer | None = None
@@ -94,6 +95,7 @@ class Workers:
         worker.start()
         self.worker = worker
         self.sweeper = Sweeper(self.runtime).start()
+        self.canary_judge = CanaryJudge(self.runtime).start()
         self.heartbeat = Heartbeat(self.runtime).start()
         # Retention cleanup is idempotent, so a timer in every worker process costs only queries.
         self.retention = RetentionTimer(broker, settings).start()
@@ -111,7 +113,15 @@ class Workers:
         return self
 
     def stop(self) -> None:
-        for timer in (self.webhooks, self.retention, self.sweeper, self.heartbeat, self.cancels):
+        timers = (
+            self.webhooks,
+            self.retention,
+            self.sweeper,
+            self.canary_judge,
+            self.heartbeat,
+            self.cancels,
+        )
+        for timer in timers:
             if timer is not None:
                 timer.stop()
         if self.worker is not None:
@@ -129,4 +139,5 @@ class Workers:
         # broker, as `serve_worker` does.
         self.runtime.close()
         self.worker = self.sweeper = self.heartbeat = self.retention = self.cancels = None
+        self.canary_judge = None
         self.webhooks = None

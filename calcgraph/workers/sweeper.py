@@ -6,9 +6,13 @@ process runs (by their leases), however many: the sign of life the sweeper reads
 `Sweeper`: every `sweeper_interval_seconds`, one guarded round (`JobSweepService.sweep`):
 hands a running job whose heartbeat stopped for `job_heartbeat_timeout_seconds` to another
 worker, re-sends a queued job whose message the broker no longer holds, and leaves alone a job
-whose message merely waits in the queue; then judges the canary deployments that are due
-(`CanaryService.judge`), so a canary ends within one interval of becoming due on every
-deployment shape (in-process workers, or each `calcgraph worker` process).
+whose message merely waits in the queue.
+
+`CanaryJudge`: at the sweeper's interval, but at least every `JUDGE_INTERVAL_SECONDS` (5 s)
+whatever that interval is set to, judges the canary deployments that are due
+(`CanaryService.judge`) in a unit of work of its own, so a canary ends within 10 s of becoming
+due (contract 11) on every deployment shape (in-process workers, or each `calcgraph worker`
+process: each judge tries, one wins each canary); a failing job-store round cannot delay it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any, Self
 from calcgraph.domain.jobs.enqueue import RUN_ACTOR
 from calcgraph.domain.jobs.store.service import job_store_service
 from calcgraph.domain.jobs.sweep.service import job_sweep_service
-from calcgraph.domain.packages.canary.service import canary_service
+from calcgraph.domain.packages import canary_rules
+from calcgraph.domain.packages.canary.service import Decision, canary_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.workers.broker import waiting
 from calcgraph.workers.runtime import WorkerRuntime
@@ -78,15 +83,7 @@ class Sweeper(Timer):
         super().__init__(runtime, "calcgraph-sweeper", runtime.settings.sweeper_interval_seconds)
 
     def tick(self) -> Any:
-        try:
-            return self.runtime.call(self._sweep())
-        finally:
-            # Its own unit of work, whether or not the sweep went well: a canary due is
-            # decided on time even while the job store's round keeps failing.
-            try:
-                self.runtime.call(self._judge_canaries())
-            except Exception:
-                log.exception("judging the canary deployments failed; the next round tries again")
+        return self.runtime.call(self._sweep())
 
     async def _sweep(self) -> Any:
         settings = self.runtime.settings
@@ -117,9 +114,20 @@ class Sweeper(Timer):
             self.runtime.notifier.publish(job_id)
         return report
 
-    async def _judge_canaries(self) -> None:
+
+class CanaryJudge(Timer):
+    def __init__(self, runtime: WorkerRuntime) -> None:
+        interval = min(
+            runtime.settings.sweeper_interval_seconds, canary_rules.JUDGE_INTERVAL_SECONDS
+        )
+        super().__init__(runtime, "calcgraph-canary-judge", interval)
+
+    def tick(self) -> list[Decision]:
+        return self.runtime.call(self._judge())
+
+    async def _judge(self) -> list[Decision]:
         """Canary deployments due (or failing early) are promoted or rolled back here, in
-        their own unit of work: every worker process's sweeper tries, one wins each."""
+        their own unit of work: every worker process's judge tries, one wins each."""
         async with self.runtime.database.write_session() as session:
             decisions = await canary_service.judge(session)
         for decision in decisions:
@@ -130,3 +138,4 @@ class Sweeper(Timer):
                 decision.action.replace("_", " "),
                 decision.reason,
             )
+        return decisions

@@ -1,6 +1,6 @@
-"""Contract 11, canary judged by the workers' own timer (the sweeper) on every deployment
+"""Contract 11, canary judged by the workers' own timer (the canary judge) on every deployment
 shape: in-process workers, Redis with one `calcgraph worker` process, and with two (each
-with its own sweeper: exactly one of them decides). Both databases.
+with its own judge: exactly one of them decides). Both databases.
 
 No timed assertions: a test waits, within a bound, for the state the timer writes."""
 
@@ -23,6 +23,7 @@ import pytest
 import redis
 from sqlalchemy import update
 
+from calcgraph.domain.packages import canary_rules
 from calcgraph.domain.packages.canary.service import canary_service
 from calcgraph.domain.packages.models import PackageCanary
 from tests.auth.idp import LocalIdentityProvider
@@ -157,7 +158,7 @@ async def deployment_events(platform: Platform, pid: str) -> list[dict[str, Any]
     return items
 
 
-@pytest.mark.parametrize("shape", ["inprocess", "redis-2-workers"])
+@pytest.mark.parametrize("shape", ["inprocess", "redis-1-worker", "redis-2-workers"])
 async def test_a_due_canary_is_promoted_once_by_the_workers_timer(
     shape: str, exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
 ) -> None:
@@ -203,7 +204,9 @@ async def test_a_due_canary_is_promoted_once_by_the_workers_timer(
 def _hang_params() -> list[Any]:
     found = available_sandboxes()
     return [pytest.param("inprocess", s, id=f"inprocess-{s}") for s in found] + [
-        pytest.param("redis-1-worker", None, id="redis-1-worker")
+        pytest.param("redis-1-worker", None, id="redis-1-worker"),
+        # Two worker processes, each with its sweeper: one roll-back, one event.
+        pytest.param("redis-2-workers", None, id="redis-2-workers"),
     ]
 
 
@@ -279,3 +282,38 @@ async def test_two_timers_at_once_decide_a_canary_once(platform: Platform) -> No
     assert sorted(counts) == [0, 0, 1]
     events = await deployment_events(platform, report["package_id"])
     assert [e["type"] for e in events] == ["calcgraph.deployment.promoted"]
+
+
+async def test_a_due_canary_is_decided_whatever_the_sweepers_interval(
+    platform: Platform,
+) -> None:
+    """This platform's sweeper ticks once an hour (tests/execution/conftest.py): the canary's
+    judge still ticks at least every 5 s (contract 11: decided within 10 s of being due)."""
+    assert platform.settings.sweeper_interval_seconds == 3600
+    workers = platform.execution.workers
+    assert workers is not None
+    assert workers.canary_judge is not None
+    judge = workers.canary_judge
+    assert judge.interval == canary_rules.JUDGE_INTERVAL_SECONDS
+    await platform.user("alice")
+    name = f"cj-{uuid.uuid4().hex[:8]}"
+    ok = "def run(x):\n    return {'y': x}\n"
+    await deploy(platform, canary_body(name, "1.0.0", ok))
+    report = await deploy(
+        platform,
+        canary_body(name, "2.0.0", ok + "# 2\n", traffic_split={"1.0.0": 0, "2.0.0": 100}),
+    )
+    pid = report["package_id"]
+    done = await platform.execute(f"/packages/{name}/functions/run/execute", {"x": 1}, 60)
+    assert done.status_code == 200, done.text
+    async with platform.database.write_session() as session:
+        await session.execute(
+            update(PackageCanary)
+            .where(PackageCanary.package_id == pid)
+            .values(ends_at=datetime.now(UTC))
+        )
+    answer = await settled(platform, pid)
+    assert (answer["state"], answer["current"]) == ("stable", "2.0.0")
+    assert [e["type"] for e in await deployment_events(platform, pid)] == [
+        "calcgraph.deployment.promoted"
+    ]

@@ -161,12 +161,24 @@ class TestRouting:
         alice = bearer("alice")
         # Every unpinned call would go to the candidate: a save still does not.
         _, v1, _ = await canary_pkg(client, alice, "cn-wf", {"1.0.0": 0, "2.0.0": 100})
-        graph = {"nodes": [inp("x"), fn("f", "cn-wf/run", x="x")]}
+        graph = {
+            "nodes": [
+                inp("x"),
+                fn("f", "cn-wf/run", x="x"),
+                fn("g", "cn-wf/run@latest", x="x"),
+            ]
+        }
         response = await client.post(
             "/workflows", json={"slug": "cn-wf", "name": "w", "graph": graph}, headers=alice
         )
         assert response.status_code == 201, response.text
-        assert response.json()["resolved_functions"]["f"] == v1
+        resolved = response.json()["resolved_functions"]
+        # Unpinned and @latest alike: the current version.
+        assert (resolved["f"], resolved["g"]) == (v1, v1)
+        # A new version saved meanwhile too.
+        again = await client.put("/workflows/cn-wf", json={"graph": graph}, headers=alice)
+        assert again.status_code == 200, again.text
+        assert again.json()["resolved_functions"]["g"] == v1
 
     async def test_a_function_id_is_an_unpinned_call(
         self, client: httpx.AsyncClient, bearer: Bearer

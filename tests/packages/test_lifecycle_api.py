@@ -230,10 +230,11 @@ class TestDeprecatedInWorkflows:
         assert data["report"]["deprecated_functions"][0]["node_key"] == "f"
 
 
-class TestNotYetSupported:
-    async def test_dependencies_and_canary_are_refused_not_ignored(
+class TestCanaryRefusedNotIgnored:
+    async def test_a_split_naming_an_unhosted_version_is_422(
         self, client: httpx.AsyncClient, bearer: Bearer
     ) -> None:
+        """The issue's new user: a split naming a version that does not exist was accepted."""
         alice = bearer("alice")
         request = body("nys-pkg", "1.0.0")
         request["manifest"]["package"]["deployment"] = {

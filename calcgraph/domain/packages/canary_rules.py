@@ -25,6 +25,11 @@ from calcgraph.domain.packages.semver_rules import sort_versions
 DEFAULT_DURATION_SECONDS = 3600
 """`duration` when the manifest names none (contract 11: one hour)."""
 EARLY_JOBS = 20
+DECIDED_WITHIN_SECONDS = 10.0
+"""A canary is promoted or rolled back within this of becoming due (contract 11)."""
+JUDGE_INTERVAL_SECONDS = DECIDED_WITHIN_SECONDS / 2
+"""The judge's timer ticks at least this often, whatever the sweeper's interval: half the
+bound, so a round that is slow on a busy database still decides in time."""
 """Finished jobs after which an error rate above the maximum rolls the candidate back."""
 NAMED_AT_MOST = 10
 """Versions a refusal names, however many the split has."""

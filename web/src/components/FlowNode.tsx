@@ -12,6 +12,8 @@ export interface FlowNodeData extends Record<string, unknown> {
   status?: string;
   failed?: boolean;
   problems?: string[];
+  /** The deprecation note of the node's function version (contract 11); absent when it is not. */
+  deprecated?: string;
   inPorts: { name: string; type: string }[];
   outPorts: { name: string; type: string }[];
   /** One handle each side, no ports (the run page: edges join boxes, not ports). */
@@ -32,6 +34,7 @@ function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
   if (data.status) classes.push(`status-${data.status}`);
   if (data.failed) classes.push("failed");
   if (data.problems && data.problems.length > 0) classes.push("invalid");
+  if (data.deprecated) classes.push("deprecated-node");
   if (selected) classes.push("selected");
   if (compact) classes.push("compact");
   if (tiny) {
@@ -48,8 +51,14 @@ function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
       <div className="calc-node-head">
         <strong>{data.key}</strong>
         {data.status && <span className={`badge status-${data.status}`}>{data.status}</span>}
+        {data.deprecated && <span className="badge badge-deprecated" title={data.deprecated}>deprecated</span>}
       </div>
       {!compact && <div className="calc-node-sub">{data.subtitle}</div>}
+      {!compact && data.deprecated && (
+        <p role="note" className="node-deprecated" aria-label={`${data.key} is deprecated`}>
+          {data.deprecated}
+        </p>
+      )}
       {data.plain && (
         <>
           <Handle type="target" position={Position.Left} isConnectable={false} />

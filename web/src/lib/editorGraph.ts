@@ -6,7 +6,13 @@ import { globMatch, sourceOf, type GraphDocument, type GraphNode } from "./graph
 import { formatTypeExpr, typeExprOf } from "./typeexpr";
 
 export type Port = { name: string; type: string };
-export type Schemas = Record<string, { inputs: Port[]; outputs: Port[] } | { error: string }>;
+/** A function reference's resolved ports, and its deprecation note when it is deprecated. */
+export type Schemas = Record<string, { inputs: Port[]; outputs: Port[]; deprecated?: string | null } | { error: string }>;
+
+/** Report categories that are notices, not problems: they leave the graph valid (contract 11's
+ * `deprecated_functions`), so a node is not marked invalid for them; the editor shows a
+ * deprecated node from its resolved version instead. */
+const NOTICES = new Set(["deprecated_functions"]);
 
 function typeText(value: unknown): string {
   try {
@@ -35,7 +41,7 @@ export function problemsByNode(report: unknown): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (!report || typeof report !== "object") return out;
   for (const [category, entries] of Object.entries(report as Record<string, unknown>)) {
-    if (!Array.isArray(entries)) continue;
+    if (!Array.isArray(entries) || NOTICES.has(category)) continue;
     for (const e of entries as { node_key?: string | null; port?: string; reason?: string }[]) {
       const key = e.node_key ?? "(document)";
       const list = out.get(key) ?? [];

@@ -24,6 +24,13 @@ export function unitOf(typeName: string, catalog: Catalog): string {
   return catalog.get(typeName)?.unit ?? "";
 }
 
+/** What a deprecated function version says of itself (contract 11), as the function page's
+ * banner and an editor node's note show it; null when it is not deprecated. */
+export function deprecation(v: { deprecated: boolean; deprecatedMessage?: string | null; removalVersion?: string | null }): string | null {
+  if (!v.deprecated) return null;
+  return `Deprecated${v.deprecatedMessage ? `: ${v.deprecatedMessage}` : ""}${v.removalVersion ? ` (removed in ${v.removalVersion})` : ""}`;
+}
+
 export function showValue(value: unknown): string {
   if (typeof value === "number") return Number.isInteger(value) ? String(value) : value.toPrecision(6);
   if (typeof value === "string") return value;

@@ -10,7 +10,7 @@ import { RetryPolicyForm, type RetryPolicy } from "../components/RetryPolicyForm
 import { ErrorBox, Loading, Page } from "../components/Status";
 import { ApiError, request } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
-import { ports } from "../lib/format";
+import { deprecation, ports } from "../lib/format";
 import { useEditorDocument } from "../lib/document";
 import { cyclesOf, graphEdges, nodePorts, problemsByNode, without, type Schemas } from "../lib/editorGraph";
 import { asGraph, sourceOf, type GraphDocument, type GraphNode } from "../lib/graph";
@@ -83,6 +83,7 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
             [ref]: {
               inputs: ports(r.resolveFunction.inputsSchema).map(([n, p]) => ({ name: n, type: p.type })),
               outputs: ports(r.resolveFunction.outputsSchema).map(([n, p]) => ({ name: n, type: p.type })),
+              deprecated: deprecation(r.resolveFunction),
             },
           })),
         (e: unknown) => setSchemas((s) => ({ ...s, [ref]: { error: e instanceof Error ? e.message : String(e) } })),
@@ -90,6 +91,10 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
     }
   }, [references, schemas]);
   const schemasReady = references.every((r) => schemas[r]);
+  const deprecatedNodes = graph.nodes.flatMap((n) => {
+    const s = schemas[n.function ?? ""];
+    return n.kind === "function" && s && "inputs" in s && s.deprecated ? [`${n.node_key} (${n.function ?? ""}: ${s.deprecated})`] : [];
+  });
 
   const portsOf = useMemo(() => new Map(graph.nodes.map((n) => [n.node_key, nodePorts(n, graph, schemas)])), [graph, schemas]);
   const edges: Edge[] = useMemo(() => graphEdges(graph).map((e) => ({ ...e, selected: selection.edges.includes(e.id) })), [graph, selection.edges]);
@@ -140,6 +145,7 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
             kind: n.kind,
             subtitle: n.kind === "function" ? (n.function ?? "") : n.kind === "extract" ? `${n.mode} ${n.pattern} of ${n.from_node_key ?? "(no node)"}` : "input",
             problems,
+            deprecated: schema && "inputs" in schema ? (schema.deprecated ?? undefined) : undefined,
             ...p,
           },
         };
@@ -394,6 +400,11 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
           <button type="button" onClick={() => void connect(pending.connection, true)}>Replace binding</button>{" "}
           <button type="button" onClick={() => setPending(null)}>Keep the current binding</button>
         </div>
+      )}
+      {deprecatedNodes.length > 0 && (
+        <p role="note" className="deprecated" data-testid="editor-deprecated">
+          {deprecatedNodes.length === 1 ? "A node runs a deprecated function" : `${deprecatedNodes.length} nodes run deprecated functions`}: {deprecatedNodes.join("; ")}. The graph stays valid; move to a newer function before its removal.
+        </p>
       )}
       {report.get("(document)") && <ul className="problem">{report.get("(document)")?.map((p) => <li key={p}>{p}</li>)}</ul>}
       <div className="editor-body">

@@ -5,7 +5,7 @@ import { Empty, ErrorBox, Loading, Page, StatusBadge } from "../components/Statu
 import { InputsForm, type FormPort } from "../components/TypeForm";
 import { request, ApiError } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
-import { ports, showValue, unitOf, when } from "../lib/format";
+import { deprecation, ports, showValue, unitOf, when } from "../lib/format";
 import { useAsync, useSessionState } from "../lib/hooks";
 import { typeExprOf } from "../lib/typeexpr";
 import type { Draft } from "../lib/values";
@@ -103,8 +103,7 @@ export function FunctionPage() {
     <Page title={`${fn?.package.name ?? ""}/${fn?.name ?? id} ${fv.version}`}>
       {fv.deprecated && (
         <p role="note" className="deprecated">
-          Deprecated{fv.deprecatedMessage ? `: ${fv.deprecatedMessage}` : ""}
-          {fv.removalVersion ? ` (removed in ${fv.removalVersion})` : ""}
+          {deprecation(fv)}
         </p>
       )}
       {fv.changelog && <p>{fv.changelog}</p>}

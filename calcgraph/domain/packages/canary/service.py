@@ -8,7 +8,8 @@ execute, judged by the workers' timer, ended by a promote or a roll-back.
   running canary is routed by `canary_rules.route` between the split's versions; the job
   remembers the version (`canary_jobs`). Workflow versions are resolved when saved, by the
   resolver, which is not routed: they get the current version, never the candidate.
-- The timer (`judge`, from the sweeper every worker process runs) decides each running canary
+- The timer (`judge`, from the canary judge every worker process runs beside its sweeper, at
+  least every `canary_rules.JUDGE_INTERVAL_SECONDS`) decides each running canary
   by `canary_rules.verdict`; of concurrent timers one wins the conditional UPDATE and only it
   changes the current version, writes the history and records the event.
 """
