@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.packages.publishing import Bearer, publish, small_body
 
@@ -102,6 +103,80 @@ class TestBreakingChanges:
         )
         report = await publish(client, alice, widened)
         assert report["breaking_changes"] == []
+
+    @pytest.mark.parametrize(
+        ("name", "io", "change"),
+        [
+            (
+                "input-removed",
+                {"inputs": {}, "outputs": {"y": {"type": "Length"}}},
+                "input_removed",
+            ),
+            (
+                "output-removed",
+                {"inputs": {"x": {"type": "Length"}}, "outputs": {"w": {"type": "Float"}}},
+                "output_removed",
+            ),
+            (
+                "input-required",
+                {
+                    "inputs": {"x": {"type": "Length"}, "n": {"type": "Float"}},
+                    "outputs": {"y": {"type": "Length"}},
+                },
+                "input_added",
+            ),
+            (
+                "output-type",
+                {"inputs": {"x": {"type": "Length"}}, "outputs": {"y": {"type": "Force"}}},
+                "output_type",
+            ),
+        ],
+    )
+    async def test_each_kind_of_break_is_409_under_manual_and_listed(
+        self,
+        client: httpx.AsyncClient,
+        bearer: Bearer,
+        name: str,
+        io: dict[str, Any],
+        change: str,
+    ) -> None:
+        """Contract 11's breaks one by one through the door: a removed input, a removed output, a
+        new required input and an output that cannot connect to its old type."""
+        alice = bearer("alice")
+        package = f"brk-{name}"
+        await publish(client, alice, body(package, "1.0.0", "manual"))
+        changed = small_body(
+            package, "1.1.0", strategy="manual", functions={"run": {"handler": "main:run", **io}}
+        )
+        response = await client.post("/packages", json=changed, headers=alice)
+        assert response.status_code == 409, response.text
+        answer = response.json()
+        assert answer["detail"].startswith("Conflict: ")
+        breaks = [(c["function"], c["change"]) for c in answer["breaking_changes"] if c["breaking"]]
+        assert breaks == [("run", change)]
+        versions = await client.get(f"/packages/{package}/versions", headers=alice)
+        assert [v["version"] for v in versions.json()["versions"]] == ["1.0.0"]
+        changed["manifest"]["package"]["version"] = "2.0.0"
+        report = await publish(client, alice, changed)
+        assert [c["change"] for c in report["breaking_changes"] if c["breaking"]] == [change]
+
+    async def test_below_1_0_0_a_minor_bump_is_the_major_one(
+        self, client: httpx.AsyncClient, bearer: Bearer
+    ) -> None:
+        alice = bearer("alice")
+        await publish(client, alice, body("brk-zero", "0.1.0", "manual"))
+        broken = small_body(
+            "brk-zero",
+            "0.1.1",
+            strategy="manual",
+            functions={"run": {"handler": "main:run", **FORCE_IN}},
+        )
+        response = await client.post("/packages", json=broken, headers=alice)
+        assert response.status_code == 409, response.text
+        assert "input 'x' changed type Length -> Force" in response.json()["detail"]
+        broken["manifest"]["package"]["version"] = "0.2.0"
+        report = await publish(client, alice, broken)
+        assert [c["change"] for c in report["breaking_changes"]] == ["input_type"]
 
 
 class TestVersionDetail:
