@@ -37,6 +37,7 @@ from tests.runs.test_run_control_api import (
     _start,
     _workflow,
 )
+from tests.runs.test_run_control_matrix import worker_process
 from tests.runs.test_tick_api import _status, _tick, _until
 from tests.sandbox.conftest import _make_backend
 from tests.workflows.graphs import fn, inp
@@ -52,6 +53,16 @@ HOARD = textwrap.dedent(
     """
 )
 F = {"type": "Float", "required": True}
+
+
+@pytest.fixture(params=["bwrap", "docker"])
+def limiting_sandbox(request: pytest.FixtureRequest) -> str:
+    """A sandbox backend that enforces a function's declared memory (the process backend
+    refuses such a job instead: test_resources.py)."""
+    found = _make_backend(str(request.param))
+    if isinstance(found, str):
+        pytest.skip(found)
+    return str(request.param)
 
 
 @pytest.fixture(params=["bwrap", "docker"])
@@ -142,6 +153,46 @@ class TestRetryOfMemoryExhaustion:
             assert done.json()["status"] == "success", done.json()
             assert done.json()["outputs"] == {"y": x}
         assert runtime.pool.stats.hits > hits
+
+
+async def test_ten_attempts_that_exhaust_memory_in_a_worker_process(
+    exec_url: str,
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+    limiting_sandbox: str,
+) -> None:
+    """The same hostile retry policy in the production shape: Redis and a separate `calcgraph
+    worker` process of one thread. The run fails after the tenth attempt, each its own job
+    ended `out_of_memory`; the worker process is still alive and runs a job of the same
+    function within its memory on that one thread."""
+    async with worker_process(exec_url, identity_provider, tmp_path, limiting_sandbox) as (
+        platform,
+        worker,
+    ):
+        name = await _hoarding_package(platform)
+        node = fn("h", f"{name}/hoard", x="x")
+        node["retry"] = {"max_attempts": ATTEMPTS, "initial_interval_s": 0, "on": ["out_of_memory"]}
+        slug = await _workflow(platform, [inp("x"), node])
+        run = await _start(platform, slug, {"x": 40.0})
+        run = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL, seconds=600)
+        assert run["status"] == "failed", run
+        state = run["node_states"]["h"]
+        assert (state["attempt"], state["error"]["kind"]) == (ATTEMPTS, "out_of_memory")
+        assert [a["attempt"] for a in state["attempts"]] == list(range(1, ATTEMPTS))
+        jobs = await _jobs_of(platform, run["id"])
+        assert len(jobs) == ATTEMPTS
+        assert {(key, status, error["kind"]) for key, status, error in jobs} == {
+            ("h", "failed", "out_of_memory")
+        }
+        assert worker.poll() is None, "the worker process died"
+        for x in (2.0, 3.0):
+            done = await platform.execute(
+                f"/packages/{name}/functions/hoard/execute", {"x": x}, wait=LONG / 3
+            )
+            assert done.status_code == 200, done.text
+            assert done.json()["status"] == "success", done.json()
+            assert done.json()["outputs"] == {"y": x}
+        assert worker.poll() is None
 
 
 WIDE = 12

@@ -69,9 +69,9 @@ class Shaped:
 
 
 @contextlib.asynccontextmanager
-async def _worker_process(
+async def worker_process(
     exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path, sandbox: str
-) -> AsyncIterator[Platform]:
+) -> AsyncIterator[tuple[Platform, subprocess.Popen[bytes]]]:
     """The API (sending only) and one `calcgraph worker` process of one thread."""
     _redis_or_skip()
     prefix = f"test-{uuid.uuid4().hex[:8]}:"
@@ -96,7 +96,7 @@ async def _worker_process(
             redis_key_prefix=prefix,
         ) as platform:
             assert platform.execution.runtime is None  # this process only sends
-            yield platform
+            yield platform, worker
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -127,7 +127,7 @@ async def shaped(
     if isinstance(found, str):
         pytest.skip(found)
     if shape == "worker":
-        async with _worker_process(exec_url, identity_provider, tmp_path, sandbox) as platform:
+        async with worker_process(exec_url, identity_provider, tmp_path, sandbox) as (platform, _):
             yield Shaped(platform, sandbox, shape)
         return
     async with running_platform(
