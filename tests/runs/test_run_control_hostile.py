@@ -4,10 +4,12 @@
   backend that enforces a memory limit (bwrap, docker): the run fails after the tenth attempt,
   the worker survives and its warm pool is not poisoned (a job of the same function version
   afterwards succeeds in that pool, the next one on a warm sandbox of it);
-- a cancel racing 50 concurrent ticks of a wide run that is midway: one outcome (the run
-  cancelled once, a single `calcgraph.run.cancelled`), consistent node states (no node left
-  pending or running, each node at most one job, every job of the run ended), and no tick
-  after it submits anything.
+- the same in the production shape: Redis and a separate one-thread `calcgraph worker` process
+  (the worker process lives on and runs the function within its memory after);
+- a cancel racing 50 concurrent ticks of a wide run that is midway, in process and with Redis
+  and a separate `calcgraph worker`: one outcome (the run cancelled once, a single
+  `calcgraph.run.cancelled`), consistent node states (no node left pending or running, each
+  node at most one job, every job of the run ended), and no tick after it submits anything.
 
 Both on SQLite and PostgreSQL (the `backend` fixture).
 """
@@ -15,6 +17,7 @@ Both on SQLite and PostgreSQL (the `backend` fixture).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import textwrap
 import time
 import uuid
@@ -222,17 +225,32 @@ async def _jobs_of(platform: Platform, run_id: str) -> list[tuple[str | None, st
 
 
 class TestCancelRacingFiftyTicks:
+    @pytest.mark.parametrize("shape", ["in-process", "worker"])
     async def test_one_outcome_and_consistent_states(
-        self, exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+        self,
+        exec_url: str,
+        identity_provider: LocalIdentityProvider,
+        tmp_path: Path,
+        shape: str,
     ) -> None:
-        async with running_platform(
-            exec_url,
-            identity_provider,
-            tmp_path,
-            default_sandbox(),
-            sandbox_timeout_seconds=LONG * 2,
-            job_cancel_check_seconds=0.5,
-        ) as platform:
+        """In process (two worker threads) and with Redis and a one-thread `calcgraph
+        worker` process, whose cancel reaches the worker through the database."""
+        async with contextlib.AsyncExitStack() as stack:
+            if shape == "worker":
+                platform, _ = await stack.enter_async_context(
+                    worker_process(exec_url, identity_provider, tmp_path, default_sandbox())
+                )
+            else:
+                platform = await stack.enter_async_context(
+                    running_platform(
+                        exec_url,
+                        identity_provider,
+                        tmp_path,
+                        default_sandbox(),
+                        sandbox_timeout_seconds=LONG * 2,
+                        job_cancel_check_seconds=0.5,
+                    )
+                )
             run = await _wide_run(platform)
             run_id = run["id"]
             headers = platform.headers("alice")
