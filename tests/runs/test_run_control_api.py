@@ -822,3 +822,26 @@ class TestGraphQL:
         assert (state["nodeKey"], state["status"], state["attempt"]) == ("g", "failed", 2)
         assert [a["attempt"] for a in state["attempts"]] == [1]
         assert state["retryAt"] is None
+
+    async def test_cancel_job_stops_a_running_job(self, platform: Platform) -> None:
+        name = (await _package(platform)).split("|")[0]
+        sent = await platform.client.post(
+            f"/packages/{name}/functions/nap/execute",
+            json={"inputs": {"x": LONG}},
+            params={"wait": 0},
+            headers=platform.headers("alice"),
+        )
+        assert sent.status_code == 202, sent.text
+        job_id = sent.json()["job_id"]
+        await _running_here(platform, job_id)
+        cancel = "mutation($id: ID!) { cancelJob(id: $id) { id status error } }"
+        denied = await _gql(platform, cancel, user="bob", id=job_id)
+        assert denied["errors"][0]["extensions"]["code"] in ("NotFound", "PermissionDenied")
+        assert (await _job(platform, job_id))["status"] == "running"
+        done = await _gql(platform, cancel, id=job_id)
+        assert "errors" not in done, done
+        job = done["data"]["cancelJob"]
+        assert (job["id"], job["status"], job["error"]["kind"]) == (job_id, "failed", "cancelled")
+        await _gone(platform, job_id)
+        again = await _gql(platform, cancel, id=job_id)
+        assert again["errors"][0]["extensions"]["code"] == "Conflict"
