@@ -173,3 +173,31 @@ def test_the_python_client(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
                 await client.cancel_job(sent.job_id)
 
     asyncio.run(stop_a_job())
+
+
+def test_rerun_the_latest_version_and_start_with_refresh(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    """`runs rerun --workflow-version latest` runs the workflow's newest graph (here without
+    the failing node: it completes), and `runs start --refresh` is never a cache hit."""
+    _, slug = _workflow(cli, tmp_path)
+    code, first = cli.json("runs", "start", slug, "-i", "x=2", "-i", "len=1 m")
+    assert code == 1
+    with Client(cli.served.url, cli.served.token("alice")) as client:
+        graph = client.get_workflow(slug).graph
+        kept = [n for n in graph["nodes"] if n["node_key"] != "fails"]
+        client.update_workflow(slug, {"nodes": kept})
+    code, same = cli.json("runs", "rerun", first["id"], "--no-follow")
+    assert code == 0
+    assert same["workflow_version_id"] == first["workflow_version_id"]
+    assert "fails" in same["node_states"]
+    code, latest = cli.json("runs", "rerun", first["id"], "--workflow-version", "latest")
+    assert code == 0, latest
+    assert latest["status"] == "completed"
+    assert latest["workflow_version_id"] != first["workflow_version_id"]
+    assert set(latest["node_states"]) == {"s"}
+    hits = []
+    for extra in ((), (), ("--refresh",)):
+        code, run = cli.json("runs", "start", slug, "-i", "x=5", "-i", "len=3 m", *extra)
+        assert code == 0, run
+        code, job = cli.json("jobs", "show", run["node_states"]["s"]["job_id"])
+        hits.append(job["cache_hit"])
+    assert hits == [False, True, False]
