@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
 
-from calcgraph.client import Client
+import pytest
+
+from calcgraph.client import AsyncClient, Client
+from calcgraph.client.errors import Conflict, NotFound, PermissionDenied
+from calcgraph.client.values import quantity
 from tests.client.conftest import unique
 from tests.client.packages import tools_package
 from tests.client.test_cli import Cli, cli  # noqa: F401
@@ -115,3 +120,84 @@ def test_cancel_a_job_and_refresh(cli: Cli, tmp_path: Path) -> None:  # noqa: F8
     assert refreshed["job_id"] != first["job_id"]
     code, job = cli.json("jobs", "show", refreshed["job_id"])
     assert job["cache_hit"] is False
+
+
+def test_the_python_client(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    """The Python client's run control, sync and async: re-run of the latest version with an
+    override, cancel of a run and of a job (Conflict once ended, hidden from another user),
+    and a run started with `refresh` never answered from the cache."""
+    name, slug = _workflow(cli, tmp_path)
+    url = cli.served.url
+    with Client(url, cli.served.token("alice")) as client:
+        first = client.run_until_done(client.start_run(slug, {"x": 2, "len": quantity(1, "m")}).id)
+        assert first.status == "failed"
+        again = client.rerun(first.id, workflow_version="latest", inputs={"x": 3})
+        assert again.rerun_of == first.id
+        assert again.inputs["x"] == 3
+        assert again.node_states["s"].reused is False  # its input changed
+        cancelled = client.cancel_run(again.id)
+        assert cancelled.status == "cancelled"
+        assert {s.status for s in cancelled.node_states.values()} == {"cancelled"}
+        with pytest.raises(Conflict):
+            client.cancel_run(again.id)
+        with (
+            Client(url, cli.served.token("bob")) as bob,
+            pytest.raises((NotFound, PermissionDenied)),
+        ):
+            bob.cancel_run(first.id)
+
+        scaled = unique("scaled")
+        graph = {
+            "nodes": [
+                n for n in client.get_workflow(slug).graph["nodes"] if n["node_key"] != "fails"
+            ]
+        }
+        client.create_workflow(scaled, "Scaled", graph)
+        hits = []
+        for refresh in (False, False, True, False):
+            run = client.run_until_done(
+                client.start_run(scaled, {"x": 7, "len": quantity(2, "m")}, refresh=refresh).id
+            )
+            assert run.status == "completed", run
+            job_id = run.node_states["s"].job_id
+            assert job_id is not None
+            hits.append(client.get_job(job_id).cache_hit)
+        assert hits == [False, True, False, True]
+
+    async def stop_a_job() -> None:
+        async with AsyncClient(url, cli.served.token("alice")) as client:
+            sent = await client.execute(f"{name}/slow", {"seconds": 60}, wait=0)
+            job = await client.cancel_job(sent.job_id)
+            assert (job.status, (job.error or {}).get("kind")) == ("failed", "cancelled")
+            with pytest.raises(Conflict):
+                await client.cancel_job(sent.job_id)
+
+    asyncio.run(stop_a_job())
+
+
+def test_rerun_the_latest_version_and_start_with_refresh(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    """`runs rerun --workflow-version latest` runs the workflow's newest graph (here without
+    the failing node: it completes), and `runs start --refresh` is never a cache hit."""
+    _, slug = _workflow(cli, tmp_path)
+    code, first = cli.json("runs", "start", slug, "-i", "x=2", "-i", "len=1 m")
+    assert code == 1
+    with Client(cli.served.url, cli.served.token("alice")) as client:
+        graph = client.get_workflow(slug).graph
+        kept = [n for n in graph["nodes"] if n["node_key"] != "fails"]
+        client.update_workflow(slug, {"nodes": kept})
+    code, same = cli.json("runs", "rerun", first["id"], "--no-follow")
+    assert code == 0
+    assert same["workflow_version_id"] == first["workflow_version_id"]
+    assert "fails" in same["node_states"]
+    code, latest = cli.json("runs", "rerun", first["id"], "--workflow-version", "latest")
+    assert code == 0, latest
+    assert latest["status"] == "completed"
+    assert latest["workflow_version_id"] != first["workflow_version_id"]
+    assert set(latest["node_states"]) == {"s"}
+    hits = []
+    for extra in ((), (), ("--refresh",)):
+        code, run = cli.json("runs", "start", slug, "-i", "x=5", "-i", "len=3 m", *extra)
+        assert code == 0, run
+        code, job = cli.json("jobs", "show", run["node_states"]["s"]["job_id"])
+        hits.append(job["cache_hit"])
+    assert hits == [False, True, False]

@@ -10,11 +10,14 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from calcgraph.domain.jobs.models import Job
 from calcgraph.workers.runtime import CodeRuntime
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import Platform, default_sandbox, running_platform
@@ -258,6 +261,107 @@ class TestCancelRun:
         assert _status(final) == {"i": "cancelled"}
         assert final["terminal_outputs"] is None
 
+    async def test_a_job_that_finished_first_keeps_its_outputs_and_its_node_stays_cancelled(
+        self, platform: Platform
+    ) -> None:
+        """The race's one branch made certain: the job ended `success` before the cancel and
+        no tick has reconciled it yet. The cancel reconciles nothing: the node is cancelled,
+        the job keeps its outputs, the run has no terminal outputs, later ticks keep it so."""
+        name = (await _package(platform)).split("|")[0]
+        slug = await _workflow(platform, [inp("x"), fn("i", f"{name}/inc", x="x")])
+        run = await _start(platform, slug, {"x": 1.0})
+        if run["node_states"]["i"]["job_id"] is None:
+            run = await _tick(platform, run["id"])  # submits `i`
+        job_id = run["node_states"]["i"]["job_id"]
+        assert run["node_states"]["i"]["status"] == "running"
+        deadline = time.monotonic() + 60
+        while (job := await _job(platform, job_id))["status"] != "success":
+            assert time.monotonic() < deadline, job
+            await asyncio.sleep(0.05)
+        response = await platform.client.post(
+            f"/workflow-runs/{run['id']}/cancel", headers=platform.headers("alice")
+        )
+        assert response.status_code == 200, response.text
+        cancelled = response.json()
+        assert cancelled["status"] == "cancelled"
+        assert _status(cancelled) == {"i": "cancelled"}
+        assert cancelled["terminal_outputs"] is None
+        after = await _job(platform, job_id)
+        assert (after["status"], after["outputs"], after["error"]) == ("success", {"y": 2.0}, None)
+        assert after["finished_at"] == job["finished_at"]
+        final = await _tick(platform, run["id"], wait=1)
+        assert (final["status"], final["revision"]) == ("cancelled", cancelled["revision"])
+        assert _status(final) == {"i": "cancelled"}
+        assert final["terminal_outputs"] is None
+
+    async def test_an_admin_may_cancel_anothers_run_and_job(self, platform: Platform) -> None:
+        run, job_id = await _napping_run(platform)
+        admin = platform.headers("root", roles=["admin", "user"])
+        response = await platform.client.post(f"/workflow-runs/{run['id']}/cancel", headers=admin)
+        assert response.status_code == 200, response.text
+        assert response.json()["status"] == "cancelled"
+        assert (await _job(platform, job_id))["error"]["kind"] == "cancelled"
+        await _gone(platform, job_id)
+        name = (await _package(platform)).split("|")[0]
+        sent = await platform.client.post(
+            f"/packages/{name}/functions/nap/execute",
+            json={"inputs": {"x": LONG}},
+            params={"wait": 0},
+            headers=platform.headers("alice"),
+        )
+        assert sent.status_code == 202, sent.text
+        stopped = await platform.client.post(f"/jobs/{sent.json()['job_id']}/cancel", headers=admin)
+        assert stopped.status_code == 200, stopped.text
+        assert (stopped.json()["status"], stopped.json()["error"]["kind"]) == (
+            "failed",
+            "cancelled",
+        )
+        await _gone(platform, sent.json()["job_id"])
+
+    async def test_a_chain_stops_before_its_next_node(self, platform: Platform) -> None:
+        """A chain q -> n -> r -> s runs as one worker job (chain execution): cancelled while
+        n naps, n's sandbox is killed and the chain runs neither r nor s (no job for either),
+        q keeps its success."""
+        assert platform.settings.chain_execution == "chain"
+        name = (await _package(platform)).split("|")[0]
+        nodes = [
+            inp("x"),
+            fn("q", f"{name}/inc", x="x"),
+            fn("n", f"{name}/nap", x="q.y"),
+            fn("r", f"{name}/inc", x="n.y"),
+            fn("s", f"{name}/inc", x="r.y"),
+        ]
+        slug = await _workflow(platform, nodes)
+        run = await _start(platform, slug, {"x": LONG - 1})
+        assert [c["node_keys"] for c in run["plan_snapshot"]["chains"]] == [["q", "n", "r", "s"]]
+        run = await _until(
+            platform, run["id"], lambda r: r["node_states"]["n"]["status"] == "running"
+        )
+        job_id = run["node_states"]["n"]["job_id"]
+        await _running_here(platform, job_id)
+        response = await platform.client.post(
+            f"/workflow-runs/{run['id']}/cancel", headers=platform.headers("alice")
+        )
+        assert response.status_code == 200, response.text
+        assert _status(response.json()) == {
+            "q": "success",
+            "n": "cancelled",
+            "r": "cancelled",
+            "s": "cancelled",
+        }
+        await _gone(platform, job_id)
+        await asyncio.sleep(2.0)  # time for a chain that went on to write r's job
+        async with platform.database.read_session() as session:
+            rows = await session.execute(
+                select(Job.node_key, Job.status, Job.error).where(Job.workflow_run_id == run["id"])
+            )
+            jobs = {key: (status, (error or {}).get("kind")) for key, status, error in rows}
+        assert jobs == {"q": ("success", None), "n": ("failed", "cancelled")}
+        final = await _tick(platform, run["id"])
+        assert final["status"] == "cancelled"
+        assert final["node_states"]["r"]["job_id"] is None
+        assert final["node_states"]["s"]["job_id"] is None
+
 
 class TestCancelJob:
     async def test_cancel_a_job(self, platform: Platform) -> None:
@@ -340,6 +444,62 @@ class TestRerun:
         )
         assert rerun.status_code == 201, rerun.text
         assert set(_status(rerun.json()).values()) == {"pending"}
+
+    async def test_the_same_or_the_latest_version_and_the_plan_keeps_its_policy(
+        self, platform: Platform
+    ) -> None:
+        """A run keeps the retry policy frozen in its plan though the workflow is changed
+        after its creation; a re-run with `same` runs the original version (its policy), with
+        `latest` the new one."""
+        name = (await _package(platform)).split("|")[0]
+
+        def graph(attempts: int) -> dict[str, Any]:
+            nodes = _guarded(name)
+            nodes[3]["retry"] = {
+                "max_attempts": attempts,
+                "initial_interval_s": 0,
+                "on": ["user_error"],
+            }
+            return {"nodes": nodes}
+
+        alice = platform.headers("alice")
+        slug = f"wf-{uuid.uuid4().hex[:8]}"
+        created = await platform.client.post(
+            "/workflows", json={"slug": slug, "name": slug, **{"graph": graph(2)}}, headers=alice
+        )
+        assert created.status_code == 201, created.text
+        first = await _start(platform, slug, {"x": 1.0, "lim": 0.0})
+        changed = await platform.client.put(
+            f"/workflows/{slug}", json={"graph": graph(3)}, headers=alice
+        )
+        assert changed.status_code == 200, changed.text
+        first = await _until(platform, first["id"], lambda r: r["status"] in TERMINAL)
+        assert first["status"] == "failed"
+        assert first["node_states"]["g"]["attempt"] == 2  # the plan's policy, not the new one
+        assert len(first["node_states"]["g"]["attempts"]) == 1
+
+        def policy(run: dict[str, Any]) -> int:
+            node = next(n for n in run["plan_snapshot"]["nodes"] if n["node_key"] == "g")
+            return int(node["retry"]["max_attempts"])
+
+        answers = {}
+        for version in ("same", "latest"):
+            response = await platform.client.post(
+                f"/workflow-runs/{first['id']}/rerun",
+                json={"workflow_version": version},
+                headers=alice,
+            )
+            assert response.status_code == 201, response.text
+            answers[version] = response.json()
+        same, latest = answers["same"], answers["latest"]
+        assert same["workflow_version_id"] == first["workflow_version_id"]
+        assert policy(same) == 2
+        assert latest["workflow_version_id"] != first["workflow_version_id"]
+        assert policy(latest) == 3
+        for rerun in (same, latest):
+            assert rerun["node_states"]["a"]["reused"] is True  # same function, same inputs
+        latest = await _until(platform, latest["id"], lambda r: r["status"] in TERMINAL)
+        assert (latest["status"], latest["node_states"]["g"]["attempt"]) == ("failed", 3)
 
     async def test_refusals(self, platform: Platform) -> None:
         name = (await _package(platform)).split("|")[0]
@@ -434,6 +594,40 @@ class TestRetry:
         denied = await _gql(platform, query, user="bob", id=run["id"])
         assert denied.get("data") is None or denied["data"]["workflowRun"] is None
         assert denied["errors"][0]["extensions"]["code"] in ("NotFound", "PermissionDenied")
+
+    async def test_the_default_kinds_and_the_time_of_the_next_attempt(
+        self, platform: Platform
+    ) -> None:
+        """`on` left out: every kind but user_error, so a user error fails at once. With
+        user_error in `on`, the failed attempt's node waits `pending` until `retry_at` = its
+        job's `finished_at` + initial_interval_s (then the coefficient doubles it)."""
+        name = (await _package(platform)).split("|")[0]
+        plain = fn("g", f"{name}/guard", a="x", limit="lim")
+        plain["retry"] = {"max_attempts": 3}
+        slug = await _workflow(platform, [inp("x"), inp("lim"), plain])
+        run = await _start(platform, slug, {"x": 5.0, "lim": 0.0})
+        run = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL)
+        state = run["node_states"]["g"]
+        assert (run["status"], state["attempt"], state["attempts"]) == ("failed", 1, [])
+        assert state["error"]["kind"] == "user_error"
+
+        later = fn("g", f"{name}/guard", a="x", limit="lim")
+        later["retry"] = {"max_attempts": 2, "initial_interval_s": 3, "on": ["user_error"]}
+        slug = await _workflow(platform, [inp("x"), inp("lim"), later])
+        run = await _start(platform, slug, {"x": 5.0, "lim": 0.0})
+        run = await _until(
+            platform, run["id"], lambda r: r["node_states"]["g"]["retry_at"] is not None
+        )
+        state = run["node_states"]["g"]
+        assert (run["status"], state["status"], state["attempt"]) == ("running", "pending", 2)
+        assert state["job_id"] is None
+        first = await _job(platform, state["attempts"][0]["job_id"])
+        finished = datetime.fromisoformat(first["finished_at"])
+        assert datetime.fromisoformat(state["retry_at"]) - finished == timedelta(seconds=3)
+        run = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL)
+        second = await _job(platform, run["node_states"]["g"]["job_id"])
+        assert datetime.fromisoformat(second["created_at"]) >= finished + timedelta(seconds=3)
+        assert (run["status"], run["node_states"]["g"]["attempt"]) == ("failed", 2)
 
     async def test_the_manifest_default_applies_to_nodes_without_a_policy(
         self, platform: Platform
@@ -576,3 +770,78 @@ class TestGraphQL:
             platform, "mutation($id: ID!) { cancelJob(id: $id) { status } }", id=job_id
         )
         assert finished["errors"][0]["extensions"]["code"] == "Conflict"
+
+    async def test_retry_in_the_graph_input(self, platform: Platform) -> None:
+        """The node's `retry` through GraphQL's graph input: refused when invalid (the
+        validation report's invalid_retry_policies), kept in the version and the run's plan,
+        and the run's node states show the attempts."""
+        name = (await _package(platform)).split("|")[0]
+        guard = fn("g", f"{name}/guard", a="x", limit="lim")
+        bad = {"nodes": [inp("x"), inp("lim"), {**guard, "retry": {"max_attempts": 11}}]}
+        checked = await _gql(
+            platform,
+            "query($g: JSON!) { validateWorkflow(graph: $g) { valid report } }",
+            g=bad,
+        )
+        error = checked["errors"][0]
+        assert error["extensions"]["code"] == "ValidationError"
+        problems = error["extensions"]["report"]["invalid_retry_policies"]
+        assert [p["node_key"] for p in problems] == ["g"]
+        create = (
+            "mutation($s: String!, $g: JSON!) { createWorkflow(slug: $s, name: $s, graph: $g) "
+            "{ slug latest { graph } } }"
+        )
+        slug = f"wf-{uuid.uuid4().hex[:8]}"
+        refused = await _gql(platform, create, s=slug, g=bad)
+        assert refused["errors"][0]["extensions"]["code"] == "ValidationError"
+        assert refused["errors"][0]["extensions"]["report"]["invalid_retry_policies"] == problems
+        policy = {"max_attempts": 2, "initial_interval_s": 0, "on": ["user_error"]}
+        good = {"nodes": [inp("x"), inp("lim"), {**guard, "retry": policy}]}
+        created = await _gql(platform, create, s=slug, g=good)
+        assert "errors" not in created, created
+        saved = created["data"]["createWorkflow"]["latest"]["graph"]["nodes"]
+        assert next(n for n in saved if n["node_key"] == "g")["retry"] == policy
+        started = await _gql(
+            platform,
+            "mutation($w: String!, $i: JSON!) { createWorkflowRun(workflow: $w, inputs: $i) "
+            "{ id } }",
+            w=slug,
+            i={"x": 5.0, "lim": 0.0},
+        )
+        run_id = started["data"]["createWorkflowRun"]["id"]
+        run = await _until(platform, run_id, lambda r: r["status"] in TERMINAL)
+        assert run["plan_snapshot"]["nodes"][0]["retry"]["max_attempts"] == 2
+        answer = await _gql(
+            platform,
+            "query($id: ID!) { workflowRun(id: $id) { status nodeStates { nodeKey status "
+            "attempt attempts retryAt } } }",
+            id=run_id,
+        )
+        state = answer["data"]["workflowRun"]["nodeStates"][0]
+        assert answer["data"]["workflowRun"]["status"] == "failed"
+        assert (state["nodeKey"], state["status"], state["attempt"]) == ("g", "failed", 2)
+        assert [a["attempt"] for a in state["attempts"]] == [1]
+        assert state["retryAt"] is None
+
+    async def test_cancel_job_stops_a_running_job(self, platform: Platform) -> None:
+        name = (await _package(platform)).split("|")[0]
+        sent = await platform.client.post(
+            f"/packages/{name}/functions/nap/execute",
+            json={"inputs": {"x": LONG}},
+            params={"wait": 0},
+            headers=platform.headers("alice"),
+        )
+        assert sent.status_code == 202, sent.text
+        job_id = sent.json()["job_id"]
+        await _running_here(platform, job_id)
+        cancel = "mutation($id: ID!) { cancelJob(id: $id) { id status error } }"
+        denied = await _gql(platform, cancel, user="bob", id=job_id)
+        assert denied["errors"][0]["extensions"]["code"] in ("NotFound", "PermissionDenied")
+        assert (await _job(platform, job_id))["status"] == "running"
+        done = await _gql(platform, cancel, id=job_id)
+        assert "errors" not in done, done
+        job = done["data"]["cancelJob"]
+        assert (job["id"], job["status"], job["error"]["kind"]) == (job_id, "failed", "cancelled")
+        await _gone(platform, job_id)
+        again = await _gql(platform, cancel, id=job_id)
+        assert again["errors"][0]["extensions"]["code"] == "Conflict"

@@ -4,10 +4,12 @@
   backend that enforces a memory limit (bwrap, docker): the run fails after the tenth attempt,
   the worker survives and its warm pool is not poisoned (a job of the same function version
   afterwards succeeds in that pool, the next one on a warm sandbox of it);
-- a cancel racing 50 concurrent ticks of a wide run that is midway: one outcome (the run
-  cancelled once, a single `calcgraph.run.cancelled`), consistent node states (no node left
-  pending or running, each node at most one job, every job of the run ended), and no tick
-  after it submits anything.
+- the same in the production shape: Redis and a separate one-thread `calcgraph worker` process
+  (the worker process lives on and runs the function within its memory after);
+- a cancel racing 50 concurrent ticks of a wide run that is midway, in process and with Redis
+  and a separate `calcgraph worker`: one outcome (the run cancelled once, a single
+  `calcgraph.run.cancelled`), consistent node states (no node left pending or running, each
+  node at most one job, every job of the run ended), and no tick after it submits anything.
 
 Both on SQLite and PostgreSQL (the `backend` fixture).
 """
@@ -15,6 +17,7 @@ Both on SQLite and PostgreSQL (the `backend` fixture).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import textwrap
 import time
 import uuid
@@ -37,6 +40,7 @@ from tests.runs.test_run_control_api import (
     _start,
     _workflow,
 )
+from tests.runs.test_run_control_matrix import worker_process
 from tests.runs.test_tick_api import _status, _tick, _until
 from tests.sandbox.conftest import _make_backend
 from tests.workflows.graphs import fn, inp
@@ -52,6 +56,16 @@ HOARD = textwrap.dedent(
     """
 )
 F = {"type": "Float", "required": True}
+
+
+@pytest.fixture(params=["bwrap", "docker"])
+def limiting_sandbox(request: pytest.FixtureRequest) -> str:
+    """A sandbox backend that enforces a function's declared memory (the process backend
+    refuses such a job instead: test_resources.py)."""
+    found = _make_backend(str(request.param))
+    if isinstance(found, str):
+        pytest.skip(found)
+    return str(request.param)
 
 
 @pytest.fixture(params=["bwrap", "docker"])
@@ -144,6 +158,46 @@ class TestRetryOfMemoryExhaustion:
         assert runtime.pool.stats.hits > hits
 
 
+async def test_ten_attempts_that_exhaust_memory_in_a_worker_process(
+    exec_url: str,
+    identity_provider: LocalIdentityProvider,
+    tmp_path: Path,
+    limiting_sandbox: str,
+) -> None:
+    """The same hostile retry policy in the production shape: Redis and a separate `calcgraph
+    worker` process of one thread. The run fails after the tenth attempt, each its own job
+    ended `out_of_memory`; the worker process is still alive and runs a job of the same
+    function within its memory on that one thread."""
+    async with worker_process(exec_url, identity_provider, tmp_path, limiting_sandbox) as (
+        platform,
+        worker,
+    ):
+        name = await _hoarding_package(platform)
+        node = fn("h", f"{name}/hoard", x="x")
+        node["retry"] = {"max_attempts": ATTEMPTS, "initial_interval_s": 0, "on": ["out_of_memory"]}
+        slug = await _workflow(platform, [inp("x"), node])
+        run = await _start(platform, slug, {"x": 40.0})
+        run = await _until(platform, run["id"], lambda r: r["status"] in TERMINAL, seconds=600)
+        assert run["status"] == "failed", run
+        state = run["node_states"]["h"]
+        assert (state["attempt"], state["error"]["kind"]) == (ATTEMPTS, "out_of_memory")
+        assert [a["attempt"] for a in state["attempts"]] == list(range(1, ATTEMPTS))
+        jobs = await _jobs_of(platform, run["id"])
+        assert len(jobs) == ATTEMPTS
+        assert {(key, status, error["kind"]) for key, status, error in jobs} == {
+            ("h", "failed", "out_of_memory")
+        }
+        assert worker.poll() is None, "the worker process died"
+        for x in (2.0, 3.0):
+            done = await platform.execute(
+                f"/packages/{name}/functions/hoard/execute", {"x": x}, wait=LONG / 3
+            )
+            assert done.status_code == 200, done.text
+            assert done.json()["status"] == "success", done.json()
+            assert done.json()["outputs"] == {"y": x}
+        assert worker.poll() is None
+
+
 WIDE = 12
 """Napping branches of the raced run: some running, the rest pending (2 worker threads)."""
 
@@ -171,17 +225,32 @@ async def _jobs_of(platform: Platform, run_id: str) -> list[tuple[str | None, st
 
 
 class TestCancelRacingFiftyTicks:
+    @pytest.mark.parametrize("shape", ["in-process", "worker"])
     async def test_one_outcome_and_consistent_states(
-        self, exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+        self,
+        exec_url: str,
+        identity_provider: LocalIdentityProvider,
+        tmp_path: Path,
+        shape: str,
     ) -> None:
-        async with running_platform(
-            exec_url,
-            identity_provider,
-            tmp_path,
-            default_sandbox(),
-            sandbox_timeout_seconds=LONG * 2,
-            job_cancel_check_seconds=0.5,
-        ) as platform:
+        """In process (two worker threads) and with Redis and a one-thread `calcgraph
+        worker` process, whose cancel reaches the worker through the database."""
+        async with contextlib.AsyncExitStack() as stack:
+            if shape == "worker":
+                platform, _ = await stack.enter_async_context(
+                    worker_process(exec_url, identity_provider, tmp_path, default_sandbox())
+                )
+            else:
+                platform = await stack.enter_async_context(
+                    running_platform(
+                        exec_url,
+                        identity_provider,
+                        tmp_path,
+                        default_sandbox(),
+                        sandbox_timeout_seconds=LONG * 2,
+                        job_cancel_check_seconds=0.5,
+                    )
+                )
             run = await _wide_run(platform)
             run_id = run["id"]
             headers = platform.headers("alice")

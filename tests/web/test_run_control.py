@@ -6,6 +6,7 @@ editor's node panel, each page with no axe-core violation."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -81,11 +82,23 @@ def _retried() -> dict[str, Any]:
     return graph
 
 
+def _waiting() -> dict[str, Any]:
+    """`second` fails and waits 10 minutes for its second attempt."""
+    graph = _graph("boom")
+    graph["nodes"][2]["retry"] = {
+        "max_attempts": 2,
+        "initial_interval_s": 600,
+        "on": ["user_error"],
+    }
+    return graph
+
+
 @dataclass
 class Runs:
     failed: str
     slow: str
     retried: str
+    waiting: str
 
 
 @pytest.fixture(scope="module")
@@ -96,13 +109,18 @@ def runs(platform: InProcessPlatform) -> Iterator[Runs]:
         client.create_workflow("rc-slow", "Slow", _graph("slow"))
         client.create_workflow("rc-retried", "Retried", _retried())
         client.create_workflow("rc-edit", "Edit", _graph("step"))
+        client.create_workflow("rc-waiting", "Waiting", _waiting())
         failed = client.start_run("rc-fails", {"x": 1}).id
         client.run_until_done(failed, timeout=120)
         retried = client.start_run("rc-retried", {"x": 1}).id
         client.run_until_done(retried, timeout=120)
+        waiting = client.start_run("rc-waiting", {"x": 1}).id
+        deadline = time.monotonic() + 120
+        while client.tick(waiting, wait=5).node_states["second"].retry_at is None:
+            assert time.monotonic() < deadline, "the failed attempt was never scheduled again"
         # `second` sleeps 30 s: the run is still going when the page cancels it.
         slow = client.start_run("rc-slow", {"x": 29}).id
-        yield Runs(failed=failed, slow=slow, retried=retried)
+        yield Runs(failed=failed, slow=slow, retried=retried, waiting=waiting)
 
 
 def test_cancel_a_running_run_and_rerun_a_failed_one_from_its_failure(
@@ -197,6 +215,43 @@ def test_a_retried_nodes_attempts_on_the_run_page(
     # An attempt's job link opens that job.
     table.get_by_role("link", name=earlier[0][:8]).click()
     page.wait_for_url(re.compile(f"/ui/jobs/{earlier[0]}$"))
+
+
+def test_a_nodes_next_attempt_on_the_run_page(
+    platform: InProcessPlatform, runs: Runs, new_page: Any
+) -> None:
+    """A node waiting for its retry: the run is still going, the node panel shows when its
+    next attempt is due, and the attempts table lists the failed one with that time."""
+    with Client(platform.base_url, token=platform.token("alice")) as client:
+        state = client.get_run(runs.waiting).node_states["second"]
+    assert (state.status, state.attempt, state.retry_at is not None) == ("pending", 2, True)
+    page = new_page()
+    sign_in(page, platform.base_url, "alice", path=f"/ui/runs/{runs.waiting}")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("running")
+    page.locator('[data-node-key="second"]').click()
+    details = page.get_by_label("Node details")
+    facts = details.locator("dl.facts")
+    expect(facts.locator("dt", has_text="Next attempt")).to_be_visible()
+    expect(
+        facts.locator("dt", has_text="Next attempt").locator("xpath=following-sibling::dd[1]")
+    ).not_to_have_text("—")
+    table = details.get_by_role("table", name=re.compile(r"^Attempts \(next at .+\)$"))
+    expect(table).to_be_visible()
+    first = table.get_by_role("row").filter(has=page.get_by_role("rowheader", name="1"))
+    expect(first).to_contain_text("licence server unreachable")
+    expect(first.get_by_role("link", name=state.attempts[0]["job_id"][:8])).to_be_visible()
+    assert axe_violations(page) == []
+    # The page can still cancel it: the waiting retry is cancelled with the run.
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Cancel", exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("cancelled")
+    with Client(platform.base_url, token=platform.token("alice")) as client:
+        after = client.get_run(runs.waiting)
+    assert after.status == "cancelled"
+    assert (after.node_states["second"].status, after.node_states["second"].retry_at) == (
+        "cancelled",
+        None,
+    )
 
 
 def test_the_retry_policy_in_the_editors_node_panel(
