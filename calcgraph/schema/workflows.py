@@ -118,7 +118,7 @@ class WorkflowRunType:
     )
     plan_graph: JSON = strawberry.field(
         resolver=_plan_graph,
-        description="What a drawing of the run's graph needs of its frozen plan, a quarter of "
+        description="What a drawing of the run's graph needs of its frozen plan, half of "
         "`planSnapshot`: `input_nodes` (keys) and `nodes`, each with `node_key` and `kind`, a "
         "function node's `function` and `input_bindings`, an extract node's `mode`, "
         "`from_node_key` and `pattern`. It never changes: read it once, not on every tick.",
