@@ -16,8 +16,7 @@ import { useCatalog } from "../lib/catalog";
 import { useAsync } from "../lib/hooks";
 import { duration, ports, when } from "../lib/format";
 import { sourceOf, type GraphNode } from "../lib/graph";
-import { boxHeight } from "../lib/layout";
-import { startLayouter, type Layouter } from "../lib/layoutOffThread";
+import { boxHeight, layout } from "../lib/layout";
 import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "../lib/quantity";
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
@@ -140,31 +139,13 @@ function useStableFlowNodes(
 
 const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
 
-/** dagre's positions of the plan's boxes, laid out in a Web Worker started with the page (its
- * script loads while the run is read); null until they arrive. A run's plan never changes: laid
- * out once per run, not on each live update (a 1,000-node layout is hundreds of ms). */
+/** dagre's positions of the plan's boxes. A run's plan never changes: laid out once per run, not
+ * on each live update (a 1,000-node layout is hundreds of ms). */
 function usePositions(runId: string | undefined, nodes: readonly GraphNode[], edges: readonly Edge[]): Map<string, Position> | null {
-  const layouter = useRef<Layouter | null>(null);
-  const [laid, setLaid] = useState<{ runId: string; at: Map<string, Position> } | null>(null);
-  useEffect(() => {
-    const started = startLayouter();
-    layouter.current = started;
-    return () => {
-      started.stop();
-      layouter.current = null;
-    };
-  }, []);
-  useEffect(() => {
-    if (!runId || !layouter.current) return;
-    let live = true;
-    const boxes = nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) }));
-    const links = edges.map((e) => ({ source: e.source, target: e.target }));
-    void layouter.current.layout({ boxes, links, ranksep: RANK_GAP }).then((at) => live && setLaid({ runId, at }));
-    return () => {
-      live = false;
-    };
-  }, [runId, nodes, edges]);
-  return laid && laid.runId === runId ? laid.at : null;
+  return useMemo(
+    () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP) : null),
+    [runId, nodes, edges],
+  );
 }
 
 export function RunPage() {
@@ -195,7 +176,7 @@ export function RunPage() {
     () => (run?.nodeStates ?? []).map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) })),
     [run?.nodeStates],
   );
-  // The run is drawn when its graph is: the page without it (its layout still under way) is not.
+  // The run is drawn when its graph is (its plan laid out).
   const firstDrawn = useRef(false);
   const graphDrawn = positions !== null;
   useLayoutEffect(() => {
