@@ -6,6 +6,9 @@ loaded, the run with its 999 node states fetched in one GraphQL request, React F
 the run, or of the 2 s tick of the fallback) to the page having drawn it. The app records both in
 `window.__calcgraphRunMetrics`; each repetition opens a fresh run in a fresh page.
 
+Answer bytes beside each figure (as decoded): of the GraphQL reads of the first render together,
+and of one tick's answer.
+
 CPU beside each figure: the page's renderer main thread (Chrome's `Performance.getMetrics`
 `TaskDuration`, through the DevTools protocol) from navigation to the figure's end, and this
 process's (the in-process server and workers; `resource.getrusage`), in ms per page.
@@ -97,6 +100,8 @@ def run_page(options: Options) -> list[Result]:
     update: list[float] = []
     first_cpu: list[tuple[float, float]] = []
     update_cpu: list[tuple[float, float]] = []
+    first_bytes: list[int] = []
+    update_bytes: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             database_url=f"sqlite+aiosqlite:///{tmp}/web.db",
@@ -143,6 +148,8 @@ def run_page(options: Options) -> list[Result]:
                             f"sessionStorage.setItem('calcgraph.session', {json.dumps(session)})"
                         )
                         page = context.new_page()
+                        answers: list[Any] = []
+                        page.on("response", _graphql_answers(answers))
                         cpu = Cpu(context, page)
                         page.goto(f"{platform.base_url}/ui/runs/{run}")
                         page.wait_for_function(
@@ -150,11 +157,13 @@ def run_page(options: Options) -> list[Result]:
                             timeout=60_000,
                         )
                         first_cpu.append(cpu.lap())
+                        first_bytes.append(_bytes(answers, ticks=False))
                         page.wait_for_function(
                             "() => window.__calcgraphRunMetrics.updates.length > 0",
                             timeout=60_000,
                         )
                         update_cpu.append(cpu.lap())
+                        update_bytes.append(_bytes(answers, ticks=True))
                         metrics = page.evaluate("() => window.__calcgraphRunMetrics")
                         drawn = page.locator("[data-node-key]").count()
                         first.append(float(metrics["firstRenderMs"]))
@@ -166,9 +175,32 @@ def run_page(options: Options) -> list[Result]:
         f"chromium headless 1440x900, run of {1 + CHAINS * LENGTH} nodes "
         f"({drawn} drawn in view), {REPETITIONS} fresh pages"
     )
-    return [_result("web_run_page_first_render", setup, first, load, first_cpu)] + [
-        _result("web_run_page_live_update", setup, update, load, update_cpu)
+    return [
+        _result("web_run_page_first_render", setup, first, load, first_cpu, first_bytes),
+        _result("web_run_page_live_update", setup, update, load, update_cpu, update_bytes),
     ]
+
+
+def _graphql_answers(into: list[Any]) -> Any:
+    """A page's `response` listener keeping its GraphQL answers (read once the figure is taken:
+    reading a body inside the listener would wait on the page in the middle of its work)."""
+
+    def keep(response: Any) -> None:
+        if response.url.endswith("/graphql") and response.request.method == "POST":
+            into.append(response)
+
+    return keep
+
+
+def _bytes(answers: list[Any], ticks: bool) -> int:
+    """Bytes (as decoded) of the GraphQL answers kept since the previous call: of a tick
+    (`tickRun`), on average, or of all the other requests together (the first render's reads; a
+    tick may arrive before the figure is taken). Those counted leave the list."""
+    counted = [a for a in answers if ("tickRun" in (a.request.post_data or "")) == ticks]
+    for a in counted:
+        answers.remove(a)
+    total = sum(len(a.body()) for a in counted)
+    return total // len(counted) if ticks and counted else total
 
 
 class Cpu:
@@ -199,6 +231,7 @@ def _result(
     values_ms: list[float],
     load: tuple[float, ...],
     cpu: list[tuple[float, float]],
+    answer_bytes: list[int] | None = None,
     scenario: str = "1000-node run page",
 ) -> Result:
     ordered = sorted(values_ms)
@@ -218,6 +251,7 @@ def _result(
             "ms": [round(v, 1) for v in values_ms],
             "renderer_cpu_ms_p50": round(percentile(renderer, 50), 1),
             "server_cpu_ms_p50": round(percentile(server, 50), 1),
+            **({"answer_bytes_p50": percentile(sorted(answer_bytes), 50)} if answer_bytes else {}),
             "loadavg": load,
         },
     )

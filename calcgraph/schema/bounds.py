@@ -60,6 +60,7 @@ _LEAF_BYTES = 64
 """A leaf that is not a JSON value: an id, a name, a time, a status."""
 _WHOLE_VALUE_BYTES = {
     "planSnapshot": 2 * 1024 * 1024,
+    "planGraph": 512 * 1024,
     "graph": 2 * 1024 * 1024,
     "resolvedFunctions": 256 * 1024,
     "inputNodes": 256 * 1024,

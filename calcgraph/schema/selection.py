@@ -35,11 +35,12 @@ def selects(info: Info, name: str) -> bool:
 
 
 def asks_for_plan(info: Info) -> bool:
-    """Whether a query on a run needs its plan: `planSnapshot`, or the function version of a
-    node (read with the run then, in its statement's session, rather than by a loader)."""
+    """Whether a query on a run needs its plan: `planSnapshot`, `planGraph`, or the function
+    version of a node (read with the run then, in its statement's session, rather than by a
+    loader)."""
     for run in info.selected_fields:
         for field in _fields(run.selections):
-            if field.name == "planSnapshot":
+            if field.name in ("planSnapshot", "planGraph"):
                 return True
             if field.name in ("nodeStates", "nodeState"):
                 names = {f.name for f in _fields(field.selections)}

@@ -16,7 +16,7 @@ from calcgraph.domain import answers
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.runs.nodes.service import check_page
 from calcgraph.domain.runs.state import NodeState
-from calcgraph.domain.runs.views import RunView, function_versions
+from calcgraph.domain.runs.views import RunView, drawing, function_versions
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowVersionView, WorkflowView
 from calcgraph.schema.context import Info
 from calcgraph.schema.node_states import (
@@ -96,6 +96,10 @@ async def _plan_snapshot(root: WorkflowRunType, info: Info) -> JSON:
     return cast(JSON, await root._plan(info))
 
 
+async def _plan_graph(root: WorkflowRunType, info: Info) -> JSON:
+    return cast(JSON, drawing(await root._plan(info)))
+
+
 @strawberry.type(name="WorkflowRun", description="A run of a workflow version, advanced by ticks.")
 class WorkflowRunType:
     id: strawberry.ID = strawberry.field(description="Run identifier.")
@@ -111,6 +115,13 @@ class WorkflowRunType:
     first_failed_node_key: str | None = strawberry.field(description="The first failed node.")
     plan_snapshot: JSON = strawberry.field(
         resolver=_plan_snapshot, description="The frozen plan: `chains`, `waves`."
+    )
+    plan_graph: JSON = strawberry.field(
+        resolver=_plan_graph,
+        description="What a drawing of the run's graph needs of its frozen plan, half of "
+        "`planSnapshot`: `input_nodes` (keys) and `nodes`, each with `node_key` and `kind`, a "
+        "function node's `function` and `input_bindings`, an extract node's `mode`, "
+        "`from_node_key` and `pattern`. It never changes: read it once, not on every tick.",
     )
     revision: int = strawberry.field(description="Bumped by every tick that changed something.")
     rerun_of: str | None = strawberry.field(default=None, description="The run this one re-runs.")

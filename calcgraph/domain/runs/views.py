@@ -58,6 +58,32 @@ def function_versions(plan_snapshot: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+DRAWN_FIELDS = (
+    "node_key",
+    "kind",
+    "function",
+    "input_bindings",
+    "mode",
+    "from_node_key",
+    "pattern",
+)
+"""What a drawing of a plan keeps of each node: its key and kind, a function node's function and
+bindings, an extract node's mode, source and pattern."""
+
+
+def drawing(plan_snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """What a drawing of a run's graph needs of its frozen plan: the `input_nodes` and the
+    `nodes`, each with DRAWN_FIELDS only. The chains, waves, retry policies, function version
+    ids and adjacency (`depends_on`, `consumers`) are the orchestrator's, most of the snapshot."""
+    return {
+        "input_nodes": list(plan_snapshot.get("input_nodes") or ()),
+        "nodes": [
+            {k: node[k] for k in DRAWN_FIELDS if k in node}
+            for node in plan_snapshot.get("nodes") or ()
+        ],
+    }
+
+
 @dataclass(frozen=True)
 class NodeRow:
     """A node state with its run and key, as GraphQL lists them."""

@@ -1,13 +1,13 @@
 // The run page's controls (contract 10): cancel, re-run from failure, run again.
 import { useState } from "react";
 import { useNavigate } from "react-router";
-import type { RunFieldsFragment as Run } from "../gql/graphql";
 import { request } from "../lib/api";
+import type { LiveRun as Run, RunState } from "../lib/liveRun";
 import { CancelRunMutation, RerunRunMutation } from "./RunControls.graphql";
 
 /** Cancel a run that is not over (after a confirmation); re-run a failed or cancelled one from
  * its failure; start another run of the workflow with the form filled with this run's inputs. */
-export function RunControls({ run, terminal, slug, onChanged }: { run: Run; terminal: boolean; slug: string | undefined; onChanged: (run: Run) => void }) {
+export function RunControls({ run, terminal, slug, onChanged }: { run: Run; terminal: boolean; slug: string | undefined; onChanged: (state: RunState) => void }) {
   const navigate = useNavigate();
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);

@@ -1,17 +1,25 @@
-// The run page's live run: what it reads of a run, first and on each tick.
+// The run page's live run: what it reads of a run once (its frozen plan and facts), and what it
+// reads first and again on each tick (its state).
 // Typed by codegen (codegen.ts reads every *.graphql.ts) from the committed schema.graphql.
 import { graphql } from "../gql";
 
-// Per node only what the graph, the timeline and the node's facts show (a 1,000-node run is
-// read whole on every tick): the function versions once each (`functionVersions`), and a node's
-// inputs, outputs, error and logs only for the selected node (pages/Run.graphql.ts, RunNode).
-export const RunFields = graphql(`
-  fragment RunFields on WorkflowRun {
-    id status startedAt completedAt inputs terminalOutputs errorMessage firstFailedNodeKey
-    planSnapshot revision workflowId rerunOf
+// What never changes in a run, read once: the plan as the graph draws it (`planGraph`, half
+// of `planSnapshot`), its inputs and version, and the function versions once each.
+export const RunPlanFields = graphql(`
+  fragment RunPlanFields on WorkflowRun {
+    id startedAt inputs planGraph workflowId rerunOf
     workflowVersion { version workflowId }
     workflow { slug }
     functionVersions { id version outputsSchema inputsSchema function { name } }
+  }
+`);
+
+// What a tick may change, read on every tick (a 1,000-node run is read whole each time): per
+// node only what the graph, the timeline and the node's facts show; a node's inputs, outputs,
+// error and logs only for the selected node (pages/Run.graphql.ts, RunNode).
+export const RunFields = graphql(`
+  fragment RunFields on WorkflowRun {
+    id status completedAt terminalOutputs errorMessage firstFailedNodeKey revision
     nodeStates {
       nodeKey status jobId outputsOmitted attempt retryAt attempts reused startedAt finishedAt functionVersionId
       attemptJobs { id createdAt finishedAt }
@@ -21,7 +29,7 @@ export const RunFields = graphql(`
 
 export const LiveRunQuery = graphql(`
   query LiveRun($id: ID!, $types: [String!]) {
-    workflowRun(id: $id) { ...RunFields }
+    workflowRun(id: $id) { ...RunPlanFields ...RunFields }
     events(types: $types, after: "now", limit: 1) { nextCursor }
   }
 `);

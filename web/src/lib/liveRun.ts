@@ -1,14 +1,19 @@
 // The run page's live run: it ticks its run when an event says one of the run's jobs (or the run)
 // changed, over the `events` subscription (graphql-ws), with a slow safety tick; the 2 s tick only
 // while the subscription is not connected; the server's Retry-After delays the next tick.
-import { useEffect, useRef, useState } from "react";
-import type { RunFieldsFragment } from "../gql/graphql";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import type { RunFieldsFragment, RunPlanFieldsFragment } from "../gql/graphql";
 import { EventsSubscription } from "../components/Notifications.graphql";
 import { LiveRunQuery, TickMutation } from "./liveRun.graphql";
 import { ApiError, request, subscribe } from "./api";
 import { SAFETY_MS, Ticker } from "./ticker";
 
-type Run = RunFieldsFragment;
+/** What never changes in a run: its plan as drawn, inputs, version, function versions. */
+export type RunPlan = RunPlanFieldsFragment;
+/** What a tick may change of a run. */
+export type RunState = RunFieldsFragment;
+/** A run as the page shows it: what never changes (read once) and its latest state. */
+export type LiveRun = RunPlanFieldsFragment & RunState;
 
 export const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 /** The events that may change what a tick of the run does. */
@@ -31,12 +36,20 @@ export function earliestRetryAt(states: readonly { retryAt: string | null }[]): 
   return first;
 }
 
+/** The state to show once `next` arrived (a tick's or a cancel's answer): the older of two
+ * states of the same run (by revision; answers may arrive out of order) never replaces the
+ * newer. */
+export function advance(prev: RunState | null, next: RunState): RunState {
+  return prev && prev.id === next.id && prev.revision > next.revision ? prev : next;
+}
+
 function asError(e: unknown): Error {
   return e instanceof Error ? e : new Error(String(e));
 }
 
 export function useLiveRun(id: string) {
-  const [run, setRun] = useState<Run | null>(null);
+  const [plan, setPlan] = useState<RunPlan | null>(null);
+  const [state, setState] = useState<RunState | null>(null);
   const [error, setError] = useState<Error | null>(null);
   const [mode, setMode] = useState<LiveMode>("idle");
   const [backoff, setBackoff] = useState<number | null>(null);
@@ -44,16 +57,16 @@ export function useLiveRun(id: string) {
   const markDrawn = useRef<(() => void) | null>(null);
   useEffect(() => {
     let live = true;
-    // The first tick waits for the run to be drawn: on a 1,000-node run its answer (the same
-    // size as the run's) would otherwise arrive and be parsed in the middle of the first draw.
+    // The first tick waits for the run to be drawn (the page says so: `drawn`): on a 1,000-node
+    // run its answer would otherwise arrive and be parsed in the middle of the first draw.
     let drawn!: () => void;
     const firstDrawn = new Promise<void>((resolve) => { drawn = resolve; });
     markDrawn.current = drawn;
     let stopSocket: (() => void) | null = null;
     let resubscribe: ReturnType<typeof setTimeout> | null = null;
-    const apply = (next: Run) => {
+    const apply = (next: RunState) => {
       arrived.current = performance.now();
-      setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
+      setState((prev) => advance(prev, next));
     };
     const ticker = new Ticker({
       tick: async () => {
@@ -109,9 +122,11 @@ export function useLiveRun(id: string) {
         complete: fallBack,
       });
     };
+    // The plan once, with the first state; the ticks bring the state alone.
     request(LiveRunQuery, { id, types: RUN_EVENT_TYPES }).then(
       (r) => {
         if (!live) return;
+        setPlan(r.workflowRun);
         apply(r.workflowRun);
         if (TERMINAL.has(r.workflowRun.status)) return;
         setMode("polling");
@@ -129,11 +144,12 @@ export function useLiveRun(id: string) {
       if (resubscribe) clearTimeout(resubscribe);
     };
   }, [id]);
-  // Effects run once the page is painted: the run is on screen, ticks may go.
-  useEffect(() => {
-    if (run) markDrawn.current?.();
-  }, [run]);
+  // The page drew the run: ticks may go.
+  const drawn = useCallback(() => markDrawn.current?.(), []);
   // An answer of this page's own mutation (cancel): shown at once, the same rule as updates.
-  const show = (next: Run) => setRun((prev) => (prev && prev.revision > next.revision && prev.id === next.id ? prev : next));
-  return { run, error, mode, backoff, arrived, show };
+  const show = useCallback((next: RunState) => setState((prev) => advance(prev, next)), []);
+  // The run of this page's id only: another run's (the page's previous id) is not shown as it.
+  const current = plan?.id === id ? plan : null;
+  const run: LiveRun | null = useMemo(() => (current && state?.id === current.id ? { ...current, ...state } : null), [current, state]);
+  return { plan: current, run, error, mode, backoff, arrived, show, drawn };
 }

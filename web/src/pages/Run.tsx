@@ -2,7 +2,7 @@
 // the selected node (in the URL as ?node=, the failed node by default) and its values in units.
 import { Background, ReactFlow, type Edge } from "@xyflow/react";
 import { useQuery } from "@tanstack/react-query";
-import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
@@ -20,15 +20,15 @@ import { boxHeight, layout } from "../lib/layout";
 import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "../lib/quantity";
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
-import type { RunFieldsFragment } from "../gql/graphql";
-import { TERMINAL, useLiveRun, type LiveMode } from "../lib/liveRun";
+import { TERMINAL, useLiveRun, type LiveMode, type LiveRun, type RunPlan } from "../lib/liveRun";
 import { JobOutputsQuery, RunNodeQuery } from "./Run.graphql";
 
 const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
 const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
 
-type Run = RunFieldsFragment;
+type Run = LiveRun;
+type Position = { x: number; y: number };
 type NodeState = Run["nodeStates"][number];
 type FunctionVersion = Run["functionVersions"][number];
 
@@ -49,12 +49,14 @@ function liveLabel(mode: LiveMode, backoff: number | null): string {
   return mode === "live" ? "live" : mode === "polling" ? "ticking every 2 s" : "";
 }
 
-/** The plan's nodes, its input nodes named by the run's inputs and the bindings. */
-function planNodes(run: Run): GraphNode[] {
-  const plan = ((run.planSnapshot as { nodes?: GraphNode[] }).nodes ?? []);
+/** The plan's nodes (`planGraph`), its input nodes named by the plan, the run's inputs and the
+ * bindings. */
+function planNodes(run: RunPlan): GraphNode[] {
+  const drawn = run.planGraph as { nodes?: GraphNode[]; input_nodes?: string[] } | null;
+  const plan = drawn?.nodes ?? [];
   const others = plan.filter((n) => n.kind !== "input");
   const inputs = new Map(plan.filter((n) => n.kind === "input").map((n) => [n.node_key, n]));
-  for (const k of Object.keys((run.inputs as Record<string, unknown>) ?? {})) if (!inputs.has(k)) inputs.set(k, { node_key: k, kind: "input" });
+  for (const k of [...(drawn?.input_nodes ?? []), ...Object.keys((run.inputs as Record<string, unknown>) ?? {})]) if (!inputs.has(k)) inputs.set(k, { node_key: k, kind: "input" });
   for (const n of others) {
     for (const b of Object.values(n.input_bindings ?? {})) {
       if (b.source === "input_node" && b.input_key && !inputs.has(b.input_key)) inputs.set(b.input_key, { node_key: b.input_key, kind: "input" });
@@ -91,13 +93,14 @@ function inputTypes(nodes: readonly GraphNode[]): Map<string, string> {
  * holds, so a live update redraws the nodes whose status moved, not all 1,000. */
 function useStableFlowNodes(
   nodes: readonly GraphNode[],
-  positions: Map<string, { x: number; y: number }>,
+  positions: Map<string, Position> | null,
   states: Map<string, NodeState>,
   failedKey: string | null,
   selected: string | null,
 ): FlowNodeType[] {
   const previous = useRef(new Map<string, FlowNodeType>());
   return useMemo(() => {
+    if (positions === null) return [];
     const next = new Map<string, FlowNodeType>();
     const out = nodes.map((n) => {
       const status = n.kind === "input" ? undefined : (states.get(n.node_key)?.status ?? "pending");
@@ -136,9 +139,18 @@ function useStableFlowNodes(
 
 const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
 
+/** dagre's positions of the plan's boxes. A run's plan never changes: laid out once per run, not
+ * on each live update (a 1,000-node layout is hundreds of ms). */
+function usePositions(runId: string | undefined, nodes: readonly GraphNode[], edges: readonly Edge[]): Map<string, Position> | null {
+  return useMemo(
+    () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP) : null),
+    [runId, nodes, edges],
+  );
+}
+
 export function RunPage() {
   const { id = "" } = useParams();
-  const { run, error, mode, backoff, arrived, show } = useLiveRun(id);
+  const { plan, run, error, mode, backoff, arrived, show, drawn } = useLiveRun(id);
   // The run's workflow (null when it is no longer visible to the caller): the editor's and the
   // runs filter's slug.
   const slug = run?.workflow?.slug;
@@ -148,15 +160,11 @@ export function RunPage() {
   const chosen = params.get("node");
   const selected = chosen ?? run?.firstFailedNodeKey ?? null;
   const select = useCallback((key: string | null) => setParams(key ? { node: key } : {}, { replace: true }), [setParams]);
-  // A run's plan never changes: every live update brings the same plan anew, so the plan, its
-  // edges and dagre's layout are keyed by the run, not by the answer (a 1,000-node layout is
-  // hundreds of ms, and redoing it on each update was most of an update's time).
-  const nodes = useMemo(() => (run ? planNodes(run) : []), [run?.id]); // eslint-disable-line react-hooks/exhaustive-deps
+  // A run's plan never changes (read once, not with the ticks): the plan, its edges and
+  // dagre's layout are keyed by the plan, not by the run's state.
+  const nodes = useMemo(() => (plan ? planNodes(plan) : []), [plan]);
   const edges = useMemo(() => planEdges(nodes), [nodes]);
-  const positions = useMemo(
-    () => layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP),
-    [nodes, edges],
-  );
+  const positions = usePositions(plan?.id, nodes, edges);
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
   const versions = useMemo(() => new Map((run?.functionVersions ?? []).map((v) => [v.id, v])), [run?.functionVersions]);
   const flowNodes = useStableFlowNodes(nodes, positions, states, run?.firstFailedNodeKey ?? null, selected);
@@ -168,19 +176,25 @@ export function RunPage() {
     () => (run?.nodeStates ?? []).map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) })),
     [run?.nodeStates],
   );
+  // The run is drawn when its graph is (its plan laid out).
   const firstDrawn = useRef(false);
+  const graphDrawn = positions !== null;
   useLayoutEffect(() => {
-    if (!run) return;
+    if (!run || !graphDrawn) return;
     const metrics = (window.__calcgraphRunMetrics ??= { firstRenderMs: null, updates: [] });
-    const drawn = performance.now();
+    const now = performance.now();
     if (!firstDrawn.current) {
       firstDrawn.current = true;
-      metrics.firstRenderMs = drawn;
+      metrics.firstRenderMs = now;
     } else if (arrived.current !== null) {
-      metrics.updates.push(drawn - arrived.current);
+      metrics.updates.push(now - arrived.current);
     }
     arrived.current = null;
-  }, [run, arrived]);
+  }, [run, graphDrawn, arrived]);
+  // Effects run once the page is painted: the run is on screen, ticks may go.
+  useEffect(() => {
+    if (run && graphDrawn) drawn();
+  }, [run, graphDrawn, drawn]);
   if (error && !run) return <ErrorBox error={error} />;
   if (!run) return <Loading />;
   const big = nodes.length > 200;
@@ -204,7 +218,7 @@ export function RunPage() {
       {error && <ErrorBox error={error} />}
       <div className="run-body">
         <div className="flow" aria-label="Run graph" data-edges={edges.length}>
-          <ReactFlow
+          {positions === null ? <Loading /> : <ReactFlow
             nodes={flowNodes}
             edges={edges}
             nodeTypes={nodeTypes}
@@ -220,7 +234,7 @@ export function RunPage() {
           >
             <Background />
             <GraphTools keys={keys} onFind={select} label="run graph" />
-          </ReactFlow>
+          </ReactFlow>}
         </div>
         <aside className="details" aria-label="Node details">
           {selected ? (
