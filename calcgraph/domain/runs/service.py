@@ -266,6 +266,15 @@ class RunService(RunLoads):
         run's lock, without the unlocked read that would find that work first."""
         return self.memo.changed_elsewhere(run_id, token)
 
+    def awaits_token(self, run_id: str) -> bool:
+        """A tick of this process changed the run: its caller notes the token after the
+        commit (`note_token`), so the next tick knows whether another unit of work changed
+        the run since (`changed_elsewhere`)."""
+        return self.memo.awaits_token(run_id)
+
+    def note_token(self, run_id: str, token: Token) -> None:
+        self.memo.note_token(run_id, token)
+
     async def unchanged(
         self,
         session: AsyncSession,
