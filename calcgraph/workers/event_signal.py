@@ -2,8 +2,9 @@
 subscription, the webhook dispatcher) that a committed unit recorded events.
 
 After such a commit the hook numbers the events at once (`EventService.sequence`, one short
-unit of its own), then wakes the readers: in this process at once (the notifier's local
-listeners and the `observers` of this module), and through Redis in every other one. A woken
+unit of its own, shared by the units of this process that committed meanwhile), then wakes
+the readers: in this process at once (the notifier's local listeners and the `observers` of
+this module), and through Redis in every other one. A woken
 reader finds the events numbered and only reads: 200 readers woken by one event cost 200
 reads, not 200 writes queued on the sequencer's lock. A sequencing that fails (the database
 went away just after the commit) wakes nobody: readers number what they find when their
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from calcgraph.db.engine import Database
@@ -52,6 +53,49 @@ def _tell_observers() -> None:
             log.exception("an event observer failed")
 
 
+class _Rounds:
+    """Numbering rounds of one event loop, shared by the units that committed events: a unit
+    waits for a round that began after its commit (so it numbers that unit's events), and
+    the units that commit while a round runs share the next one. Under concurrent commits
+    (a worker's threads ending jobs, a server's ticks) one numbering transaction serves
+    several units, not one each; a lone unit gets its own round at once, as before."""
+
+    def __init__(self, number: Callable[[], Awaitable[None]]) -> None:
+        self._number = number
+        self._next: asyncio.Future[None] | None = None
+        self._running = False
+
+    async def after_commit(self) -> None:
+        """Return once a round that began after this call has numbered (raises its error)."""
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        waiting = self._next
+        if not self._running:
+            self._running = True
+            asyncio.get_running_loop().create_task(self._run())
+        await asyncio.shield(waiting)
+
+    async def _run(self) -> None:
+        try:
+            while self._next is not None:
+                this, self._next = self._next, None
+                try:
+                    await self._number()
+                except Exception as exc:
+                    this.set_exception(exc)
+                    this.exception()  # retrieved: waiters re-raise it, none is required
+                except BaseException:  # cancelled (the loop stops): no waiter is left hanging
+                    for waiting in (this, self._next):
+                        if waiting is not None and not waiting.done():
+                            waiting.cancel()
+                    self._next = None
+                    raise
+                else:
+                    this.set_result(None)
+        finally:
+            self._running = False
+
+
 class EventSignal:
     """A `UnitHook`: after a commit that recorded an event, number it, then
     `notifier.publish_events(types)` (the types recorded: a reader whose filter matches none
@@ -64,6 +108,22 @@ class EventSignal:
     def __init__(self, database: Database, notifier: Notifier) -> None:
         self.database = database
         self.notifier = notifier
+        self._rounds: dict[asyncio.AbstractEventLoop, _Rounds] = {}
+        self._rounds_lock = threading.Lock()
+
+    async def _number(self) -> None:
+        async with self.database.write_session() as session:
+            await event_service.sequence(session)
+
+    def _rounds_here(self) -> _Rounds:
+        loop = asyncio.get_running_loop()
+        with self._rounds_lock:
+            rounds = self._rounds.get(loop)
+            if rounds is None:
+                for other in [lp for lp in self._rounds if lp.is_closed()]:
+                    del self._rounds[other]
+                rounds = self._rounds[loop] = _Rounds(self._number)
+            return rounds
 
     def begin(self) -> Any:
         manager = collecting()
@@ -74,8 +134,7 @@ class EventSignal:
         if not marks:
             return
         try:
-            async with self.database.write_session() as session:
-                await event_service.sequence(session)
+            await self._rounds_here().after_commit()
         except Exception as exc:
             # Committed all the same: the readers' re-check numbers them within a second.
             log.warning("events committed but not numbered yet: %s", exc)
