@@ -68,7 +68,7 @@ def _figures(cpu: CpuSplit, ticks: int) -> dict[str, object]:
         "cpu_s_postgres": cpu.postgres,
         "cpu_s_redis": cpu.redis,
         "cpu_s_load_generator": cpu.client,
-        "machine_busy_cores": cpu.machine_busy,
+        "machine_busy_s": cpu.machine_busy,
         "loadavg_1_5_15": _load(),
     }
 

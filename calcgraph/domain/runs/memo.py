@@ -147,6 +147,12 @@ class RunMemo:
         )
         self._owners: _Lru[str, tuple[str, str]] = _Lru(versions)
         self._workflow_versions: _Lru[str, WorkflowVersionView] = _Lru(runs, nodes, _graph_nodes)
+        # A workflow's version by its number (run creation) and a function version's retry
+        # default from its manifest (False: it declares none): immutable rows, as above.
+        self._numbered: _Lru[tuple[str, int], WorkflowVersionView] = _Lru(
+            versions, nodes, _graph_nodes
+        )
+        self._retry_defaults: _Lru[str, dict[str, Any] | bool] = _Lru(versions)
         self._answers: _Lru[str, KeptAnswer] = _Lru(runs, nodes, _answer_nodes)
         # Runs a tick of this process changed, with the token read after that tick's commit
         # ("": not read yet). Only a hint of where the next tick goes (`changed_elsewhere`).
@@ -254,6 +260,32 @@ class RunMemo:
             return None if entry is None else entry[0]
 
         return _remembered(run_ids, snapshot)
+
+    def workflow_version(self, workflow_id: str, number: int) -> WorkflowVersionView | None:
+        return self._numbered.get((workflow_id, number))
+
+    def remember_workflow_version(
+        self, workflow_id: str, number: int, version: WorkflowVersionView
+    ) -> None:
+        self._numbered.put((workflow_id, number), version)
+
+    def retry_defaults(self, version_ids: Iterable[str]) -> dict[str, dict[str, Any]] | None:
+        """The retry default of each version that declares one, or None when one of them is
+        not remembered."""
+        found: dict[str, dict[str, Any]] = {}
+        for version_id in version_ids:
+            default = self._retry_defaults.get(version_id)
+            if default is None:
+                return None
+            if isinstance(default, dict):
+                found[version_id] = default
+        return found
+
+    def remember_retry_defaults(
+        self, version_ids: Iterable[str], defaults: Mapping[str, dict[str, Any]]
+    ) -> None:
+        for version_id in version_ids:
+            self._retry_defaults.put(version_id, defaults.get(version_id, False))
 
     def remember_workflow_versions(self, versions: Iterable[WorkflowVersionView]) -> None:
         for version in versions:

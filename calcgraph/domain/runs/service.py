@@ -102,16 +102,21 @@ class RunService(RunLoads):
         the result cache (contract section 10)."""
         workflow = await workflow_service.visible(session, principal, slug)
         await quota_service.require_run_room(session, principal, quotas)
-        version = await WorkflowRepository.from_session(session).version(
-            workflow.id, workflow.latest_version
-        )
-        assert version is not None
+        # A version is never written again: remembered by its number once read.
+        version = self.memo.workflow_version(workflow.id, workflow.latest_version)
+        if version is None:
+            row = await WorkflowRepository.from_session(session).version(
+                workflow.id, workflow.latest_version
+            )
+            assert row is not None
+            version = version_view(row)
+            self.memo.remember_workflow_version(workflow.id, workflow.latest_version, version)
         return await self.start(
             session,
             principal,
             slug,
             workflow.id,
-            version_view(version),
+            version,
             inputs,
             refresh=refresh,
         )
