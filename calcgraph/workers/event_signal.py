@@ -55,45 +55,50 @@ def _tell_observers() -> None:
 
 class _Rounds:
     """Numbering rounds of one event loop, shared by the units that committed events: a unit
-    waits for a round that began after its commit (so it numbers that unit's events), and
-    the units that commit while a round runs share the next one. Under concurrent commits
-    (a worker's threads ending jobs, a server's ticks) one numbering transaction serves
-    several units, not one each; a lone unit gets its own round at once, as before."""
+    returns once a round that began after its commit has numbered (so it numbered that unit's
+    events), and the units that commit while a round runs share the next one. Under
+    concurrent commits (a worker's threads ending jobs, a server's ticks) one numbering
+    transaction serves several units, not one each. Each round is led by one of the units it
+    serves, in that unit's own task (a lone unit leads its own round at once, as before)."""
 
     def __init__(self, number: Callable[[], Awaitable[None]]) -> None:
         self._number = number
         self._next: asyncio.Future[None] | None = None
         self._running = False
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def after_commit(self) -> None:
         """Return once a round that began after this call has numbered (raises its error)."""
-        if self._next is None:
-            self._next = asyncio.get_running_loop().create_future()
-        waiting = self._next
-        if not self._running:
-            self._running = True
-            asyncio.get_running_loop().create_task(self._run())
-        await asyncio.shield(waiting)
+        if self._running:
+            if self._next is None:
+                self._next = asyncio.get_running_loop().create_future()
+            mine = self._next
+        else:
+            mine = asyncio.get_running_loop().create_future()
+        while not mine.done():
+            if self._running:
+                await self._idle.wait()
+                continue
+            if self._next is mine:
+                self._next = None
+            await self._lead(mine)
+        mine.result()
 
-    async def _run(self) -> None:
+    async def _lead(self, done: asyncio.Future[None]) -> None:
+        """One round, for the units waiting on `done`; cancelled, `done` stays open and one
+        of its other units leads it."""
+        self._running = True
+        self._idle.clear()
         try:
-            while self._next is not None:
-                this, self._next = self._next, None
-                try:
-                    await self._number()
-                except Exception as exc:
-                    this.set_exception(exc)
-                    this.exception()  # retrieved: waiters re-raise it, none is required
-                except BaseException:  # cancelled (the loop stops): no waiter is left hanging
-                    for waiting in (this, self._next):
-                        if waiting is not None and not waiting.done():
-                            waiting.cancel()
-                    self._next = None
-                    raise
-                else:
-                    this.set_result(None)
+            await self._number()
+        except Exception as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
         finally:
             self._running = False
+            self._idle.set()
 
 
 class EventSignal:
@@ -109,7 +114,7 @@ class EventSignal:
         self.database = database
         self.notifier = notifier
         self._rounds: dict[asyncio.AbstractEventLoop, _Rounds] = {}
-        self._rounds_lock = threading.Lock()
+        self._rounds_lock = threading.Lock()  # the API's loop and a worker runtime's
 
     async def _number(self) -> None:
         async with self.database.write_session() as session:

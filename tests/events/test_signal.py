@@ -146,3 +146,16 @@ async def test_a_failed_round_fails_its_waiters_and_the_next_round_runs() -> Non
         await rounds.after_commit()
     await rounds.after_commit()
     assert len(calls) == 2
+
+
+async def test_a_lone_unit_numbers_in_its_own_task() -> None:
+    """A unit that holds something only its own task may take again (a test's turn on its
+    connection) must not wait on a round run by another task."""
+    tasks: list[asyncio.Task[object] | None] = []
+
+    async def number() -> None:
+        tasks.append(asyncio.current_task())
+
+    rounds = _Rounds(number)
+    await rounds.after_commit()
+    assert tasks == [asyncio.current_task()]
