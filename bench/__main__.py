@@ -43,6 +43,7 @@ MODULES = (
     "bench_soak",
     "bench_scale_tick",
     "bench_scale",
+    "bench_tick_cpu",
     "bench_scale_graphql",
     "bench_web",
     "bench_peers",

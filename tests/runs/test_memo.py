@@ -69,3 +69,27 @@ def test_hundreds_of_small_runs_polled_in_turn_stay_remembered() -> None:
             if memo.states(f"r{run}", 1) is None:
                 memo.remember_states(f"r{run}", 1, _states(5))
     assert all(memo.states(f"r{run}", 1) is not None for run in range(2_000))
+
+
+def test_retry_defaults_are_answered_only_when_every_version_is_remembered() -> None:
+    memo = RunMemo()
+    assert memo.retry_defaults({"v1"}) is None
+    memo.remember_retry_defaults({"v1", "v2"}, {"v1": {"max_attempts": 3}})
+    # v2 declares none: remembered as such, not asked again.
+    assert memo.retry_defaults({"v1", "v2"}) == {"v1": {"max_attempts": 3}}
+    assert memo.retry_defaults({"v2"}) == {}
+    assert memo.retry_defaults({"v1", "v3"}) is None  # v3 never read: the caller reads
+
+
+def test_a_change_here_then_elsewhere_sends_the_next_tick_to_the_lock() -> None:
+    memo = RunMemo()
+    assert not memo.changed_elsewhere("r", ("t0", "e"))
+    memo.changed_here("r")
+    assert memo.awaits_token("r")
+    assert not memo.changed_elsewhere("r", ("t1", "e"))  # its own token not noted yet
+    memo.note_token("r", ("t1", "e"))
+    assert not memo.awaits_token("r")
+    assert not memo.changed_elsewhere("r", ("t1", "e"))  # nothing since its own change
+    assert memo.changed_elsewhere("r", ("t2", "e"))  # a job's end renewed it
+    memo.forget("r")
+    assert not memo.changed_elsewhere("r", ("t2", "e"))

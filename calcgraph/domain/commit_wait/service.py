@@ -140,6 +140,13 @@ class CommitWait:
                 # A run without a token (none marked since the store began, or forgotten)
                 # gets one once it is known to exist: the next tick's read can be kept.
                 await self.changes.issue(run_id)
+            elif self.changes is not None and run_service.awaits_token(run_id):
+                # This tick changed the run, its commit renewed the token: noted, the next
+                # tick goes straight to the run's lock when a job's end renewed it again,
+                # without the unlocked read that would only find that work first.
+                after = await self.changes.token(run_id)
+                if after is not None:
+                    run_service.note_token(run_id, after)
             return view
 
     async def _read_or_tick(

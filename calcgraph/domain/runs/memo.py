@@ -147,7 +147,16 @@ class RunMemo:
         )
         self._owners: _Lru[str, tuple[str, str]] = _Lru(versions)
         self._workflow_versions: _Lru[str, WorkflowVersionView] = _Lru(runs, nodes, _graph_nodes)
+        # A workflow's version by its number (run creation) and a function version's retry
+        # default from its manifest (False: it declares none): immutable rows, as above.
+        self._numbered: _Lru[tuple[str, int], WorkflowVersionView] = _Lru(
+            versions, nodes, _graph_nodes
+        )
+        self._retry_defaults: _Lru[str, dict[str, Any] | bool] = _Lru(versions)
         self._answers: _Lru[str, KeptAnswer] = _Lru(runs, nodes, _answer_nodes)
+        # Runs a tick of this process changed, with the token read after that tick's commit
+        # ("": not read yet). Only a hint of where the next tick goes (`changed_elsewhere`).
+        self._changed: _Lru[str, Token | str] = _Lru(runs)
 
     def answer(self, run_id: str, token: Token, now: float) -> KeptAnswer | None:
         """The kept answer of the run under `token`, unless older than `ANSWER_MAX_AGE_S`."""
@@ -157,9 +166,14 @@ class RunMemo:
         return found
 
     def changed_elsewhere(self, run_id: str, token: Token) -> bool:
-        """The run had an answer kept under another token and no tick of this process has
-        changed it since: another unit of work did (a job ended, a chain worker, another
-        process), so the next tick most likely has work."""
+        """Another unit of work than this process's ticks changed the run (a job ended, a
+        chain worker, another process), so the next tick most likely has work: the run had
+        an answer kept under another token and no tick of this process has changed it since,
+        or a tick of this process changed it last and the token is no longer the one read
+        after that tick's commit."""
+        after = self._changed.get(run_id)
+        if after:
+            return after != token
         found = self._answers.get(run_id)
         return found is not None and found.token != token and not found.changed_here
 
@@ -167,6 +181,17 @@ class RunMemo:
         found = self._answers.get(run_id)
         if found is not None:
             found.changed_here = True
+        self._changed.put(run_id, "")
+
+    def awaits_token(self, run_id: str) -> bool:
+        """A tick of this process changed the run and the token after it is not noted yet."""
+        return self._changed.get(run_id) == ""
+
+    def note_token(self, run_id: str, token: Token) -> None:
+        """The run's token read after this process's tick changed it and committed. A unit
+        of work of another that renewed it in between hides in it: the next tick then reads
+        unlocked first, as it would without the note."""
+        self._changed.put(run_id, token)
 
     def keep_answer(self, run_id: str, kept: KeptAnswer, since: int | None, view: RunView) -> None:
         """Keep `view`, a tick's answer with `since`, beside those kept under the same token."""
@@ -176,6 +201,7 @@ class RunMemo:
             kept.kept_at = found.kept_at  # each view's age is the oldest's
         kept.views[since] = view
         self._answers.put(run_id, kept)
+        self._changed.pop(run_id)
 
     def plan(self, run_id: str) -> tuple[dict[str, Any], Plan] | None:
         return self._plans.get(run_id)
@@ -207,6 +233,7 @@ class RunMemo:
         megabytes at 10,000 nodes) leave the memo; a read of it reads the database."""
         self._plans.pop(run_id)
         self._states.pop(run_id)
+        self._changed.pop(run_id)
 
     def owners(self, version_ids: set[str]) -> dict[str, tuple[str, str]] | None:
         """Every version's owner, or None when one of them is not remembered."""
@@ -233,6 +260,32 @@ class RunMemo:
             return None if entry is None else entry[0]
 
         return _remembered(run_ids, snapshot)
+
+    def workflow_version(self, workflow_id: str, number: int) -> WorkflowVersionView | None:
+        return self._numbered.get((workflow_id, number))
+
+    def remember_workflow_version(
+        self, workflow_id: str, number: int, version: WorkflowVersionView
+    ) -> None:
+        self._numbered.put((workflow_id, number), version)
+
+    def retry_defaults(self, version_ids: Iterable[str]) -> dict[str, dict[str, Any]] | None:
+        """The retry default of each version that declares one, or None when one of them is
+        not remembered."""
+        found: dict[str, dict[str, Any]] = {}
+        for version_id in version_ids:
+            default = self._retry_defaults.get(version_id)
+            if default is None:
+                return None
+            if isinstance(default, dict):
+                found[version_id] = default
+        return found
+
+    def remember_retry_defaults(
+        self, version_ids: Iterable[str], defaults: Mapping[str, dict[str, Any]]
+    ) -> None:
+        for version_id in version_ids:
+            self._retry_defaults.put(version_id, defaults.get(version_id, False))
 
     def remember_workflow_versions(self, versions: Iterable[WorkflowVersionView]) -> None:
         for version in versions:

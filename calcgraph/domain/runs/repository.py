@@ -39,6 +39,9 @@ class WorkflowFacts:
     owner_id: str
     organization_id: str | None
     visibility: str
+    slug: str = ""
+    """Not the policy's: what the run's end event names its workflow by (read with the
+    rest, so the tick that ends the run reads no workflow row)."""
 
 
 def run_view(
@@ -82,7 +85,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         row = (await self.session.execute(query, {"run_id": run_id})).first()
         if row is None:
             return None
-        return row[0], WorkflowFacts(row[1], row[2], row[3])
+        return row[0], WorkflowFacts(row[1], row[2], row[3], row[4])
 
     async def run_with_work(self, run_id: str) -> tuple[WorkflowRun, WorkflowFacts, bool] | None:
         """The run row (unlocked, without its plan) with its workflow's access facts, and
@@ -92,7 +95,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         ).first()
         if row is None:
             return None
-        return row[0], WorkflowFacts(row[1], row[2], row[3]), bool(row[4])
+        return row[0], WorkflowFacts(row[1], row[2], row[3], row[4]), bool(row[5])
 
     async def plan_snapshot(self, run_id: str) -> dict[str, Any]:
         snapshot = await self.session.scalar(

@@ -102,16 +102,21 @@ class RunService(RunLoads):
         the result cache (contract section 10)."""
         workflow = await workflow_service.visible(session, principal, slug)
         await quota_service.require_run_room(session, principal, quotas)
-        version = await WorkflowRepository.from_session(session).version(
-            workflow.id, workflow.latest_version
-        )
-        assert version is not None
+        # A version is never written again: remembered by its number once read.
+        version = self.memo.workflow_version(workflow.id, workflow.latest_version)
+        if version is None:
+            row = await WorkflowRepository.from_session(session).version(
+                workflow.id, workflow.latest_version
+            )
+            assert row is not None
+            version = version_view(row)
+            self.memo.remember_workflow_version(workflow.id, workflow.latest_version, version)
         return await self.start(
             session,
             principal,
             slug,
             workflow.id,
-            version_view(version),
+            version,
             inputs,
             refresh=refresh,
         )
@@ -265,6 +270,15 @@ class RunService(RunLoads):
         tick kept its answer (a job ended, most likely): its tick then goes straight to the
         run's lock, without the unlocked read that would find that work first."""
         return self.memo.changed_elsewhere(run_id, token)
+
+    def awaits_token(self, run_id: str) -> bool:
+        """A tick of this process changed the run: its caller notes the token after the
+        commit (`note_token`), so the next tick knows whether another unit of work changed
+        the run since (`changed_elsewhere`)."""
+        return self.memo.awaits_token(run_id)
+
+    def note_token(self, run_id: str, token: Token) -> None:
+        self.memo.note_token(run_id, token)
 
     async def unchanged(
         self,

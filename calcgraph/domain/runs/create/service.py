@@ -88,7 +88,7 @@ async def start_run(
     resolved = resolve_run_inputs([n for n in graph.nodes if isinstance(n, InputNode)], inputs)
     assert isinstance(inputs, dict)
     frozen = await _with_retry_defaults(
-        RunRepository.from_session(session), plan(graph, version.resolved_functions)
+        RunRepository.from_session(session), memo, plan(graph, version.resolved_functions)
     )
     states = initial_states(frozen)
     if reuse is not None:
@@ -134,15 +134,19 @@ async def start_run(
     return run_view(run, states)
 
 
-async def _with_retry_defaults(repository: RunRepository, frozen: Plan) -> Plan:
+async def _with_retry_defaults(repository: RunRepository, memo: RunMemo, frozen: Plan) -> Plan:
     """The plan with each function node that carries no retry policy given its function's
-    manifest default, frozen into the run with the rest of the plan."""
+    manifest default, frozen into the run with the rest of the plan (a published version's
+    manifest is never written again: remembered once read)."""
     bare = {
         n.function_version_id
         for n in frozen.nodes.values()
         if n.kind == "function" and n.retry is None and n.function_version_id
     }
-    defaults = await repository.retry_defaults(bare)
+    defaults = memo.retry_defaults(bare)
+    if defaults is None:
+        defaults = await repository.retry_defaults(bare)
+        memo.remember_retry_defaults(bare, defaults)
     if not defaults:
         return frozen
     nodes = {

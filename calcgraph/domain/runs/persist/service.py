@@ -19,7 +19,6 @@ from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.snapshot import RunSnapshot
 from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState, TickResult
 from calcgraph.domain.runs.store.repository import RunStore
-from calcgraph.domain.workflows.repository import WorkflowRepository
 
 
 async def apply(
@@ -59,11 +58,10 @@ async def apply(
             REFRESH if run.cache_refresh else cache,
         )
     if after.status in RUN_TERMINAL and not ended_before:
-        workflow = await WorkflowRepository.from_session(session).get(run.workflow_id)
         await record_run(
             session,
             run_id,
-            workflow.slug if workflow is not None else run.workflow_id,
+            snapshot.facts.slug or run.workflow_id,
             after.status,
             after.first_failed_node_key,
             after.terminal_outputs,

@@ -48,7 +48,13 @@ RUNS = cast(Table, WorkflowRun.__table__)
 JOBS = cast(Table, Job.__table__)
 # The statements of every tick, built once (building one costs more than running it).
 RUN_WITH_FACTS = (
-    select(WorkflowRun, Workflow.owner_id, Workflow.organization_id, Workflow.visibility)
+    select(
+        WorkflowRun,
+        Workflow.owner_id,
+        Workflow.organization_id,
+        Workflow.visibility,
+        Workflow.slug,
+    )
     .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
     .where(WorkflowRun.id == bindparam("run_id"))
     .options(defer(WorkflowRun.plan_snapshot, raiseload=True))

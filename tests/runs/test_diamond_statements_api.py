@@ -1,0 +1,134 @@
+"""What a whole diamond run costs in SQL statements (issue 24): its creation, every tick, and
+the worker's start and end of each job, counted on the API's and the worker's engines."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from tests.execution.conftest import Platform
+from tests.runs.test_kept_ticks import _diamond
+from tests.runs.test_tick_api import TERMINAL, _package, _start, _tick, _workflow
+
+pytestmark = pytest.mark.db
+log = logging.getLogger(__name__)
+
+
+class _Seen:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.statements: list[str] = []
+
+    def __call__(self, *args: Any) -> None:
+        statement = " ".join(str(args[2]).split())
+        if not statement.upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK TO")):
+            with self.lock:
+                self.statements.append(statement)
+
+    def take(self) -> list[str]:
+        with self.lock:
+            taken, self.statements = self.statements, []
+        return taken
+
+
+async def _whole_diamond(
+    platform: Platform, slug: str, x: float, api: _Seen, worker: _Seen
+) -> dict[str, Any]:
+    phases: dict[str, list[str]] = {}
+    api.take(), worker.take()
+    run = await _start(platform, slug, {"x": x})
+    phases["create"] = api.take()
+    changing = unchanged = 0
+    for i in range(40):
+        before = run["revision"]
+        run = await _tick(platform, run["id"])
+        statements = api.take()
+        if run["revision"] != before or i == 0:
+            changing += 1
+            phases[f"tick {changing} (changing)"] = statements
+        else:
+            unchanged += 1
+            phases.setdefault("unchanged ticks", []).extend(statements)
+        if run["status"] in TERMINAL:
+            break
+        running = [s["job_id"] for s in run["node_states"].values() if s["status"] == "running"]
+        for job_id in set(running):
+            async with platform.execution.notifier.listen(job_id) as ended:
+                await asyncio.wait_for(ended.wait(), 60)
+        await asyncio.sleep(0.05)
+        phases.setdefault("worker", []).extend(worker.take())
+        phases.setdefault("between ticks (api)", []).extend(api.take())
+    assert run["status"] == "completed", run
+    return {"phases": phases, "changing": changing, "unchanged": unchanged}
+
+
+def _kind(statement: str) -> str:
+    """What a statement does, by its text: the phase tables below count these."""
+    upper = statement.upper()
+    if (
+        "PG_ADVISORY_XACT_LOCK" in upper
+        or "EVENT_CURSORS" in upper
+        or (upper.startswith("SELECT EVENTS.ID") and "POSITION IS NULL" in upper)
+    ):
+        return "event numbering"
+    if upper.startswith("UPDATE EVENTS SET POSITION"):
+        return "event numbering"
+    if upper.startswith("INSERT INTO EVENTS"):
+        return "event"
+    if upper.startswith("UPDATE JOBS SET HEARTBEAT_AT"):
+        return "heartbeat"
+    return upper.split()[0].lower() + " " + _table(upper)
+
+
+def _table(upper: str) -> str:
+    for word in ("FROM", "INTO", "UPDATE"):
+        if f"{word} " in upper:
+            return upper.split(f"{word} ", 1)[1].split()[0].lower()
+    return ""
+
+
+# What a diamond costs at most, per database (issue 24 asks for 25 in all). PostgreSQL, with
+# every job claimed and finished alone: creation 8 (workflow, the owner's run count, the
+# versions' visibility, the run, its node rows, its event and 2 to number it), ticks 7, 7, 7
+# and 8 (the run locked, its work, the owner's queued jobs, their execution rights, node rows,
+# run row, jobs; the last one the run's end event), the worker 9 per job (the claim, the
+# owner's rights, the claim's and the end's events with 2 each to number them, the end).
+# The worker batches B's and C's claims or ends when they arrive together (fewer then). A
+# heartbeat (time-driven) is not counted. SQLite numbers events in 4 statements, not 2, and
+# sends BEGIN as a statement. Was 109 and 125 (commit d02374f).
+BUDGET = {"postgresql": 73, "sqlite": 116}
+
+
+async def test_a_whole_diamond_stays_within_its_statements(
+    platform: Platform, backend: str
+) -> None:
+    slug = await _workflow(platform, _diamond(await _package(platform)))
+    api, worker = _Seen(), _Seen()
+    engines = (platform.database.engine.sync_engine, platform.runtime.database.engine.sync_engine)
+    for engine, seen in zip(engines, (api, worker), strict=True):
+        event.listen(engine, "before_cursor_execute", seen)
+    try:
+        await _whole_diamond(platform, slug, -1.0, api, worker)  # warm: what a process remembers
+        found = await _whole_diamond(platform, slug, 1.0, api, worker)
+    finally:
+        for engine, seen in zip(engines, (api, worker), strict=True):
+            event.remove(engine, "before_cursor_execute", seen)
+    total = 0
+    lines = [f"{backend}: {found['changing']} changing ticks, {found['unchanged']} unchanged"]
+    for phase, statements in found["phases"].items():
+        counted = [s for s in statements if _kind(s) != "heartbeat"]
+        total += len(counted)
+        kinds = Counter(_kind(s) for s in counted)
+        lines.append(f"  {phase}: {len(counted)}  {dict(sorted(kinds.items()))}")
+    lines.append(f"  total: {total}")
+    report = "\n".join(lines)
+    log.info("a diamond's statements (pytest -rA shows it):\n%s", report)
+    assert found["changing"] == 4
+    assert found["phases"].get("unchanged ticks", []) == []
+    assert total <= BUDGET[backend], report
