@@ -61,7 +61,7 @@ class GraphQLView(GraphQL[Context, None]):
         self.database = services.database
         self.refusals = refusals_of(self.schema.extensions)
 
-    async def execute_single(  # noqa: PLR0917 (strawberry's signature)
+    async def execute_single(
         self,
         request: Request,
         request_adapter: AsyncHTTPRequestAdapter,
