@@ -67,7 +67,7 @@ class Refusals:
         return [Replayed(error) for error in found]
 
     def put(self, key: bytes, errors: list[GraphQLError]) -> None:
-        self._errors[key] = [error.formatted for error in errors[:_MAX_REPLAYED_ERRORS]]
+        self._errors[key] = [dict(error.formatted) for error in errors[:_MAX_REPLAYED_ERRORS]]
         self._errors.move_to_end(key)
         while len(self._errors) > self.size:
             self._errors.popitem(last=False)

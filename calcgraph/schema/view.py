@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
 from starlette.requests import Request
@@ -13,7 +13,6 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
-from strawberry.http.async_base_view import AsyncHTTPRequestAdapter
 from strawberry.types import ExecutionResult
 
 from calcgraph import webui
@@ -27,6 +26,9 @@ from calcgraph.schema.context import Context
 from calcgraph.schema.document_cache import REFUSED_KEY, refusals_of
 from calcgraph.schema.websocket import AuthenticatedTransportWS
 from calcgraph.services import Services
+
+if TYPE_CHECKING:  # strawberry's request adapter, from its own dependency
+    from cross_web import AsyncHTTPRequestAdapter
 
 LARGE_ANSWER_BYTES = 1024 * 1024
 """An operation estimated to answer more is written on a thread, not the event loop."""
@@ -59,7 +61,7 @@ class GraphQLView(GraphQL[Context, None]):
         """Open sockets, counted across every serve process when Redis is configured."""
         self.services = services
         self.database = services.database
-        self.refusals = refusals_of(self.schema.extensions)
+        self.refusals = refusals_of(list(getattr(self.schema, "extensions", ())))
 
     async def execute_single(
         self,

@@ -138,6 +138,11 @@ class Settings(BaseSettings):
         gt=0,
         description="WebSockets not yet authenticated per client address, per serve process",
     )
+    limit_requests_in_flight_per_user: int = Field(
+        default=32,
+        ge=0,
+        description="HTTP requests of one user in flight at once, per serve process; 0: no limit",
+    )
     limit_runs_per_user: int = Field(
         default=200, gt=0, description="workflow runs of one user not yet terminal"
     )
