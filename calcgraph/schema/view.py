@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -19,6 +18,7 @@ from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
 from calcgraph.domain import json_limits
 from calcgraph.domain.errors import ValidationError
+from calcgraph.domain.spend import off_loop
 from calcgraph.ops.socket_census import SocketCensus, build_census
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.build import build_schema
@@ -99,7 +99,7 @@ class GraphQLView(GraphQL[Context, None]):
         large = getattr(request.state, "answer_estimate", 0) > LARGE_ANSWER_BYTES
         if large and isinstance(request, Request):  # HTTP answers; socket messages as they are
             # Contract 8b: a large answer is written off the event loop (/health meanwhile).
-            text = await asyncio.to_thread(self.encode_json, data)
+            text = await off_loop(self.encode_json, data)
             return cast(GraphQLHTTPResponse, _Encoded(text))
         return data
 

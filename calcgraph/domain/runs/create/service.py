@@ -4,7 +4,6 @@ and first states remembered."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -24,6 +23,7 @@ from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, run_view
 from calcgraph.domain.runs.state import NodeState, initial_states
 from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.spend import off_loop
 from calcgraph.domain.types.expr import TypeExprError, from_json
 from calcgraph.domain.types.values import normalize
 from calcgraph.domain.workflows.graph import InputNode, parse_graph
@@ -89,7 +89,7 @@ async def start_run(
     if large:
         # Contract 8b: planning a 12,000-node graph is a second of pure Python; on a thread
         # the event loop takes its turn every few milliseconds (/health, the other callers).
-        graph, resolved, planned = await asyncio.to_thread(_planned, version, inputs)
+        graph, resolved, planned = await off_loop(_planned, version, inputs)
     else:
         graph, resolved, planned = _planned(version, inputs)
     assert isinstance(inputs, dict)
@@ -118,7 +118,7 @@ async def start_run(
         status="pending",
         inputs=inputs,
         resolved_inputs=resolved,
-        plan_snapshot=await asyncio.to_thread(frozen.as_dict) if large else frozen.as_dict(),
+        plan_snapshot=await off_loop(frozen.as_dict) if large else frozen.as_dict(),
         revision=0,
         started_at=utcnow(),
         rerun_of=rerun_of,
