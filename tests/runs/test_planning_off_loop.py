@@ -11,7 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import event
 
+from calcgraph.db.engine import Database
+from calcgraph.domain.runs import repository as run_repository
 from calcgraph.domain.runs.create import service as create_service
 from tests.packages.publishing import small_body
 from tests.workflows.graphs import fn, inp
@@ -66,3 +69,31 @@ async def test_a_huge_workflow_is_planned_off_the_event_loop(
         assert run["status"] in ("pending", "running")
         keys = set(run["node_states"]) - {"x"}
         assert keys == {f"n{i}" for i in range(count)}
+
+
+async def test_a_huge_runs_node_rows_go_in_bounded_statements(
+    client: httpx.AsyncClient,
+    bearer: Headers,
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its node rows are inserted a bounded number per statement, so the event loop serves
+    others between them; every row is there."""
+    monkeypatch.setattr(run_repository, "NODE_ROWS_PER_STATEMENT", 100)
+    inserts: list[int] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO NODE_STATES"):
+            inserts.append(1)
+
+    event.listen(database.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        headers = bearer("alice")
+        pkg = f"plan-{uuid.uuid4().hex[:8]}"
+        published = await client.post("/packages", json=small_body(pkg, "1.0.0"), headers=headers)
+        assert published.status_code == 201, published.text
+        run = await _run(client, headers, pkg, 450)  # 451 node rows with the input
+    finally:
+        event.remove(database.engine.sync_engine, "before_cursor_execute", count)
+    assert len(set(run["node_states"]) - {"x"}) == 450
+    assert len(inserts) >= 5
