@@ -1,9 +1,10 @@
 """Issue 27 (contract 8b, what one user may spend): each user's share of a serve process's
 time. Every authenticated request is metered (the CPU time of its own steps on the event loop,
 plus the wall time of the work it hands to a thread); a user past
-`CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE` (a quarter of it at once) is answered 429
-`QuotaExceeded` with the `Retry-After` that pays it back, before anything is done for the
-request, while another user is admitted as before."""
+`CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE` (a quarter of it at once) while another user has a
+request in flight is answered 429 `QuotaExceeded` with the `Retry-After` that pays it back,
+before anything is done for the request, while the other user is admitted as before; a user
+alone may use the whole process."""
 
 from __future__ import annotations
 
@@ -47,10 +48,14 @@ class _Costly:
         self.served: list[str] = []
         self.threaded = threaded
         self.fail = fail
+        self.alice_waits = asyncio.Event()
+        self.alice_waits.set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         user = scope["state"][PRINCIPAL_KEY].username
         self.served.append(user)
+        if user == "alice":
+            await self.alice_waits.wait()
         if user == "mallory":
             await asyncio.sleep(0)  # the cost is spread over more than one step
             if self.threaded:
@@ -94,6 +99,9 @@ async def _call(app: Any, scope: Scope) -> tuple[int, dict[str, str], bytes]:
 async def test_a_user_past_its_share_is_refused_and_another_is_not(threaded: bool) -> None:
     inner = _Costly(threaded=threaded)
     middleware = LoopShareMiddleware(inner, per_minute=PER_MINUTE)
+    inner.alice_waits.clear()  # alice has a request in flight throughout
+    waiting = asyncio.create_task(_call(middleware, _scope("alice")))
+    await asyncio.sleep(0)
     answers: list[tuple[int, dict[str, str], bytes]] = []
     while len(answers) < 10 and (not answers or answers[-1][0] == 200):
         answers.append(await _call(middleware, _scope("mallory")))
@@ -106,10 +114,20 @@ async def test_a_user_past_its_share_is_refused_and_another_is_not(threaded: boo
     assert json.loads(body)["detail"].startswith("QuotaExceeded: ")
     assert "CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE" in json.loads(body)["detail"]
     assert int(headers["retry-after"]) >= 1
-    assert inner.served == ["mallory"] * admitted  # the refused request reached nothing
-    assert (await _call(middleware, _scope("alice")))[0] == 200
+    assert inner.served == ["alice"] + ["mallory"] * admitted  # the refusal reached nothing
     assert (await _call(middleware, _scope("mallory", "/health")))[0] == 200
-    assert inner.served == ["mallory"] * admitted + ["alice", "mallory"]
+    inner.alice_waits.set()
+    assert (await waiting)[0] == 200
+    assert (await _call(middleware, _scope("alice")))[0] == 200
+    # Alone, mallory may use the whole process; with alice back in flight, she may not.
+    assert (await _call(middleware, _scope("mallory")))[0] == 200
+    inner.alice_waits.clear()
+    waiting = asyncio.create_task(_call(middleware, _scope("alice")))
+    await asyncio.sleep(0)
+    assert (await _call(middleware, _scope("mallory")))[0] == 429
+    inner.alice_waits.set()
+    assert (await waiting)[0] == 200
+    assert middleware.active == {}
 
 
 async def test_a_failed_request_is_charged_too() -> None:
@@ -192,6 +210,8 @@ async def test_the_door_refuses_a_user_past_its_share_and_admits_another(
     assert share.per_minute == 6
     assert share.debt(_subject(mallory), time.monotonic()) > 0  # that request was metered
     share.debts[_subject(mallory)] = (12.0, time.monotonic())  # as if she had used 12 s
+    share.active["someone-else"] = 1  # while another user's request is in flight
+    share.active_total += 1
     for refused in (
         await client.get("/jobs", headers=mallory),
         await client.post("/graphql", json={"query": "{ me { username } }"}, headers=mallory),
