@@ -139,7 +139,7 @@ class Settings(BaseSettings):
         description="WebSockets not yet authenticated per client address, per serve process",
     )
     limit_requests_in_flight_per_user: int = Field(
-        default=32,
+        default=100,
         ge=0,
         description="HTTP requests of one user in flight at once, per serve process; 0: no limit",
     )
