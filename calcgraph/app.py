@@ -32,7 +32,9 @@ from calcgraph.rest_compat.middleware import (
     VersionPrefixMiddleware,
 )
 from calcgraph.services import Services
+from calcgraph.serving.inflight import InFlightLimitMiddleware
 from calcgraph.serving.lazy import LazyEndpoint
+from calcgraph.serving.loop_share import LoopShareMiddleware
 from calcgraph.serving.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
 from calcgraph.settings import Settings, get_settings
 from calcgraph.sources.git import GitSources
@@ -146,6 +148,10 @@ def create_app(
                 throttle=refused_token_throttle(limiter, metrics),
                 also_public=webui.is_public,
             ),
+            # After authentication: one user's requests in flight at once (contract 8b).
+            Middleware(InFlightLimitMiddleware, limit=settings.limit_requests_in_flight_per_user),
+            # And each user's share of this process's time (contract 8b).
+            Middleware(LoopShareMiddleware, per_minute=settings.limit_server_seconds_per_minute),
             # After authentication: the caller is its user when known, else its address.
             Middleware(RateLimitMiddleware, limiter=limiter, metrics=metrics),
         ],

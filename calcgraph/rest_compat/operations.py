@@ -13,7 +13,6 @@ handler returns (through its response model) and the OpenAPI entry (rest_compat.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from starlette.routing import Route
 from calcgraph.auth.authenticate import PUBLIC_ROUTES, require_principal
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.spend import off_loop
 from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
 from calcgraph.rest_compat.state import database_of, services_of
 from calcgraph.services import P, R, Services, UseCase
@@ -153,7 +153,7 @@ class Operation:
         result = await self.handler(Call(request, body, query))
         if getattr(result, "size_hint", 0) > LARGE_ANSWER_BYTES:
             # Contract 8b: a large answer is written off the event loop (/health meanwhile).
-            return await asyncio.to_thread(self.respond, result)
+            return await off_loop(self.respond, result)
         return self.respond(result)
 
     def respond(self, result: object) -> Response:

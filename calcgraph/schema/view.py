@@ -2,29 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.types import ExecutionResult
 
 from calcgraph import webui
 from calcgraph.auth.authenticate import current_principal
 from calcgraph.domain import json_limits
 from calcgraph.domain.errors import ValidationError
+from calcgraph.domain.spend import off_loop
 from calcgraph.ops.socket_census import SocketCensus, build_census
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.build import build_schema
 from calcgraph.schema.context import Context
+from calcgraph.schema.document_cache import REFUSED_KEY, refusals_of
 from calcgraph.schema.websocket import AuthenticatedTransportWS
 from calcgraph.services import Services
+
+if TYPE_CHECKING:  # strawberry's request adapter, from its own dependency
+    from cross_web import AsyncHTTPRequestAdapter
 
 LARGE_ANSWER_BYTES = 1024 * 1024
 """An operation estimated to answer more is written on a thread, not the event loop."""
@@ -57,6 +61,36 @@ class GraphQLView(GraphQL[Context, None]):
         """Open sockets, counted across every serve process when Redis is configured."""
         self.services = services
         self.database = services.database
+        self.refusals = refusals_of(list(getattr(self.schema, "extensions", ())))
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        """A text refused before execution is answered again from its first refusal, without
+        being parsed or validated again (schema.document_cache.Refusals): refusing a hostile
+        document over and over costs a lookup, not the event loop's time."""
+        query = request_data.query
+        if self.refusals is None or not query:
+            return await super().execute_single(
+                request, request_adapter, sub_response, context, root_value, request_data
+            )
+        key = self.refusals.key(query, request_data.operation_name, request_adapter.method)
+        refused = self.refusals.get(key)
+        if refused is not None:
+            return ExecutionResult(data=None, errors=refused)
+        result = await super().execute_single(
+            request, request_adapter, sub_response, context, root_value, request_data
+        )
+        state = getattr(request, "state", None)
+        if result.errors and getattr(state, REFUSED_KEY, None) is query:
+            self.refusals.put(key, result.errors)
+        return result
 
     async def process_result(
         self, request: Request, result: ExecutionResult
@@ -65,7 +99,7 @@ class GraphQLView(GraphQL[Context, None]):
         large = getattr(request.state, "answer_estimate", 0) > LARGE_ANSWER_BYTES
         if large and isinstance(request, Request):  # HTTP answers; socket messages as they are
             # Contract 8b: a large answer is written off the event loop (/health meanwhile).
-            text = await asyncio.to_thread(self.encode_json, data)
+            text = await off_loop(self.encode_json, data)
             return cast(GraphQLHTTPResponse, _Encoded(text))
         return data
 

@@ -138,6 +138,17 @@ class Settings(BaseSettings):
         gt=0,
         description="WebSockets not yet authenticated per client address, per serve process",
     )
+    limit_requests_in_flight_per_user: int = Field(
+        default=100,
+        ge=0,
+        description="HTTP requests of one user in flight at once, per serve process; 0: no limit",
+    )
+    limit_server_seconds_per_minute: float = Field(
+        default=6.0,
+        ge=0,
+        description="seconds of a serve process's time one user's requests may use per minute "
+        "(a quarter of it at once); 0: no limit",
+    )
     limit_runs_per_user: int = Field(
         default=200, gt=0, description="workflow runs of one user not yet terminal"
     )

@@ -69,6 +69,10 @@ def run_view(
     )
 
 
+NODE_ROWS_PER_STATEMENT = 1000
+"""A run's node rows are inserted this many per statement (contract 8b: big work in steps)."""
+
+
 class RunRepository(RepositoryBase[WorkflowRun]):
     model = WorkflowRun
 
@@ -109,15 +113,17 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         event.listen(self.session.sync_session, "after_commit", lambda _: callback(), once=True)
 
     async def add_node_states(self, run_id: str, kinds: Mapping[str, str]) -> None:
-        if not kinds:
-            return
-        await self.session.execute(
-            insert(NodeRowModel),
-            [
-                {"run_id": run_id, "node_key": key, "kind": kind, "status": "pending", "attempt": 0}
-                for key, kind in kinds.items()
-            ],
-        )
+        """One row per node, inserted `NODE_ROWS_PER_STATEMENT` at a time: the parameters of
+        12,000 rows took the event loop for one long step, between two of which the other
+        callers (and /health) are served."""
+        rows = [
+            {"run_id": run_id, "node_key": key, "kind": kind, "status": "pending", "attempt": 0}
+            for key, kind in kinds.items()
+        ]
+        for start in range(0, len(rows), NODE_ROWS_PER_STATEMENT):
+            await self.session.execute(
+                insert(NodeRowModel), rows[start : start + NODE_ROWS_PER_STATEMENT]
+            )
 
     async def states(self, run_id: str) -> dict[str, NodeState]:
         rows = await self.session.execute(
