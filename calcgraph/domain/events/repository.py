@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
     Table,
     and_,
     bindparam,
@@ -45,6 +46,15 @@ SEQUENCE = "sequence"
 """The `event_cursors` row holding the last position given."""
 
 
+def visible_runs(principal: Principal) -> Select[str]:
+    """The ids of the runs a non-admin may GET: their own, while the workflow stays visible."""
+    return (
+        select(WorkflowRun.id)
+        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
+        .where(WorkflowRun.user_id == principal.user_id, visible_workflow_clause(principal))
+    )
+
+
 def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
     """Who sees an event, by the rules of its subject as they stand now (contract section 9):
     job events by who may GET the job, run events by who may GET the run, package and file
@@ -58,11 +68,7 @@ def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
         .join(Package, Package.id == Job.package_id)
         .where(Job.user_id == me, visible_clause(principal))
     )
-    runs = (
-        select(WorkflowRun.id)
-        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-        .where(WorkflowRun.user_id == me, visible_workflow_clause(principal))
-    )
+    runs = visible_runs(principal)
     packages = select(Package.id).where(visible_clause(principal))
     functions = (
         select(Function.id)
@@ -101,7 +107,8 @@ class EventRepository(RepositoryBase[Event]):
     model = Event
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Rows of `id, type, subject, subject_kind, recorded_at, data`: one executemany."""
+        """Rows of `id, type, subject, subject_kind, recorded_at, data, run_id`: one
+        executemany."""
         if rows:
             await self.session.execute(_INSERT, list(rows))
 
@@ -178,14 +185,18 @@ class EventRepository(RepositoryBase[Event]):
         limit: int,
         types: TypeFilter,
         subject: str | None,
+        run: str | None = None,
     ) -> list[Event]:
         """Sequenced events after `after`, in position order, that `principal` may see (None:
-        every event, for the fan-out, which checks each webhook owner's sight itself)."""
+        every event, for the fan-out, which checks each webhook owner's sight itself); with
+        `run`, only that run's own and its jobs' (still each by its subject's rule)."""
         query = select(Event).where(Event.position > after, type_clause(types))
         if principal is not None:
             query = query.where(visible_event_clause(principal))
         if subject is not None:
             query = query.where(Event.subject == subject)
+        if run is not None:
+            query = query.where(Event.run_id == run)
         return list(await self.session.scalars(query.order_by(Event.position).limit(limit)))
 
     async def latest(
@@ -200,6 +211,14 @@ class EventRepository(RepositoryBase[Event]):
             visible_event_clause(principal),
         )
         return list(await self.session.scalars(query.order_by(Event.position.desc()).limit(limit)))
+
+    async def run_visible(self, principal: Principal, run_id: str) -> bool:
+        query = (
+            select(WorkflowRun.id).where(WorkflowRun.id == run_id)
+            if principal.is_admin
+            else visible_runs(principal).where(WorkflowRun.id == run_id)
+        )
+        return await self.session.scalar(query.limit(1)) is not None
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
         if not ids:

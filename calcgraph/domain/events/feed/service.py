@@ -43,8 +43,12 @@ class EventFeed:
             async with self.database.write_session() as session:
                 await event_service.sequence(session)
 
-    async def start(self, query: EventQuery) -> int:
-        """The position a pull starts after: its cursor, or the current end for `now`."""
+    async def start(self, query: EventQuery, principal: Principal) -> int:
+        """The position a pull starts after: its cursor, or the current end for `now`.
+        NotFound for a `run` the caller may not see."""
+        if query.run is not None:
+            async with self.database.read_session() as session:
+                await event_service.require_run(session, principal, query.run)
         if query.after is not None:
             return query.after
         await self._sequenced()
@@ -68,11 +72,11 @@ class EventFeed:
     async def pull(self, principal: Principal, query: EventQuery, wait: float = 0.0) -> EventPage:
         """A page of events after the query's position; with `wait`, an empty page only when
         nothing the caller may see and the filter matches was recorded within `wait`."""
-        after = await self.start(query)
+        after = await self.start(query, principal)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait, MAX_WAIT))
         signalled = False
-        async with self.signals.listen_events(query.types.matches) as signal:
+        async with self.signals.listen_events(query.types.matches, query.run) as signal:
             while True:
                 page = await self._page(principal, query, after, number=not signalled)
                 remaining = deadline - loop.time()
@@ -84,9 +88,9 @@ class EventFeed:
     async def follow(self, principal: Principal, query: EventQuery) -> AsyncIterator[EventView]:
         """Every matching event the caller may see, as it is recorded, from now on (or after
         the query's cursor), until the consumer stops."""
-        after = await self.start(query)
+        after = await self.start(query, principal)
         signalled = False
-        async with self.signals.listen_events(query.types.matches) as signal:
+        async with self.signals.listen_events(query.types.matches, query.run) as signal:
             while True:
                 page = await self._page(principal, query, after, number=not signalled)
                 after = int(page.next_cursor)
