@@ -19,8 +19,9 @@ delivers the webhooks).
   read by a `GET /events?wait=25` follower and matched against a webhook), and their ratio.
 - `events_pages_http` (production shape): 200 open run pages, each a client with its own
   connections, over 200 diamond runs: blind, each page ticks every 2 s; event-driven, each page
-  follows `GET /events?type=calcgraph.job.succeeded&type=calcgraph.job.failed&wait=25` and
-  ticks only when an event names a job of its run, plus a 30 s safety tick. Ticks per second,
+  follows `GET /events?type=calcgraph.job.succeeded&type=calcgraph.job.failed&run=<its
+  run>&wait=25` (woken only by its own run's jobs) and ticks when it answers, plus a 30 s
+  safety tick. Ticks per second,
   the server's CPU per second (API and worker processes; PostgreSQL apart), jobs finished, and
   the ratio of ticks.
 
@@ -460,6 +461,7 @@ async def _pages_phase(mode: str) -> Result:
                     cursor = start
                     last_tick = time.monotonic()
                     params: list[tuple[str, str]] = [("type", t) for t in JOB_ENDED]
+                    params.append(("run", run_id))  # only its own run's jobs wake it
                     while not stop.is_set():
                         wait = max(0.0, min(25.0, SAFETY_TICK_S - (time.monotonic() - last_tick)))
                         query = [*params, ("after", cursor), ("wait", f"{wait:.2f}")]
@@ -471,6 +473,8 @@ async def _pages_phase(mode: str) -> Result:
                             page = await r.json()
                         cursor = page["next_cursor"]
                         mine = any(e["data"].get("run_id") == run_id for e in page["items"])
+                        if page["items"] and not mine:
+                            raise RuntimeError(f"run={run_id} answered another run's events")
                         if mine or time.monotonic() - last_tick >= SAFETY_TICK_S:
                             if stop.is_set():
                                 break

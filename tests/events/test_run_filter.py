@@ -6,7 +6,10 @@ ignored. The wake-up names the runs: a reader of one run sleeps through other ru
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +19,9 @@ from calcgraph.domain.events.catalog import parse_types
 from calcgraph.domain.events.service import event_row, record_rows
 from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.notify import LocalNotifier, events_payload, parse_events_payload
+from tests.auth.idp import LocalIdentityProvider
 from tests.events.helpers import events
+from tests.events.redis_shape import events_since, redis_worker, waiting_poll
 from tests.events.test_runs import _run
 from tests.execution.conftest import Platform
 from tests.packages.publishing import publish, small_body
@@ -295,3 +300,35 @@ def test_the_run_an_event_belongs_to() -> None:
     # A package event whose data happens to name a run still belongs to none.
     promoted = {"package": "p", "version": "1", "previous": None, "run_id": "r9"}
     assert event_row("calcgraph.deployment.promoted", "p", promoted)["run_id"] is None
+
+
+@pytest.fixture
+async def worker_process(
+    exec_url: str, identity_provider: LocalIdentityProvider, tmp_path: Path
+) -> AsyncIterator[Platform]:
+    async with redis_worker(exec_url, identity_provider, tmp_path) as platform:
+        yield platform
+
+
+@pytest.mark.db
+async def test_a_run_poll_is_woken_across_processes(worker_process: Platform) -> None:
+    """Production shape: the job runs, ends and is recorded in the `calcgraph worker`
+    process; its wake-up crosses Redis naming the run, and wakes the poll of that run waiting
+    in the API process (its fallback re-check is off: only the signal can wake it)."""
+    platform = worker_process
+    await platform.user("alice")
+    headers = platform.headers("alice")
+    run_id = await _pending_run(platform)
+    other = await _pending_run(platform)
+    poll = await waiting_poll(platform, headers, run=run_id, type="calcgraph.job.succeeded")
+    ticked = await platform.client.post(
+        f"/workflow-runs/{run_id}/tick", params={"wait": 0}, headers=headers
+    )
+    assert ticked.status_code == 200, ticked.text
+    woke = await poll.answer(time.monotonic())
+    assert [(e["type"], e["data"]["run_id"], e["data"]["node_key"]) for e in woke] == [
+        ("calcgraph.job.succeeded", run_id, "A")
+    ]
+    # The other run's page: nothing of the first run reaches it.
+    quiet = await events_since(platform, headers, None, run=other)
+    assert [e["type"] for e in quiet] == ["calcgraph.run.created"]
