@@ -6,12 +6,14 @@ ignored. The wake-up names the runs: a reader of one run sleeps through other ru
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from calcgraph.db.engine import Database
@@ -20,8 +22,11 @@ from calcgraph.domain.events.service import event_row, record_rows
 from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.notify import LocalNotifier, events_payload, parse_events_payload
 from tests.auth.idp import LocalIdentityProvider
+from tests.client.conftest import Served, serve
+from tests.door.test_websocket import alice_run, bearer, receive, session
 from tests.events.helpers import events
 from tests.events.redis_shape import events_since, redis_worker, waiting_poll
+from tests.events.test_graphql import _next_event
 from tests.events.test_runs import _run
 from tests.execution.conftest import Platform
 from tests.packages.publishing import publish, small_body
@@ -332,3 +337,67 @@ async def test_a_run_poll_is_woken_across_processes(worker_process: Platform) ->
     # The other run's page: nothing of the first run reaches it.
     quiet = await events_since(platform, headers, None, run=other)
     assert [e["type"] for e in quiet] == ["calcgraph.run.created"]
+
+
+SUBSCRIBE_RUN = """
+subscription($run: ID!) { events(run: $run, types: ["calcgraph.job.*"]) { type subject data } }
+"""
+
+
+@pytest.fixture(scope="module")
+def served(
+    exec_url: str,
+    identity_provider: LocalIdentityProvider,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Served]:
+    with serve(exec_url, identity_provider, tmp_path_factory.mktemp("served")) as running:
+        yield running
+
+
+async def _tick_to_end(served: Served, run_id: str) -> None:
+    async with httpx.AsyncClient(
+        base_url=served.url, headers=bearer(served, "alice"), timeout=60
+    ) as client:
+        for _ in range(60):
+            ticked = await client.post(f"/workflow-runs/{run_id}/tick", params={"wait": 5})
+            assert ticked.status_code == 200, ticked.text
+            if ticked.json()["status"] in ("completed", "failed"):
+                return
+
+
+@pytest.mark.db
+async def test_the_subscription_of_a_run_pushes_its_jobs_only(served: Served) -> None:
+    run_id = await alice_run(served)
+    async with session(served, bearer(served, "alice")) as ws:
+        assert (await receive(ws))["type"] == "connection_ack"
+        payload = {"query": SUBSCRIBE_RUN, "variables": {"run": run_id}}
+        await ws.send(json.dumps({"id": "run", "type": "subscribe", "payload": payload}))
+        await asyncio.sleep(0.5)  # subscribed before anything runs
+        await _tick_to_end(served, await alice_run(served))  # another run's jobs first
+        await _tick_to_end(served, run_id)
+        pushed = [await _next_event(ws) for _ in range(2)]
+    assert [(e["type"], e["data"]["run_id"], e["data"]["node_key"]) for e in pushed] == [
+        ("calcgraph.job.succeeded", run_id, "A"),
+        ("calcgraph.job.succeeded", run_id, "B"),
+    ]
+
+
+@pytest.mark.db
+async def test_the_subscription_of_another_users_run_is_refused(served: Served) -> None:
+    run_id = await alice_run(served)
+    answers = []
+    for value in (run_id, str(uuid.uuid4())):
+        async with session(served, bearer(served, "bob")) as ws:
+            assert (await receive(ws))["type"] == "connection_ack"
+            payload = {"query": SUBSCRIBE_RUN, "variables": {"run": value}}
+            await ws.send(json.dumps({"id": "run", "type": "subscribe", "payload": payload}))
+            message = await receive(ws)
+            assert message["type"] in ("error", "next"), message
+            errors = (
+                message["payload"] if message["type"] == "error" else message["payload"]["errors"]
+            )
+            answers.append(
+                (errors[0]["extensions"]["code"], errors[0]["message"].replace(value, "<id>"))
+            )
+    assert answers[0] == answers[1]
+    assert answers[0][0] == "NotFound"
