@@ -16,6 +16,7 @@ from sqlalchemy import (
     bindparam,
     delete,
     false,
+    func,
     insert,
     or_,
     select,
@@ -171,6 +172,16 @@ class EventRepository(RepositoryBase[Event]):
             .execution_options(synchronize_session=False)
         )
         return len(ids)
+
+    async def digest(self, after: int, upto: int) -> list[tuple[str, str | None, int]]:
+        """(type, run, last position) of the events numbered in (after, upto], one row per
+        type and run: what a re-check needs to know whom they may concern, not the events."""
+        rows = await self.session.execute(
+            select(Event.type, Event.run_id, func.max(Event.position))
+            .where(Event.position > after, Event.position <= upto)
+            .group_by(Event.type, Event.run_id)
+        )
+        return [(str(t), r, int(p or 0)) for t, r, p in rows]
 
     async def last_position(self) -> int:
         found = await self.session.scalar(

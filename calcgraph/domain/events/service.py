@@ -307,6 +307,11 @@ class EventService:
     async def end(self, session: AsyncSession) -> int:
         return await EventRepository.from_session(session).last_position()
 
+    async def digest(
+        self, session: AsyncSession, after: int, upto: int
+    ) -> list[tuple[str, str | None, int]]:
+        return await EventRepository.from_session(session).digest(after, upto)
+
     async def require_run(self, session: AsyncSession, principal: Principal, run_id: str) -> None:
         """NotFound unless the caller may see the run (`GET /workflow-runs/{id}`'s rule):
         one answer for a run that does not exist and another user's, which says nothing of it."""

@@ -4,10 +4,12 @@ event is recorded (the signal of `ports.EventSignals`) or the wait ends.
 
 The unit of work that records events numbers them right after its commit, before it signals
 (`calcgraph.workers.event_signal`): a woken reader only reads. A reader numbers what it finds
-unnumbered itself only where a signal may have been lost (its first read, and each re-check
-after `recheck` seconds without a signal: a Redis reconnect, a unit without the hook, a
-process killed between its commit and the numbering), so a lost signal costs at most
-`recheck` seconds, and a burst of signals costs no write."""
+unnumbered itself only on its first read; where a signal may have been lost (a Redis
+reconnect, a unit without the hook, a process killed between its commit and the numbering)
+the process's one re-check (`watch.Watch`, every `recheck` seconds while readers wait)
+numbers the rest and wakes the readers the events numbered since concern, so a lost signal
+costs about `recheck` seconds, a burst of signals costs no write, and a quiet reader costs
+nothing."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.events.feed.watch import Reader, Watch
 from calcgraph.domain.events.ports import EventSignals
 from calcgraph.domain.events.service import EventPage, EventQuery, event_service
 from calcgraph.domain.events.views import EventView
@@ -34,6 +37,19 @@ class EventFeed:
         self.database = database
         self.signals = signals
         self.recheck = recheck
+        self.watch = Watch(self._sequenced, self._end, self._digest, lambda: self.recheck)
+
+    async def close(self) -> None:
+        """Stop the re-check (it also stops by itself once no reader waits)."""
+        await self.watch.close()
+
+    async def _end(self) -> int:
+        async with self.database.read_session() as session:
+            return await event_service.end(session)
+
+    async def _digest(self, after: int, upto: int) -> list[tuple[str, str | None, int]]:
+        async with self.database.read_session() as session:
+            return await event_service.digest(session, after, upto)
 
     async def _sequenced(self) -> None:
         """Number the events committed so far (a write only when some await it)."""
@@ -56,12 +72,17 @@ class EventFeed:
             return await event_service.end(session)
 
     async def _page(
-        self, principal: Principal, query: EventQuery, after: int, *, number: bool = True
+        self, principal: Principal, query: EventQuery, after: int, reader: Reader, number: bool
     ) -> EventPage:
+        """A page after `after`; the reader has then seen the log up to the end read first
+        in the same session (every event numbered by then was in reach of the page)."""
         if number:
             await self._sequenced()
         async with self.database.read_session() as session:
-            return await event_service.page(session, principal, query, after)
+            end = await event_service.end(session)
+            page = await event_service.page(session, principal, query, after)
+        reader.seen = max(reader.seen, end)
+        return page
 
     async def recent(self, principal: Principal, query: EventQuery) -> EventPage:
         """The newest `query.limit` events of its types the caller may see, newest first."""
@@ -75,30 +96,34 @@ class EventFeed:
         after = await self.start(query, principal)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait, MAX_WAIT))
-        signalled = False
+        first = True
         async with self.signals.listen_events(query.types.matches, query.run) as signal:
-            while True:
-                page = await self._page(principal, query, after, number=not signalled)
-                remaining = deadline - loop.time()
-                if page.items or remaining <= 0:
-                    return page
-                after = int(page.next_cursor)
-                signalled = await self._wait(signal, min(remaining, self.recheck))
+            with self.watch.reading(query.types.matches, query.run, signal) as reader:
+                while True:
+                    page = await self._page(principal, query, after, reader, first)
+                    first = False
+                    remaining = deadline - loop.time()
+                    if page.items or remaining <= 0:
+                        return page
+                    after = int(page.next_cursor)
+                    await self._wait(signal, remaining)
 
     async def follow(self, principal: Principal, query: EventQuery) -> AsyncIterator[EventView]:
         """Every matching event the caller may see, as it is recorded, from now on (or after
         the query's cursor), until the consumer stops."""
         after = await self.start(query, principal)
-        signalled = False
+        first = True
         async with self.signals.listen_events(query.types.matches, query.run) as signal:
-            while True:
-                page = await self._page(principal, query, after, number=not signalled)
-                after = int(page.next_cursor)
-                for item in page.items:
-                    yield item
-                if len(page.items) >= query.limit:
-                    continue  # more are waiting: read on at once
-                signalled = await self._wait(signal, self.recheck)
+            with self.watch.reading(query.types.matches, query.run, signal) as reader:
+                while True:
+                    page = await self._page(principal, query, after, reader, first)
+                    first = False
+                    after = int(page.next_cursor)
+                    for item in page.items:
+                        yield item
+                    if len(page.items) >= query.limit:
+                        continue  # more are waiting: read on at once
+                    await self._wait(signal, MAX_WAIT)
 
     @staticmethod
     async def _wait(signal: asyncio.Event, seconds: float) -> bool:
