@@ -527,6 +527,15 @@ async def _pages_phase(mode: str) -> Result:
                     "server_cpu_ms_per_job_finished": round(
                         _server_s(spent) / max(1, finished) * 1000, 2
                     ),
+                    # The API process's event loop (HTTP, auth, ticks, long-polls: what the
+                    # pages drive) apart from the other threads and the worker process (what
+                    # running the jobs costs, the same whoever watches them).
+                    "api_loop_cpu_ms_per_job_finished": round(
+                        spent.loop_thread / max(1, finished) * 1000, 2
+                    ),
+                    "worker_cpu_ms_per_job_finished": round(
+                        spent.worker_threads / max(1, finished) * 1000, 2
+                    ),
                     "ticks_per_job_finished": round(measured_ticks / max(1, finished), 2),
                     "loadavg": loadavg,
                 },
@@ -555,6 +564,12 @@ def pages(options: Options) -> list[Result]:
     # The same work? The arms run for the same time: compare what each got done per CPU.
     per_job = "server_cpu_ms_per_job_finished"
     driven_result.extra["less_server_cpu_per_job_than_blind_x"] = round(
+        float(str(blind_result.extra[per_job]))
+        / max(1e-9, float(str(driven_result.extra[per_job]))),
+        2,
+    )
+    per_job = "api_loop_cpu_ms_per_job_finished"
+    driven_result.extra["less_api_loop_cpu_per_job_than_blind_x"] = round(
         float(str(blind_result.extra[per_job]))
         / max(1e-9, float(str(driven_result.extra[per_job]))),
         2,

@@ -61,28 +61,38 @@ class EventFeed:
 
     async def start(self, query: EventQuery, principal: Principal) -> int:
         """The position a pull starts after: its cursor, or the current end for `now`.
-        NotFound for a `run` the caller may not see."""
-        if query.run is not None:
-            async with self.database.read_session() as session:
-                await event_service.require_run(session, principal, query.run)
+        NotFound for a `run` the caller may not see (checked here for `now`, else by the
+        first page's read, in its session)."""
         if query.after is not None:
             return query.after
         await self._sequenced()
         async with self.database.read_session() as session:
+            if query.run is not None:
+                await event_service.require_run(session, principal, query.run)
             return await event_service.end(session)
 
     async def _page(
-        self, principal: Principal, query: EventQuery, after: int, reader: Reader, number: bool
+        self, principal: Principal, query: EventQuery, after: int, reader: Reader, first: bool
     ) -> EventPage:
-        """A page after `after`; the reader has then seen the log up to the end read first
-        in the same session (every event numbered by then was in reach of the page)."""
-        if number:
-            await self._sequenced()
-        async with self.database.read_session() as session:
-            end = await event_service.end(session)
-            page = await event_service.page(session, principal, query, after)
-        reader.seen = max(reader.seen, end)
-        return page
+        """A page after `after`, in one read session; the reader has then seen the log up to
+        the end read before the page (every event numbered by then was in reach of it). The
+        first read of a pull numbers what it finds unnumbered (a signal may have been lost
+        just before it started) and checks the `run` of a pull from a cursor."""
+        number = first
+        while True:
+            async with self.database.read_session() as session:
+                if first and query.run is not None and query.after is not None:
+                    await event_service.require_run(session, principal, query.run)
+                first = False
+                pending = number and await event_service.unsequenced(session)
+                if not pending:
+                    end = await event_service.end(session)
+                    page = await event_service.page(session, principal, query, after)
+                    reader.seen = max(reader.seen, end)
+                    return page
+            async with self.database.write_session() as session:
+                await event_service.sequence(session)
+            number = False
 
     async def recent(self, principal: Principal, query: EventQuery) -> EventPage:
         """The newest `query.limit` events of its types the caller may see, newest first."""
