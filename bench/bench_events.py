@@ -18,7 +18,9 @@ delivers the webhooks).
   recording, `record_rows`, in 20 units of 50 a second, through the same PostgreSQL and Redis,
   read by a `GET /events?wait=25` follower and matched against a webhook), and their ratio.
 - `events_pages_http` (production shape): 200 open run pages, each a client with its own
-  connections, over 200 diamond runs: blind, each page ticks every 2 s; event-driven, each page
+  connections, over 200 diamond runs: blind, each page ticks every 2 s; subscribed, as the web
+  app's run page does, each page holds the GraphQL `events` subscription of its run
+  (graphql-transport-ws) and ticks on each event, plus a 30 s safety tick; event-driven, each page
   follows `GET /events?type=calcgraph.job.succeeded&type=calcgraph.job.failed&run=<its
   run>&wait=25` (woken only by its own run's jobs) and ticks when it answers, plus a 30 s
   safety tick. Ticks per second,
@@ -73,6 +75,10 @@ PAGES = 200
 PAGES_PHASE_S = 30.0
 BLIND_TICK_S = 2.0
 SAFETY_TICK_S = 30.0
+RUN_EVENTS = (
+    "subscription($run: ID!, $types: [String!], $after: String) "
+    "{ events(run: $run, types: $types, after: $after) { id } }"
+)
 
 
 @contextlib.contextmanager
@@ -481,7 +487,46 @@ async def _pages_phase(mode: str) -> Result:
                             await tick(session, run_id)
                             last_tick = time.monotonic()
 
-            page = blind if mode == "blind" else driven
+            async def subscribed(run_id: str, offset: float) -> None:
+                """The web app's run page: the `events` subscription of its run over
+                graphql-transport-ws, a tick on each of its jobs' events."""
+                connector = aiohttp.TCPConnector(limit=2)
+                async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
+                    await asyncio.sleep(offset)
+                    await tick(session, run_id)  # the page opens
+                    async with session.ws_connect(
+                        "/graphql", protocols=("graphql-transport-ws",)
+                    ) as ws:
+                        init = {"Authorization": headers["Authorization"]}
+                        await ws.send_json({"type": "connection_init", "payload": init})
+                        ack = await ws.receive_json()
+                        if ack.get("type") != "connection_ack":
+                            raise RuntimeError(f"not acknowledged: {ack}")
+                        variables = {"run": run_id, "types": list(JOB_ENDED), "after": start}
+                        payload = {"query": RUN_EVENTS, "variables": variables}
+                        await ws.send_json({"id": "1", "type": "subscribe", "payload": payload})
+                        last_tick = time.monotonic()
+                        while not stop.is_set():
+                            left = max(0.1, SAFETY_TICK_S - (time.monotonic() - last_tick))
+                            message: dict[str, Any] | None = None
+                            with contextlib.suppress(TimeoutError):
+                                message = await asyncio.wait_for(ws.receive_json(), left)
+                            if stop.is_set():
+                                break
+                            kind = None if message is None else message.get("type")
+                            if kind == "ping":
+                                await ws.send_json({"type": "pong"})
+                                continue
+                            failed = kind == "next" and "errors" in (message or {}).get(
+                                "payload", {}
+                            )
+                            if kind in ("error", "complete") or failed:
+                                raise RuntimeError(f"subscription ended: {message}")
+                            if kind == "next" or time.monotonic() - last_tick >= SAFETY_TICK_S:
+                                await tick(session, run_id)
+                                last_tick = time.monotonic()
+
+            page = {"blind": blind, "event-driven": driven, "subscribed": subscribed}[mode]
             before, t0 = await cpu_split(bench), time.perf_counter()
             pages = [
                 asyncio.create_task(page(run_id, i * BLIND_TICK_S / PAGES))
@@ -555,6 +600,13 @@ async def _count_since_typed(bench: Api, cursor: str) -> int:
 def pages(options: Options) -> list[Result]:
     blind_result = asyncio.run(_pages_phase("blind"))
     driven_result = asyncio.run(_pages_phase("event-driven"))
+    subscribed_result = asyncio.run(_pages_phase("subscribed"))
+    for result in (driven_result, subscribed_result):
+        _ratios(blind_result, result)
+    return [blind_result, driven_result, subscribed_result]
+
+
+def _ratios(blind_result: Result, driven_result: Result) -> None:
     ratio = blind_result.rps / driven_result.rps if driven_result.rps else float("nan")
     cpu_ratio = float(str(blind_result.extra["server_cpu_s_per_s"])) / max(
         1e-9, float(str(driven_result.extra["server_cpu_s_per_s"]))
@@ -574,7 +626,6 @@ def pages(options: Options) -> list[Result]:
         / max(1e-9, float(str(driven_result.extra[per_job]))),
         2,
     )
-    return [blind_result, driven_result]
 
 
 BENCHMARKS = {
