@@ -448,6 +448,23 @@ async def _pages_phase(mode: str) -> Result:
                         return "error"
                     return str((await r.json())["status"])
 
+            async def tick_until_answered(session: aiohttp.ClientSession, run_id: str) -> None:
+                """An event-driven page's tick: a refused one (503) is sent again after its
+                Retry-After, as the web app's ticker does (blind pages just tick again 2 s
+                later). Without it a refused tick leaves the run waiting for the safety tick:
+                no job of it runs, so no event comes."""
+                nonlocal ticks, busy
+                while not stop.is_set():
+                    path = f"/workflow-runs/{run_id}/tick"
+                    async with session.post(path, headers=headers) as r:
+                        ticks += 1
+                        if r.status != 503:
+                            return
+                        busy += 1
+                        retry_after = float(r.headers.get("Retry-After", "1"))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), retry_after)
+
             async def blind(run_id: str, offset: float) -> None:
                 connector = aiohttp.TCPConnector(limit=1)
                 async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
@@ -463,7 +480,7 @@ async def _pages_phase(mode: str) -> Result:
                 connector = aiohttp.TCPConnector(limit=2)
                 async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
                     await asyncio.sleep(offset)
-                    await tick(session, run_id)  # the page opens
+                    await tick_until_answered(session, run_id)  # the page opens
                     cursor = start
                     last_tick = time.monotonic()
                     params: list[tuple[str, str]] = [("type", t) for t in JOB_ENDED]
@@ -484,47 +501,66 @@ async def _pages_phase(mode: str) -> Result:
                         if mine or time.monotonic() - last_tick >= SAFETY_TICK_S:
                             if stop.is_set():
                                 break
-                            await tick(session, run_id)
+                            await tick_until_answered(session, run_id)
                             last_tick = time.monotonic()
 
             async def subscribed(run_id: str, offset: float) -> None:
                 """The web app's run page: the `events` subscription of its run over
-                graphql-transport-ws, a tick on each of its jobs' events."""
+                graphql-transport-ws, a tick on each of its jobs' events; a subscription that
+                ends (the server busy) is opened again from now, with a tick, as the page's
+                fallback does."""
+                nonlocal busy
                 connector = aiohttp.TCPConnector(limit=2)
                 async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
                     await asyncio.sleep(offset)
-                    await tick(session, run_id)  # the page opens
-                    async with session.ws_connect(
-                        "/graphql", protocols=("graphql-transport-ws",)
-                    ) as ws:
-                        init = {"Authorization": headers["Authorization"]}
-                        await ws.send_json({"type": "connection_init", "payload": init})
-                        ack = await ws.receive_json()
-                        if ack.get("type") != "connection_ack":
-                            raise RuntimeError(f"not acknowledged: {ack}")
-                        variables = {"run": run_id, "types": list(JOB_ENDED), "after": start}
-                        payload = {"query": RUN_EVENTS, "variables": variables}
-                        await ws.send_json({"id": "1", "type": "subscribe", "payload": payload})
-                        last_tick = time.monotonic()
-                        while not stop.is_set():
-                            left = max(0.1, SAFETY_TICK_S - (time.monotonic() - last_tick))
-                            message: dict[str, Any] | None = None
+                    await tick_until_answered(session, run_id)  # the page opens
+                    after: str | None = start
+                    while not stop.is_set():
+                        try:
+                            followed = await follow(session, run_id, after)
+                        except (aiohttp.ClientError, TypeError, ValueError):
+                            followed = False  # refused at the handshake, or not JSON
+                        if not followed:
+                            busy += 1
                             with contextlib.suppress(TimeoutError):
-                                message = await asyncio.wait_for(ws.receive_json(), left)
-                            if stop.is_set():
-                                break
-                            kind = None if message is None else message.get("type")
-                            if kind == "ping":
-                                await ws.send_json({"type": "pong"})
-                                continue
-                            failed = kind == "next" and "errors" in (message or {}).get(
-                                "payload", {}
-                            )
-                            if kind in ("error", "complete") or failed:
-                                raise RuntimeError(f"subscription ended: {message}")
-                            if kind == "next" or time.monotonic() - last_tick >= SAFETY_TICK_S:
-                                await tick(session, run_id)
-                                last_tick = time.monotonic()
+                                await asyncio.wait_for(stop.wait(), 1.0)
+                            after = None
+                            await tick_until_answered(session, run_id)
+
+            async def follow(
+                session: aiohttp.ClientSession, run_id: str, after: str | None
+            ) -> bool:
+                """Until `stop` (True) or the subscription ends (False)."""
+                async with session.ws_connect(
+                    "/graphql", protocols=("graphql-transport-ws",)
+                ) as ws:
+                    init = {"Authorization": headers["Authorization"]}
+                    await ws.send_json({"type": "connection_init", "payload": init})
+                    ack = await ws.receive_json()
+                    if ack.get("type") != "connection_ack":
+                        return False
+                    variables = {"run": run_id, "types": list(JOB_ENDED), "after": after}
+                    payload = {"query": RUN_EVENTS, "variables": variables}
+                    await ws.send_json({"id": "1", "type": "subscribe", "payload": payload})
+                    last_tick = time.monotonic()
+                    while not stop.is_set():
+                        left = max(0.1, SAFETY_TICK_S - (time.monotonic() - last_tick))
+                        message: dict[str, Any] | None = None
+                        with contextlib.suppress(TimeoutError):
+                            message = await asyncio.wait_for(ws.receive_json(), left)
+                        if stop.is_set():
+                            break
+                        kind = None if message is None else message.get("type")
+                        if kind == "ping":
+                            await ws.send_json({"type": "pong"})
+                            continue
+                        failed = kind == "next" and "errors" in (message or {}).get("payload", {})
+                        if kind in ("error", "complete") or failed:
+                            return False
+                        if kind == "next" or time.monotonic() - last_tick >= SAFETY_TICK_S:
+                            await tick_until_answered(session, run_id)
+                            last_tick = time.monotonic()
+                return True
 
             page = {"blind": blind, "event-driven": driven, "subscribed": subscribed}[mode]
             before, t0 = await cpu_split(bench), time.perf_counter()
