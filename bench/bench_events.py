@@ -18,9 +18,12 @@ delivers the webhooks).
   recording, `record_rows`, in 20 units of 50 a second, through the same PostgreSQL and Redis,
   read by a `GET /events?wait=25` follower and matched against a webhook), and their ratio.
 - `events_pages_http` (production shape): 200 open run pages, each a client with its own
-  connections, over 200 diamond runs: blind, each page ticks every 2 s; event-driven, each page
-  follows `GET /events?type=calcgraph.job.succeeded&type=calcgraph.job.failed&wait=25` and
-  ticks only when an event names a job of its run, plus a 30 s safety tick. Ticks per second,
+  connections, over 200 diamond runs: blind, each page ticks every 2 s; subscribed, as the web
+  app's run page does, each page holds the GraphQL `events` subscription of its run
+  (graphql-transport-ws) and ticks on each event, plus a 30 s safety tick; event-driven, each page
+  follows `GET /events?type=calcgraph.job.succeeded&type=calcgraph.job.failed&run=<its
+  run>&wait=25` (woken only by its own run's jobs) and ticks when it answers, plus a 30 s
+  safety tick. Ticks per second,
   the server's CPU per second (API and worker processes; PostgreSQL apart), jobs finished, and
   the ratio of ticks.
 
@@ -72,6 +75,10 @@ PAGES = 200
 PAGES_PHASE_S = 30.0
 BLIND_TICK_S = 2.0
 SAFETY_TICK_S = 30.0
+RUN_EVENTS = (
+    "subscription($run: ID!, $types: [String!], $after: String) "
+    "{ events(run: $run, types: $types, after: $after) { id } }"
+)
 
 
 @contextlib.contextmanager
@@ -441,6 +448,23 @@ async def _pages_phase(mode: str) -> Result:
                         return "error"
                     return str((await r.json())["status"])
 
+            async def tick_until_answered(session: aiohttp.ClientSession, run_id: str) -> None:
+                """An event-driven page's tick: a refused one (503) is sent again after its
+                Retry-After, as the web app's ticker does (blind pages just tick again 2 s
+                later). Without it a refused tick leaves the run waiting for the safety tick:
+                no job of it runs, so no event comes."""
+                nonlocal ticks, busy
+                while not stop.is_set():
+                    path = f"/workflow-runs/{run_id}/tick"
+                    async with session.post(path, headers=headers) as r:
+                        ticks += 1
+                        if r.status != 503:
+                            return
+                        busy += 1
+                        retry_after = float(r.headers.get("Retry-After", "1"))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), retry_after)
+
             async def blind(run_id: str, offset: float) -> None:
                 connector = aiohttp.TCPConnector(limit=1)
                 async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
@@ -456,10 +480,11 @@ async def _pages_phase(mode: str) -> Result:
                 connector = aiohttp.TCPConnector(limit=2)
                 async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
                     await asyncio.sleep(offset)
-                    await tick(session, run_id)  # the page opens
+                    await tick_until_answered(session, run_id)  # the page opens
                     cursor = start
                     last_tick = time.monotonic()
                     params: list[tuple[str, str]] = [("type", t) for t in JOB_ENDED]
+                    params.append(("run", run_id))  # only its own run's jobs wake it
                     while not stop.is_set():
                         wait = max(0.0, min(25.0, SAFETY_TICK_S - (time.monotonic() - last_tick)))
                         query = [*params, ("after", cursor), ("wait", f"{wait:.2f}")]
@@ -471,13 +496,73 @@ async def _pages_phase(mode: str) -> Result:
                             page = await r.json()
                         cursor = page["next_cursor"]
                         mine = any(e["data"].get("run_id") == run_id for e in page["items"])
+                        if page["items"] and not mine:
+                            raise RuntimeError(f"run={run_id} answered another run's events")
                         if mine or time.monotonic() - last_tick >= SAFETY_TICK_S:
                             if stop.is_set():
                                 break
-                            await tick(session, run_id)
+                            await tick_until_answered(session, run_id)
                             last_tick = time.monotonic()
 
-            page = blind if mode == "blind" else driven
+            async def subscribed(run_id: str, offset: float) -> None:
+                """The web app's run page: the `events` subscription of its run over
+                graphql-transport-ws, a tick on each of its jobs' events; a subscription that
+                ends (the server busy) is opened again from now, with a tick, as the page's
+                fallback does."""
+                nonlocal busy
+                connector = aiohttp.TCPConnector(limit=2)
+                async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
+                    await asyncio.sleep(offset)
+                    await tick_until_answered(session, run_id)  # the page opens
+                    after: str | None = start
+                    while not stop.is_set():
+                        try:
+                            followed = await follow(session, run_id, after)
+                        except (aiohttp.ClientError, TypeError, ValueError):
+                            followed = False  # refused at the handshake, or not JSON
+                        if not followed:
+                            busy += 1
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(stop.wait(), 1.0)
+                            after = None
+                            await tick_until_answered(session, run_id)
+
+            async def follow(
+                session: aiohttp.ClientSession, run_id: str, after: str | None
+            ) -> bool:
+                """Until `stop` (True) or the subscription ends (False)."""
+                async with session.ws_connect(
+                    "/graphql", protocols=("graphql-transport-ws",)
+                ) as ws:
+                    init = {"Authorization": headers["Authorization"]}
+                    await ws.send_json({"type": "connection_init", "payload": init})
+                    ack = await ws.receive_json()
+                    if ack.get("type") != "connection_ack":
+                        return False
+                    variables = {"run": run_id, "types": list(JOB_ENDED), "after": after}
+                    payload = {"query": RUN_EVENTS, "variables": variables}
+                    await ws.send_json({"id": "1", "type": "subscribe", "payload": payload})
+                    last_tick = time.monotonic()
+                    while not stop.is_set():
+                        left = max(0.1, SAFETY_TICK_S - (time.monotonic() - last_tick))
+                        message: dict[str, Any] | None = None
+                        with contextlib.suppress(TimeoutError):
+                            message = await asyncio.wait_for(ws.receive_json(), left)
+                        if stop.is_set():
+                            break
+                        kind = None if message is None else message.get("type")
+                        if kind == "ping":
+                            await ws.send_json({"type": "pong"})
+                            continue
+                        failed = kind == "next" and "errors" in (message or {}).get("payload", {})
+                        if kind in ("error", "complete") or failed:
+                            return False
+                        if kind == "next" or time.monotonic() - last_tick >= SAFETY_TICK_S:
+                            await tick_until_answered(session, run_id)
+                            last_tick = time.monotonic()
+                return True
+
+            page = {"blind": blind, "event-driven": driven, "subscribed": subscribed}[mode]
             before, t0 = await cpu_split(bench), time.perf_counter()
             pages = [
                 asyncio.create_task(page(run_id, i * BLIND_TICK_S / PAGES))
@@ -523,6 +608,15 @@ async def _pages_phase(mode: str) -> Result:
                     "server_cpu_ms_per_job_finished": round(
                         _server_s(spent) / max(1, finished) * 1000, 2
                     ),
+                    # The API process's event loop (HTTP, auth, ticks, long-polls: what the
+                    # pages drive) apart from the other threads and the worker process (what
+                    # running the jobs costs, the same whoever watches them).
+                    "api_loop_cpu_ms_per_job_finished": round(
+                        spent.loop_thread / max(1, finished) * 1000, 2
+                    ),
+                    "worker_cpu_ms_per_job_finished": round(
+                        spent.worker_threads / max(1, finished) * 1000, 2
+                    ),
                     "ticks_per_job_finished": round(measured_ticks / max(1, finished), 2),
                     "loadavg": loadavg,
                 },
@@ -542,6 +636,13 @@ async def _count_since_typed(bench: Api, cursor: str) -> int:
 def pages(options: Options) -> list[Result]:
     blind_result = asyncio.run(_pages_phase("blind"))
     driven_result = asyncio.run(_pages_phase("event-driven"))
+    subscribed_result = asyncio.run(_pages_phase("subscribed"))
+    for result in (driven_result, subscribed_result):
+        _ratios(blind_result, result)
+    return [blind_result, driven_result, subscribed_result]
+
+
+def _ratios(blind_result: Result, driven_result: Result) -> None:
     ratio = blind_result.rps / driven_result.rps if driven_result.rps else float("nan")
     cpu_ratio = float(str(blind_result.extra["server_cpu_s_per_s"])) / max(
         1e-9, float(str(driven_result.extra["server_cpu_s_per_s"]))
@@ -555,7 +656,12 @@ def pages(options: Options) -> list[Result]:
         / max(1e-9, float(str(driven_result.extra[per_job]))),
         2,
     )
-    return [blind_result, driven_result]
+    per_job = "api_loop_cpu_ms_per_job_finished"
+    driven_result.extra["less_api_loop_cpu_per_job_than_blind_x"] = round(
+        float(str(blind_result.extra[per_job]))
+        / max(1e-9, float(str(driven_result.extra[per_job]))),
+        2,
+    )
 
 
 BENCHMARKS = {

@@ -107,6 +107,7 @@ def create_app(
         heap.settle()  # startup's objects leave the collector's generations
         graphql.warm().add_done_callback(lambda _: heap.freeze_late())
         yield
+        await services.events.close()
         await execution.close()
         if limiter is not None:
             await limiter.close()

@@ -17,7 +17,10 @@ def _tail(context: Context, args: argparse.Namespace) -> int:
     printed = 0
     try:
         for event in context.client.events(
-            args.type or (), args.subject, "now" if args.after is None else args.after
+            args.type or (),
+            args.subject,
+            "now" if args.after is None else args.after,
+            run=args.run,
         ):
             if context.as_json:
                 sys.stdout.write(json.dumps(event.model_dump(mode="json")) + "\n")
@@ -82,6 +85,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--type", action="append", help="an event type or a prefix ending in *; repeatable"
     )
     tail.add_argument("--subject", default=None, help="only events about this id")
+    tail.add_argument("--run", default=None, help="only this workflow run's events and its jobs'")
     tail.add_argument(
         "--after", default=None, help="a cursor to start after (default: now; 0: oldest kept)"
     )

@@ -85,11 +85,12 @@ class AsyncClient(ClientBase[httpx.AsyncClient]):
         subject: str | None = None,
         after: str | None = "now",
         wait: float = 25.0,
+        run: str | None = None,
     ) -> AsyncIterator[m.Event]:
         """Every event the caller may see, as it is recorded (see `Client.events`)."""
         cursor = after
         while True:
-            page = await self.events_page(types, subject, cursor, None, wait)
+            page = await self.events_page(types, subject, cursor, None, wait, run)
             for item in page.items:
                 yield item
             cursor = page.next_cursor

@@ -18,11 +18,15 @@ def events(
     after: str | None = None,
     limit: int | None = None,
     wait: float = 0.0,
+    run: str | None = None,
 ) -> Call[m.EventPage]:
-    """One page of `GET /events`; with `wait`, a long-poll."""
+    """One page of `GET /events`; with `wait`, a long-poll; with `run` (a workflow run id),
+    only that run's events and its jobs'."""
     params = [("type", t) for t in types]
     if subject is not None:
         params.append(("subject", subject))
+    if run is not None:
+        params.append(("run", run))
     if after is not None:
         params.append(("after", after))
     if limit is not None:

@@ -88,11 +88,13 @@ class Client(ClientBase[httpx.Client]):
         subject: str | None = None,
         after: str | None = "now",
         wait: float = 25.0,
+        run: str | None = None,
     ) -> Iterator[m.Event]:
         """Every event the caller may see, as it is recorded, from `after` (default: now; None:
-        the oldest kept): `for event in cg.events(["calcgraph.run.*"]): ...`. Long-polls."""
+        the oldest kept): `for event in cg.events(["calcgraph.run.*"]): ...`. Long-polls.
+        `run` (a workflow run id) keeps that run's own events and its jobs'."""
         cursor = after
         while True:
-            page = self.events_page(types, subject, cursor, None, wait)
+            page = self.events_page(types, subject, cursor, None, wait, run)
             yield from page.items
             cursor = page.next_cursor

@@ -23,7 +23,9 @@ class EventQuery:
     @strawberry.field(
         description="Events the caller may see, in recorded order, after `after` (a cursor, or "
         "`now`); `types` are event types or prefixes ending in `*`. With `wait` (0-30 s), a "
-        "call that finds nothing answers as soon as a matching event is recorded."
+        "call that finds nothing answers as soon as a matching event is recorded. `run` (a "
+        "workflow run id) keeps that run's own events and its jobs' (NOT_FOUND for a run the "
+        "caller may not see)."
     )
     async def events(
         self,
@@ -33,6 +35,7 @@ class EventQuery:
         after: str | None = None,
         limit: int = DEFAULT_LIMIT,
         wait: float = 0.0,
+        run: strawberry.ID | None = None,
     ) -> EventPageType:
         principal = principal_of(info)
         if not 0 <= wait <= MAX_WAIT:
@@ -40,7 +43,7 @@ class EventQuery:
                 f"wait must be a number of seconds from 0 to {MAX_WAIT:g}",
                 [FieldError(("wait",), f"a number from 0 to {MAX_WAIT:g}")],
             )
-        query = parse_query(types or [], subject, after, limit)
+        query = parse_query(types or [], subject, after, limit, run)
         page = await info.context.services.events.pull(principal, query, wait)
         return EventPageType.from_page(page)
 
@@ -69,7 +72,9 @@ class EventSubscription:
         description="Each event the subscriber may see, as it is recorded (from now on), of "
         "these `types` (event types or prefixes ending in `*`; none: all) and `subject`. "
         "`after` (a cursor of the `events` or `recentEvents` query) starts after it instead: "
-        "nothing recorded between that answer and the subscription is missed."
+        "nothing recorded between that answer and the subscription is missed. `run` (a "
+        "workflow run id) keeps that run's own events and its jobs' (a run page): the "
+        "subscriber is not even woken by other runs' (NOT_FOUND for a run it may not see)."
     )
     async def events(
         self,
@@ -77,8 +82,9 @@ class EventSubscription:
         types: list[str] | None = None,
         subject: str | None = None,
         after: str | None = None,
+        run: strawberry.ID | None = None,
     ) -> AsyncGenerator[CloudEventType, None]:
         principal = principal_of(info)
-        query = parse_query(types or [], subject, after or "now", DEFAULT_LIMIT)
+        query = parse_query(types or [], subject, after or "now", DEFAULT_LIMIT, run)
         async for view in info.context.services.events.follow(principal, query):
             yield CloudEventType.from_view(view)

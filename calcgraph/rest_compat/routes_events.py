@@ -19,6 +19,11 @@ class EventsQuery(Query):
         default=[], description="repeatable; an event type, or a prefix ending in `*`"
     )
     subject: str | None = Field(default=None, description="the id of what events are about")
+    run: str | None = Field(
+        default=None,
+        description="a workflow run id: only that run's events and its jobs' (404 for a run "
+        "the caller may not see)",
+    )
     after: str | None = Field(
         default=None, description="next_cursor of an earlier call, or `now` (the current end)"
     )
@@ -48,11 +53,17 @@ class EventsQuery(Query):
 rest = Operations(tag="events")
 
 
-@rest("GET", "/events", "Events the caller may see, oldest first", {200: EventPageOut})
+@rest(
+    "GET",
+    "/events",
+    "Events the caller may see, oldest first",
+    {200: EventPageOut},
+    errors=(404,),
+)
 async def list_events(call: Call[None, EventsQuery]) -> dict[str, Any]:
     """In the order they were recorded, after `after`; `next_cursor` is never null. With
     `wait`, a call that finds nothing answers as soon as a matching event is recorded."""
     q = call.query
-    query = parse_query(q.type, q.subject, q.after, q.limit)
+    query = parse_query(q.type, q.subject, q.after, q.limit, q.run)
     page = await call.services.events.pull(call.principal, query, q.wait)
     return {"items": [structured(item) for item in page.items], "next_cursor": page.next_cursor}

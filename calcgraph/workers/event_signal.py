@@ -103,10 +103,11 @@ class _Rounds:
 
 class EventSignal:
     """A `UnitHook`: after a commit that recorded an event, number it, then
-    `notifier.publish_events(types)` (the types recorded: a reader whose filter matches none
-    of them is not woken). It runs after the unit's other hooks (`attach_signal` appends it
-    last; `attach_run_changes` goes ahead of it): what a woken reader does next (a tick) sees
-    everything the unit changed, run tokens included."""
+    `notifier.publish_events(types, runs)` (the types recorded and the runs their events
+    belong to: a reader whose filter matches none of the types, or a reader of one run that
+    is none of the runs, is not woken). It runs after the unit's other hooks (`attach_signal`
+    appends it last; `attach_run_changes` goes ahead of it): what a woken reader does next (a
+    tick) sees everything the unit changed, run tokens included."""
 
     wakes_readers = True
 
@@ -148,9 +149,11 @@ class EventSignal:
         if isinstance(self.notifier, RedisNotifier):
             # A blocking publish: off the event loop (a Redis that does not answer holds a
             # thread, not every request).
-            await asyncio.to_thread(self.notifier.publish_events, frozenset(marks))
+            await asyncio.to_thread(
+                self.notifier.publish_events, frozenset(marks.types), frozenset(marks.runs)
+            )
         else:
-            self.notifier.publish_events(frozenset(marks))
+            self.notifier.publish_events(frozenset(marks.types), frozenset(marks.runs))
 
     def end(self, state: Any) -> None:
         manager, _ = state

@@ -28,6 +28,9 @@ _RESUBSCRIBE_S = 0.5
 _DOWN_LOG_SECONDS = 60.0
 _MAX_TYPES = 50
 """An event signal names at most this many types (more: it names none, every reader wakes)."""
+_MAX_RUNS = 100
+"""...and at most this many runs (more: it names none, every reader of those types wakes)."""
+_RUNS = "runs:"
 
 
 class _Waiters:
@@ -68,30 +71,37 @@ class _Waiters:
                         del self._waiting[job_id]
 
 
-_Listener = tuple[asyncio.AbstractEventLoop, asyncio.Event, Callable[[str], bool] | None]
+_Listener = tuple[
+    asyncio.AbstractEventLoop, asyncio.Event, Callable[[str], bool] | None, str | None
+]
 
 
 class _Signal:
     """A broadcast wake-up (events were recorded): the event of every listener whose filter
-    matches one of the types recorded (all of them when the types are unknown) is set; `wake`
-    may be called from any thread."""
+    matches one of the types recorded (all of them when the types are unknown) and, for a
+    listener of one run, whose run is among the runs recorded (any when they are unknown) is
+    set; `wake` may be called from any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._listening: list[_Listener] = []
 
-    def wake(self, types: Collection[str] | None = None) -> None:
+    def wake(
+        self, types: Collection[str] | None = None, runs: Collection[str] | None = None
+    ) -> None:
         with self._lock:
             listening = list(self._listening)
-        for loop, event, matches in listening:
+        for loop, event, matches, run in listening:
             if types and matches is not None and not any(matches(t) for t in types):
+                continue
+            if types and run is not None and runs is not None and run not in runs:
                 continue
             with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits
                 loop.call_soon_threadsafe(event.set)
 
     @contextlib.contextmanager
-    def register(self, matches: Callable[[str], bool] | None = None) -> Any:
-        entry = (asyncio.get_running_loop(), asyncio.Event(), matches)
+    def register(self, matches: Callable[[str], bool] | None = None, run: str | None = None) -> Any:
+        entry = (asyncio.get_running_loop(), asyncio.Event(), matches, run)
         with self._lock:
             self._listening.append(entry)
         try:
@@ -99,6 +109,31 @@ class _Signal:
         finally:
             with self._lock:
                 self._listening.remove(entry)
+
+
+def events_payload(types: Collection[str] | None, runs: Collection[str] | None) -> str:
+    """The Redis message of an event signal: the types, comma-separated, then `runs:` and
+    the runs, space-separated, when they are known ("" when the types are unknown: every
+    reader wakes). A reader of an older version keeps the `calcgraph.` items only: it wakes
+    for the types, whatever the runs."""
+    if not types or len(types) > _MAX_TYPES:
+        return ""
+    items = sorted(types)
+    if runs is not None and len(runs) <= _MAX_RUNS:
+        items.append(_RUNS + " ".join(sorted(runs)))
+    return ",".join(items)
+
+
+def parse_events_payload(payload: str) -> tuple[list[str] | None, set[str] | None]:
+    """(types or None when unknown, runs or None when unknown) of `events_payload`."""
+    types: list[str] = []
+    runs: set[str] | None = None
+    for item in payload.split(","):
+        if item.startswith("calcgraph."):
+            types.append(item)
+        elif item.startswith(_RUNS):
+            runs = set(item[len(_RUNS) :].split())
+    return (types, runs) if types else (None, None)
 
 
 class LocalNotifier:
@@ -111,16 +146,18 @@ class LocalNotifier:
     def publish(self, job_id: str) -> None:
         self._waiters.wake(job_id)
 
-    def publish_events(self, types: Collection[str] | None = None) -> None:
-        """Events of `types` (None: unknown) were committed: wake every reader waiting for
-        one of them."""
-        self._events.wake(types)
+    def publish_events(
+        self, types: Collection[str] | None = None, runs: Collection[str] | None = None
+    ) -> None:
+        """Events of `types` (None: unknown) belonging to `runs` (None: unknown) were
+        committed: wake every reader waiting for one of them."""
+        self._events.wake(types, runs)
 
     @contextlib.asynccontextmanager
     async def listen_events(
-        self, matches: Callable[[str], bool] | None = None
+        self, matches: Callable[[str], bool] | None = None, run: str | None = None
     ) -> AsyncIterator[asyncio.Event]:
-        with self._events.register(matches) as event:
+        with self._events.register(matches, run) as event:
             yield event
 
     @contextlib.asynccontextmanager
@@ -167,11 +204,12 @@ class RedisNotifier:
         except Exception as exc:  # redis.RedisError, OSError
             self._down("no completion notifications", exc)
 
-    def publish_events(self, types: Collection[str] | None = None) -> None:
+    def publish_events(
+        self, types: Collection[str] | None = None, runs: Collection[str] | None = None
+    ) -> None:
         # Best effort too: a reader that misses it re-reads the log within a second.
-        self._events.wake(types)
-        # The types, comma-separated ("" when unknown: every reader wakes).
-        payload = ",".join(sorted(types)) if types and len(types) <= _MAX_TYPES else ""
+        self._events.wake(types, runs)
+        payload = events_payload(types, runs)
         try:
             self._publisher.publish(self.events_channel, payload)
         except Exception as exc:  # redis.RedisError, OSError
@@ -179,10 +217,10 @@ class RedisNotifier:
 
     @contextlib.asynccontextmanager
     async def listen_events(
-        self, matches: Callable[[str], bool] | None = None
+        self, matches: Callable[[str], bool] | None = None, run: str | None = None
     ) -> AsyncIterator[asyncio.Event]:
         await self._ensure_subscribed()
-        with self._events.register(matches) as event:
+        with self._events.register(matches, run) as event:
             yield event
 
     async def _subscribe(self, ready: asyncio.Event) -> None:
@@ -219,8 +257,7 @@ class RedisNotifier:
                     if isinstance(data, bytes):
                         data = data.decode()
                     if channel == self.events_channel:
-                        types = [t for t in str(data).split(",") if t.startswith("calcgraph.")]
-                        self._events.wake(types or None)
+                        self._events.wake(*parse_events_payload(str(data)))
                         continue
                     self._waiters.wake(str(data))
         finally:

@@ -73,9 +73,11 @@ class _Waking(LocalNotifier):
         super().__init__()
         self.order = order
 
-    def publish_events(self, types: Collection[str] | None = None) -> None:
+    def publish_events(
+        self, types: Collection[str] | None = None, runs: Collection[str] | None = None
+    ) -> None:
         self.order.append("readers woken")
-        super().publish_events(types)
+        super().publish_events(types, runs)
 
 
 @pytest.mark.db

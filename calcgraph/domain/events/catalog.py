@@ -3,8 +3,9 @@ decide who sees it), and the `type` filter of the pull and of webhooks. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 SOURCE = "calcgraph"
 
@@ -46,6 +47,18 @@ package), `build` (the function's owner), `user` (that user), `webhook` (its own
 event's subject is a package or a function: its kind is given where it is recorded."""
 
 TYPES: tuple[str, ...] = (FILE_UPLOADED, *SUBJECT_KINDS)
+
+
+def run_of(kind: str, subject: str, data: Mapping[str, Any]) -> str | None:
+    """The workflow run an event belongs to, for the pull's `run` filter: a run event's own
+    subject, a job event's `data.run_id` (None outside a run); no other event has one."""
+    if kind == "run":
+        return subject
+    if kind == "job":
+        run_id = data.get("run_id")
+        return run_id if isinstance(run_id, str) else None
+    return None
+
 
 MAX_TYPES = 20
 """Type filters in one pull or on one webhook."""

@@ -36,6 +36,7 @@ class Event(Base):
         ),
         Index("ix_events_subject_position", "subject", "position"),
         Index("ix_events_recorded_at", "recorded_at"),
+        Index("ix_events_run_position", "run_id", "position"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -46,6 +47,9 @@ class Event(Base):
     """`job`, `run`, `package`, `function`, `user` or `webhook`: whose rules say who sees it."""
     recorded_at: Mapped[datetime]
     data: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    run_id: Mapped[str | None] = mapped_column(String(36))
+    """The workflow run it belongs to (`catalog.run_of`): the pull's `run` filter reads one
+    index range, not the jobs of the run. Not part of the envelope."""
 
 
 class Webhook(IdMixin, TimestampMixin, Base):

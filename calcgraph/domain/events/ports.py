@@ -11,9 +11,11 @@ from typing import Protocol
 
 class EventSignals(Protocol):
     def listen_events(
-        self, matches: Callable[[str], bool] | None = None
+        self, matches: Callable[[str], bool] | None = None, run: str | None = None
     ) -> AbstractAsyncContextManager[asyncio.Event]:
         """An event set whenever a unit of work that recorded events has committed (in any
         process sharing the backbone), when one of their types `matches` (a signal whose
-        types are unknown sets it always); the listener clears it."""
+        types are unknown sets it always) and, with `run`, one of them belongs to that
+        workflow run (a signal whose runs are unknown sets it always); the listener clears
+        it."""
         ...

@@ -10,11 +10,13 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
     Table,
     and_,
     bindparam,
     delete,
     false,
+    func,
     insert,
     or_,
     select,
@@ -67,6 +69,15 @@ _SEQUENCE_POSTGRES = text(
 )
 
 
+def visible_runs(principal: Principal) -> Select[str]:
+    """The ids of the runs a non-admin may GET: their own, while the workflow stays visible."""
+    return (
+        select(WorkflowRun.id)
+        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
+        .where(WorkflowRun.user_id == principal.user_id, visible_workflow_clause(principal))
+    )
+
+
 def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
     """Who sees an event, by the rules of its subject as they stand now (contract section 9):
     job events by who may GET the job, run events by who may GET the run, package and file
@@ -80,11 +91,7 @@ def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
         .join(Package, Package.id == Job.package_id)
         .where(Job.user_id == me, visible_clause(principal))
     )
-    runs = (
-        select(WorkflowRun.id)
-        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-        .where(WorkflowRun.user_id == me, visible_workflow_clause(principal))
-    )
+    runs = visible_runs(principal)
     packages = select(Package.id).where(visible_clause(principal))
     functions = (
         select(Function.id)
@@ -123,7 +130,8 @@ class EventRepository(RepositoryBase[Event]):
     model = Event
 
     async def insert_many(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Rows of `id, type, subject, subject_kind, recorded_at, data`: one executemany."""
+        """Rows of `id, type, subject, subject_kind, recorded_at, data, run_id`: one
+        executemany."""
         if rows:
             await self.session.execute(_INSERT, list(rows))
 
@@ -193,6 +201,16 @@ class EventRepository(RepositoryBase[Event]):
         )
         return len(ids)
 
+    async def digest(self, after: int, upto: int) -> list[tuple[str, str | None, int]]:
+        """(type, run, last position) of the events numbered in (after, upto], one row per
+        type and run: what a re-check needs to know whom they may concern, not the events."""
+        rows = await self.session.execute(
+            select(Event.type, Event.run_id, func.max(Event.position))
+            .where(Event.position > after, Event.position <= upto)
+            .group_by(Event.type, Event.run_id)
+        )
+        return [(str(t), r, int(p or 0)) for t, r, p in rows]
+
     async def last_position(self) -> int:
         found = await self.session.scalar(
             select(EventCursor.position).where(EventCursor.name == SEQUENCE)
@@ -206,14 +224,18 @@ class EventRepository(RepositoryBase[Event]):
         limit: int,
         types: TypeFilter,
         subject: str | None,
+        run: str | None = None,
     ) -> list[Event]:
         """Sequenced events after `after`, in position order, that `principal` may see (None:
-        every event, for the fan-out, which checks each webhook owner's sight itself)."""
+        every event, for the fan-out, which checks each webhook owner's sight itself); with
+        `run`, only that run's own and its jobs' (still each by its subject's rule)."""
         query = select(Event).where(Event.position > after, type_clause(types))
         if principal is not None:
             query = query.where(visible_event_clause(principal))
         if subject is not None:
             query = query.where(Event.subject == subject)
+        if run is not None:
+            query = query.where(Event.run_id == run)
         return list(await self.session.scalars(query.order_by(Event.position).limit(limit)))
 
     async def latest(
@@ -228,6 +250,14 @@ class EventRepository(RepositoryBase[Event]):
             visible_event_clause(principal),
         )
         return list(await self.session.scalars(query.order_by(Event.position.desc()).limit(limit)))
+
+    async def run_visible(self, principal: Principal, run_id: str) -> bool:
+        query = (
+            select(WorkflowRun.id).where(WorkflowRun.id == run_id)
+            if principal.is_admin
+            else visible_runs(principal).where(WorkflowRun.id == run_id)
+        )
+        return await self.session.scalar(query.limit(1)) is not None
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
         if not ids:

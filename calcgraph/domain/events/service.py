@@ -8,6 +8,7 @@ committed) and marks the unit, whose hook wakes the waiting readers after the co
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.errors import FieldError, NotFound, ValidationError
 from calcgraph.domain.events import signal
 from calcgraph.domain.events.catalog import (
     CALCULATION_STARTED,
@@ -31,6 +32,7 @@ from calcgraph.domain.events.catalog import (
     TypeFilter,
     TypeFilterError,
     parse_types,
+    run_of,
 )
 from calcgraph.domain.events.repository import EventRepository
 from calcgraph.domain.events.views import EventView, event_view
@@ -53,6 +55,7 @@ def event_row(
         "subject_kind": kind,
         "recorded_at": utcnow(),
         "data": dict(data),
+        "run_id": run_of(kind, subject, data),
     }
 
 
@@ -71,7 +74,7 @@ async def record(
     subject may be either; every other type implies it."""
     row = event_row(type_, subject, data, subject_kind)
     await EventRepository.from_session(session).insert_many([row])
-    signal.mark(type_)
+    signal.mark(type_, runs=[row["run_id"]])
     return str(row["id"])
 
 
@@ -79,7 +82,7 @@ async def record_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
     """Several `event_row`s in one statement (a batch of job transitions)."""
     if rows:
         await EventRepository.from_session(session).insert_many(rows)
-        signal.mark(*{str(row["type"]) for row in rows})
+        signal.mark(*{str(row["type"]) for row in rows}, runs={row.get("run_id") for row in rows})
 
 
 def job_started_row(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -246,10 +249,19 @@ class EventQuery:
     """None with `now`: from the current end."""
     limit: int
     from_now: bool = False
+    run: str | None = None
+    """Only the events of this workflow run: its own and its jobs'."""
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 def parse_query(
-    types: Sequence[str], subject: str | None, after: str | None, limit: int | None
+    types: Sequence[str],
+    subject: str | None,
+    after: str | None,
+    limit: int | None,
+    run: str | None = None,
 ) -> EventQuery:
     errors: list[FieldError] = []
     try:
@@ -259,6 +271,8 @@ def parse_query(
         parsed = TypeFilter(frozenset(), ())
     if subject is not None and (len(subject) > 36 or "\x00" in subject or not subject):
         errors.append(FieldError(("query", "subject"), "an identifier of at most 36 characters"))
+    if run is not None and not _UUID.fullmatch(run):
+        errors.append(FieldError(("query", "run"), "a workflow run id"))
     position: int | None = 0
     from_now = False
     if after is not None and after != "":
@@ -273,7 +287,7 @@ def parse_query(
         errors.append(FieldError(("query", "limit"), f"between 1 and {MAX_LIMIT}"))
     if errors:
         raise ValidationError("invalid event query", errors)
-    return EventQuery(parsed, subject, position, size, from_now)
+    return EventQuery(parsed, subject, position, size, from_now, run)
 
 
 @dataclass(frozen=True)
@@ -293,11 +307,22 @@ class EventService:
     async def end(self, session: AsyncSession) -> int:
         return await EventRepository.from_session(session).last_position()
 
+    async def digest(
+        self, session: AsyncSession, after: int, upto: int
+    ) -> list[tuple[str, str | None, int]]:
+        return await EventRepository.from_session(session).digest(after, upto)
+
+    async def require_run(self, session: AsyncSession, principal: Principal, run_id: str) -> None:
+        """NotFound unless the caller may see the run (`GET /workflow-runs/{id}`'s rule):
+        one answer for a run that does not exist and another user's, which says nothing of it."""
+        if not await EventRepository.from_session(session).run_visible(principal, run_id):
+            raise NotFound(f"no workflow run {run_id!r}")
+
     async def page(
         self, session: AsyncSession, principal: Principal, query: EventQuery, after: int
     ) -> EventPage:
         rows = await EventRepository.from_session(session).page(
-            principal, after, query.limit, query.types, query.subject
+            principal, after, query.limit, query.types, query.subject, query.run
         )
         last = rows[-1].position if rows else after
         return EventPage([event_view(row) for row in rows], str(last))

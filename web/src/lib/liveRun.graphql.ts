@@ -37,3 +37,11 @@ export const LiveRunQuery = graphql(`
 export const TickMutation = graphql(`
   mutation Tick($id: ID!) { tickRun(id: $id) { ...RunFields } }
 `);
+
+// Only this run's events and its jobs' (`run`): the server does not even wake the subscription
+// for other runs' jobs, so a page costs nothing while its own run is quiet.
+export const RunEventsSubscription = graphql(`
+  subscription RunEvents($run: ID!, $types: [String!], $after: String) {
+    events(run: $run, types: $types, after: $after) { id type data }
+  }
+`);

@@ -1,10 +1,10 @@
 // The run page's live run: it ticks its run when an event says one of the run's jobs (or the run)
-// changed, over the `events` subscription (graphql-ws), with a slow safety tick; the 2 s tick only
-// while the subscription is not connected; the server's Retry-After delays the next tick.
+// changed, over the `events` subscription (graphql-ws) filtered to the run (`run`), with a slow
+// safety tick; the 2 s tick only while the subscription is not connected; the server's
+// Retry-After delays the next tick.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { RunFieldsFragment, RunPlanFieldsFragment } from "../gql/graphql";
-import { EventsSubscription } from "../components/Notifications.graphql";
-import { LiveRunQuery, TickMutation } from "./liveRun.graphql";
+import { LiveRunQuery, RunEventsSubscription, TickMutation } from "./liveRun.graphql";
 import { ApiError, request, subscribe } from "./api";
 import { SAFETY_MS, Ticker } from "./ticker";
 
@@ -106,7 +106,7 @@ export function useLiveRun(id: string) {
       resubscribe = setTimeout(() => live && ticker.running && follow(null), SAFETY_MS);
     };
     const follow = (after: string | null) => {
-      stopSocket = subscribe(EventsSubscription, { types: RUN_EVENT_TYPES, after }, {
+      stopSocket = subscribe(RunEventsSubscription, { run: id, types: RUN_EVENT_TYPES, after }, {
         next: (data) => {
           if (live && concernsRun(data.events.data, id)) ticker.nudge();
         },

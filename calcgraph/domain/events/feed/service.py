@@ -4,10 +4,12 @@ event is recorded (the signal of `ports.EventSignals`) or the wait ends.
 
 The unit of work that records events numbers them right after its commit, before it signals
 (`calcgraph.workers.event_signal`): a woken reader only reads. A reader numbers what it finds
-unnumbered itself only where a signal may have been lost (its first read, and each re-check
-after `recheck` seconds without a signal: a Redis reconnect, a unit without the hook, a
-process killed between its commit and the numbering), so a lost signal costs at most
-`recheck` seconds, and a burst of signals costs no write."""
+unnumbered itself only on its first read; where a signal may have been lost (a Redis
+reconnect, a unit without the hook, a process killed between its commit and the numbering)
+the process's one re-check (`watch.Watch`, every `recheck` seconds while readers wait)
+numbers the rest and wakes the readers the events numbered since concern, so a lost signal
+costs about `recheck` seconds, a burst of signals costs no write, and a quiet reader costs
+nothing."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.events.feed.watch import Reader, Watch
 from calcgraph.domain.events.ports import EventSignals
 from calcgraph.domain.events.service import EventPage, EventQuery, event_service
 from calcgraph.domain.events.views import EventView
@@ -34,6 +37,19 @@ class EventFeed:
         self.database = database
         self.signals = signals
         self.recheck = recheck
+        self.watch = Watch(self._sequenced, self._end, self._digest, lambda: self.recheck)
+
+    async def close(self) -> None:
+        """Stop the re-check (it also stops by itself once no reader waits)."""
+        await self.watch.close()
+
+    async def _end(self) -> int:
+        async with self.database.read_session() as session:
+            return await event_service.end(session)
+
+    async def _digest(self, after: int, upto: int) -> list[tuple[str, str | None, int]]:
+        async with self.database.read_session() as session:
+            return await event_service.digest(session, after, upto)
 
     async def _sequenced(self) -> None:
         """Number the events committed so far (a write only when some await it)."""
@@ -43,21 +59,40 @@ class EventFeed:
             async with self.database.write_session() as session:
                 await event_service.sequence(session)
 
-    async def start(self, query: EventQuery) -> int:
-        """The position a pull starts after: its cursor, or the current end for `now`."""
+    async def start(self, query: EventQuery, principal: Principal) -> int:
+        """The position a pull starts after: its cursor, or the current end for `now`.
+        NotFound for a `run` the caller may not see (checked here for `now`, else by the
+        first page's read, in its session)."""
         if query.after is not None:
             return query.after
         await self._sequenced()
         async with self.database.read_session() as session:
+            if query.run is not None:
+                await event_service.require_run(session, principal, query.run)
             return await event_service.end(session)
 
     async def _page(
-        self, principal: Principal, query: EventQuery, after: int, *, number: bool = True
+        self, principal: Principal, query: EventQuery, after: int, reader: Reader, first: bool
     ) -> EventPage:
-        if number:
-            await self._sequenced()
-        async with self.database.read_session() as session:
-            return await event_service.page(session, principal, query, after)
+        """A page after `after`, in one read session; the reader has then seen the log up to
+        the end read before the page (every event numbered by then was in reach of it). The
+        first read of a pull numbers what it finds unnumbered (a signal may have been lost
+        just before it started) and checks the `run` of a pull from a cursor."""
+        number = first
+        while True:
+            async with self.database.read_session() as session:
+                if first and query.run is not None and query.after is not None:
+                    await event_service.require_run(session, principal, query.run)
+                first = False
+                pending = number and await event_service.unsequenced(session)
+                if not pending:
+                    end = await event_service.end(session)
+                    page = await event_service.page(session, principal, query, after)
+                    reader.seen = max(reader.seen, end)
+                    return page
+            async with self.database.write_session() as session:
+                await event_service.sequence(session)
+            number = False
 
     async def recent(self, principal: Principal, query: EventQuery) -> EventPage:
         """The newest `query.limit` events of its types the caller may see, newest first."""
@@ -68,33 +103,37 @@ class EventFeed:
     async def pull(self, principal: Principal, query: EventQuery, wait: float = 0.0) -> EventPage:
         """A page of events after the query's position; with `wait`, an empty page only when
         nothing the caller may see and the filter matches was recorded within `wait`."""
-        after = await self.start(query)
+        after = await self.start(query, principal)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait, MAX_WAIT))
-        signalled = False
-        async with self.signals.listen_events(query.types.matches) as signal:
-            while True:
-                page = await self._page(principal, query, after, number=not signalled)
-                remaining = deadline - loop.time()
-                if page.items or remaining <= 0:
-                    return page
-                after = int(page.next_cursor)
-                signalled = await self._wait(signal, min(remaining, self.recheck))
+        first = True
+        async with self.signals.listen_events(query.types.matches, query.run) as signal:
+            with self.watch.reading(query.types.matches, query.run, signal) as reader:
+                while True:
+                    page = await self._page(principal, query, after, reader, first)
+                    first = False
+                    remaining = deadline - loop.time()
+                    if page.items or remaining <= 0:
+                        return page
+                    after = int(page.next_cursor)
+                    await self._wait(signal, remaining)
 
     async def follow(self, principal: Principal, query: EventQuery) -> AsyncIterator[EventView]:
         """Every matching event the caller may see, as it is recorded, from now on (or after
         the query's cursor), until the consumer stops."""
-        after = await self.start(query)
-        signalled = False
-        async with self.signals.listen_events(query.types.matches) as signal:
-            while True:
-                page = await self._page(principal, query, after, number=not signalled)
-                after = int(page.next_cursor)
-                for item in page.items:
-                    yield item
-                if len(page.items) >= query.limit:
-                    continue  # more are waiting: read on at once
-                signalled = await self._wait(signal, self.recheck)
+        after = await self.start(query, principal)
+        first = True
+        async with self.signals.listen_events(query.types.matches, query.run) as signal:
+            with self.watch.reading(query.types.matches, query.run, signal) as reader:
+                while True:
+                    page = await self._page(principal, query, after, reader, first)
+                    first = False
+                    after = int(page.next_cursor)
+                    for item in page.items:
+                        yield item
+                    if len(page.items) >= query.limit:
+                        continue  # more are waiting: read on at once
+                    await self._wait(signal, MAX_WAIT)
 
     @staticmethod
     async def _wait(signal: asyncio.Event, seconds: float) -> bool:
