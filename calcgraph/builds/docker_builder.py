@@ -11,16 +11,15 @@ code is copied to `/opt/calcgraph/code` (the docker sandbox mounts the version's
 
 from __future__ import annotations
 
-import gc
 import re
 import shutil
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Any
 
 from calcgraph.builds.artifact import DEPS_DIR, BuildInputs, BuiltArtifact, tree_digest
 from calcgraph.builds.pip import BuildFailed
+from calcgraph.ops import docker_clients as clients
 
 DOCKER_PREFIX = "docker:"
 KIND_LABEL = "calcgraph.kind"
@@ -35,19 +34,10 @@ LABEL {kind_label}="function" {function_label}="{function}"
 
 
 def docker_client(base_url: str, timeout: float = 60.0) -> Any:
-    # The Docker SDK (and requests under it) costs ~0.4 s to import: only code that talks to
-    # an engine pays it, not every process start.
-    import docker
-    from docker.errors import DockerException
-
     try:
-        return docker.DockerClient(base_url=base_url, version="auto", timeout=int(timeout))
-    except DockerException as exc:
-        # The SDK leaves the failed connection's socket to the garbage collector.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            gc.collect()
-        raise BuildFailed(f"no Docker engine answers at {base_url}: {exc}") from exc
+        return clients.docker_client(base_url, timeout)
+    except clients.EngineUnreachable as exc:
+        raise BuildFailed(str(exc)) from None
 
 
 def image_name(repository: str, function: str, digest: str) -> str:

@@ -141,7 +141,8 @@ class Execution:
         await self.outbox.drain()
         if self.sender is not None:
             await self.sender.close()
-        await asyncio.to_thread(self.stop_workers)
+        if self.workers is not None:  # through Redis the workers are processes of their own
+            await asyncio.to_thread(self.stop_workers)
         await self.cache.close()
         await self.notifier.close()
         await self.backbone.changes.close()

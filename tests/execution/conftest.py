@@ -9,8 +9,9 @@ committed. Rows never collide: every package has a fresh name.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from tests.sandbox.conftest import SELECTED, _make_backend
 
 # Long enough for a cold docker start on a busy 2-core machine.
 TEST_TIMEOUT = 20.0
+# A platform's shutdown ends within a second or two; one that has not after this hangs.
+SHUTDOWN_SECONDS = 60.0
 
 
 def available_sandboxes() -> list[str]:
@@ -118,13 +121,63 @@ async def running_platform(
     settings = Settings(_env_file=None, **options)  # type: ignore[call-arg]
     database = Database(url)
     app = create_app(settings, database)
+    lifespan = app.router.lifespan_context(app)
     try:
-        async with app.router.lifespan_context(app):
+        await lifespan.__aenter__()
+        try:
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://cg.test") as client:
                 yield Platform(app, client, database, settings, idp.headers, idp)
+        finally:
+            await within(
+                SHUTDOWN_SECONDS,
+                lifespan.__aexit__(None, None, None),
+                "the app's shutdown",
+                inside=getattr(lifespan, "gen", None),
+            )
     finally:
-        await database.dispose()
+        await within(SHUTDOWN_SECONDS, database.dispose(), "the database's disposal")
+
+
+async def within(
+    seconds: float, step: Coroutine[Any, Any, Any], what: str, inside: Any = None
+) -> None:
+    """Await `step`, failing the test with where it waits if it has not ended after `seconds`
+    (a teardown that hangs fails its test, instead of stalling the suite). It runs as a task
+    of its own, so a cancellation it would swallow cannot keep the wait from ending. `inside`:
+    an async generator `step` drives (an async context manager's), whose place is shown too."""
+    task = asyncio.ensure_future(step)
+    await asyncio.wait({task}, timeout=seconds)
+    if task.done():
+        task.result()
+        return
+    places = [f"{what}: {_awaiting(task.get_coro())}"]
+    if inside is not None:
+        places.append(f"inside it: {_awaiting(inside)}")
+    places += [
+        f"task {other.get_name()}: {_awaiting(other.get_coro())}"
+        for other in asyncio.all_tasks()
+        if other is not task and other is not asyncio.current_task()
+    ]
+    task.cancel()
+    pytest.fail(
+        f"{what} had not ended after {seconds:g} s; where it and the loop's tasks wait:\n"
+        + "\n".join(places),
+        pytrace=False,
+    )
+
+
+def _awaiting(awaitable: Any) -> str:
+    """Where a suspended coroutine (or async generator) waits: each frame of its await chain,
+    then what the innermost awaits."""
+    places = []
+    while True:
+        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "ag_frame", None)
+        if frame is None:
+            break
+        places.append(f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}")
+        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "ag_await", None)
+    return " > ".join([*places, repr(awaitable)])
 
 
 @pytest.fixture

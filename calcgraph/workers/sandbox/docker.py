@@ -10,14 +10,12 @@ pulled with a deadline per registry, then from the fallback registry.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import selectors
 import socket
 import struct
 import threading
 import time
-import warnings
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ import docker
 from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import Ulimit
 
+from calcgraph.ops.docker_clients import EngineUnreachable, docker_client
 from calcgraph.workers.sandbox.base import (
     SandboxBackend,
     SandboxError,
@@ -152,24 +151,10 @@ class DockerBackend(SandboxBackend):
         self.fallback_registry = fallback_registry
         self.pull_timeout_seconds = pull_timeout_seconds
         self.stage_dir = stage_dir
-        if base_url.startswith("unix://") and not os.path.exists(base_url[len("unix://") :]):
-            raise SandboxUnavailable(f"no Docker engine answers at {base_url}: no such socket")
-        failure = ""
-        # The SDK leaves a failed connection's socket to the garbage collector, held by the
-        # exception's traceback until the except clause ends: it is freed (and its
-        # ResourceWarning ignored) inside this block, not at some later, unrelated moment.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            try:
-                self.client: Any = docker.DockerClient(
-                    base_url=base_url, version="auto", timeout=60
-                )
-            except DockerException as exc:
-                failure = str(exc) or type(exc).__name__
-            if failure:
-                gc.collect()
-        if failure:
-            raise SandboxUnavailable(f"no Docker engine answers at {base_url}: {failure}")
+        try:
+            self.client: Any = docker_client(base_url)
+        except EngineUnreachable as exc:
+            raise SandboxUnavailable(str(exc)) from None
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self.remove_stale()
         remove_stale_staging(stage_dir)
