@@ -175,7 +175,9 @@ async def test_a_due_canary_is_promoted_once_by_the_workers_timer(
                 "2.0.0",
                 ok + "# 2\n",
                 traffic_split={"1.0.0": 50, "2.0.0": 50},
-                success_criteria={"error_rate_max": "10%", "latency_p95_max": 20_000},
+                # The test is about who judges: a cold sandbox in a loaded run (bare Debian
+                # at load 15) took the candidate's p95 past 20 s and rolled it back.
+                success_criteria={"error_rate_max": "10%", "latency_p95_max": 300_000},
             ),
         )
         pid = report["package_id"]
@@ -190,7 +192,7 @@ async def test_a_due_canary_is_promoted_once_by_the_workers_timer(
                 .values(ends_at=datetime.now(UTC))
             )
         answer = await settled(platform, pid)
-        assert (answer["state"], answer["current"]) == ("stable", "2.0.0")
+        assert (answer["state"], answer["current"]) == ("stable", "2.0.0"), answer["history"]
         assert answer["history"][-1]["action"] == "promoted"
         assert "within the criteria" in answer["history"][-1]["reason"]
         events = await deployment_events(platform, pid)

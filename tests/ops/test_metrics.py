@@ -4,6 +4,7 @@ by a real execution and real ticks."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Callable
@@ -135,7 +136,14 @@ async def test_execution_moves_job_pool_and_cache_series(platform: Platform) -> 
     assert job.json()["cache_hit"] is True
     warm = await platform.execute(path, {"x": 5, "y": 6}, wait=20)
     assert warm.json()["status"] == "success"
-    after = await scrape(platform.client)
+    # The worker stores a result in the cache just after recording it, so the answer can come
+    # first: wait (bounded) for the second store rather than read the counters too early.
+    for _ in range(100):
+        after = await scrape(platform.client)
+        stores = value(after, "calcgraph_result_cache_stores_total")
+        if stores - value(before, "calcgraph_result_cache_stores_total") >= 2:
+            break
+        await asyncio.sleep(0.1)
 
     def delta(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
