@@ -196,6 +196,20 @@ def _pages(
     run.get_by_label("Node details").locator("summary").click()
     shot("run-failed", run)
     run.close()
+    # Re-run from failure on a page of its own (see above): the new run, its reused nodes kept.
+    run = context.new_page()
+    run.goto(f"{base}/ui/runs/{failed}")
+    run.get_by_role("button", name="Re-run from failure").click()
+    run.wait_for_url(re.compile(r"/ui/runs/(?!" + failed + r")[0-9a-f-]+"))
+    expect(run.get_by_role("heading", name=re.compile(r"^Run .* failed$"))).to_be_visible(
+        timeout=60_000
+    )
+    shot("run-rerun", run)
+    # Run again: the start form filled in with the run's inputs.
+    run.get_by_role("button", name="Run again").click()
+    run.wait_for_url(re.compile(r"/ui/workflows/[^/]+/run$"))
+    shot("run-again", run)
+    run.close()
     run = context.new_page()
     run.goto(f"{base}/ui/runs/{slow}?node=second")
     expect(run.get_by_role("button", name="Cancel", exact=True)).to_be_visible()
