@@ -11,14 +11,48 @@ limit (serving.ratelimit), which counts them by address."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calcgraph.auth.scope import PRINCIPAL_KEY
+from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import QuotaExceeded
 from calcgraph.rest_compat.errors import render
+from calcgraph.serving.ratelimit import EXEMPT_PATHS
 
-EXEMPT_PATHS = frozenset({"/health", "/metrics"})
 RETRY_AFTER_S = 1
+
+
+def counted_caller(scope: Scope) -> Principal | None:
+    """The authenticated caller of an HTTP request that a per-user limit counts, else None
+    (anonymous callers, sockets, the probes)."""
+    principal = scope.get("state", {}).get(PRINCIPAL_KEY)
+    if principal is None or scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
+        return None
+    assert isinstance(principal, Principal)
+    return principal
+
+
+class UserCounts(dict[str, int]):
+    """Requests in flight per user subject; a user with none has no entry."""
+
+    @contextmanager
+    def holding(self, key: str) -> Iterator[None]:
+        self[key] = self.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self[key] - 1
+            if left:
+                self[key] = left
+            else:
+                del self[key]
+
+    def others(self, key: str) -> int:
+        """Requests in flight of every user but `key`."""
+        return sum(self.values()) - self.get(key, 0)
 
 
 class InFlightLimitMiddleware:
@@ -27,17 +61,11 @@ class InFlightLimitMiddleware:
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
         self.limit = limit
-        self.in_flight: dict[str, int] = {}
-        """Requests in flight per user subject; a user with none has no entry."""
+        self.in_flight = UserCounts()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        principal = scope.get("state", {}).get(PRINCIPAL_KEY)
-        if (
-            self.limit == 0
-            or principal is None
-            or scope["type"] != "http"
-            or scope["path"] in EXEMPT_PATHS
-        ):
+        principal = counted_caller(scope)
+        if self.limit == 0 or principal is None:
             await self.app(scope, receive, send)
             return
         key = principal.subject
@@ -51,12 +79,5 @@ class InFlightLimitMiddleware:
             )
             await render(error)(scope, receive, send)
             return
-        self.in_flight[key] = held + 1
-        try:
+        with self.in_flight.holding(key):
             await self.app(scope, receive, send)
-        finally:
-            left = self.in_flight[key] - 1
-            if left:
-                self.in_flight[key] = left
-            else:
-                del self.in_flight[key]

@@ -25,12 +25,11 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.domain.errors import QuotaExceeded
 from calcgraph.domain.spend import METER, Meter
 from calcgraph.rest_compat.errors import render
+from calcgraph.serving.inflight import UserCounts, counted_caller
 
-EXEMPT_PATHS = frozenset({"/health", "/metrics"})
 BURST_SHARE = 0.25
 """The debt a user may run up at once, as a share of the minute's allowance."""
 _MAX_USERS = 10_000
@@ -80,28 +79,21 @@ class LoopShareMiddleware:
         self.burst = per_minute * BURST_SHARE
         self.debts: dict[str, tuple[float, float]] = {}
         """Per user subject: (seconds owed, when that was last worked out, monotonic)."""
-        self.active: dict[str, int] = {}
-        """Per user subject: its requests in flight past this middleware; none: no entry."""
-        self.active_total = 0
+        self.active = UserCounts()
+        """Per user subject: its requests in flight past this middleware."""
 
     def debt(self, subject: str, now: float) -> float:
         owed, at = self.debts.get(subject, (0.0, now))
         return max(0.0, owed - (now - at) * self.rate)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        principal = scope.get("state", {}).get(PRINCIPAL_KEY)
-        if (
-            self.per_minute == 0
-            or principal is None
-            or scope["type"] != "http"
-            or scope["path"] in EXEMPT_PATHS
-        ):
+        principal = counted_caller(scope)
+        if self.per_minute == 0 or principal is None:
             await self.app(scope, receive, send)
             return
         subject = principal.subject
         owed = self.debt(subject, time.monotonic())
-        others = self.active_total - self.active.get(subject, 0)
-        if owed > self.burst and others > 0:
+        if owed > self.burst and self.active.others(subject) > 0:
             retry_after = max(1, math.ceil((owed - self.burst) / self.rate))
             error = QuotaExceeded(
                 f"user {principal.username} used {owed:.1f} s more of this server's time than "
@@ -113,18 +105,11 @@ class LoopShareMiddleware:
             return
         meter = Meter()
         token = METER.set(meter)
-        self.active[subject] = self.active.get(subject, 0) + 1
-        self.active_total += 1
         try:
-            await _Metered(self.app(scope, receive, send), meter)
+            with self.active.holding(subject):
+                await _Metered(self.app(scope, receive, send), meter)
         finally:
             METER.reset(token)
-            self.active_total -= 1
-            left = self.active[subject] - 1
-            if left:
-                self.active[subject] = left
-            else:
-                del self.active[subject]
             self.spent(subject, meter.spent)
 
     def spent(self, subject: str, seconds: float) -> None:
