@@ -19,9 +19,9 @@ from starlette.types import Receive, Scope, Send
 from calcgraph.app import create_app
 from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.db.engine import Database
-from calcgraph.domain.access.principal import Principal
 from calcgraph.serving.inflight import InFlightLimitMiddleware
 from calcgraph.settings import Settings
+from tests.tenancy.asgi_calls import call, scope_of
 
 Headers = Callable[..., dict[str, str]]
 LIMIT = 3
@@ -44,31 +44,6 @@ class _Slow:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
-def _scope(user: str, path: str = "/jobs") -> Scope:
-    principal = Principal(user_id=user, subject=f"sub-{user}", username=user, roles=frozenset())
-    return {
-        "type": "http",
-        "path": path,
-        "method": "GET",
-        "headers": [],
-        "state": {PRINCIPAL_KEY: principal},
-    }
-
-
-async def _call(app: Any, scope: Scope) -> tuple[int, dict[str, str], bytes]:
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        raise AssertionError("the body of a refused request is never read")
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    headers = {k.decode(): v.decode() for k, v in sent[0].get("headers", [])}
-    return sent[0]["status"], headers, b"".join(m.get("body", b"") for m in sent[1:])
-
-
 async def _admitted(slow: _Slow, count: int) -> None:
     for _ in range(1000):
         if len(slow.admitted) >= count:
@@ -80,7 +55,7 @@ async def _admitted(slow: _Slow, count: int) -> None:
 async def test_one_users_100_slow_requests_leave_another_users_request_its_place() -> None:
     slow = _Slow()
     middleware = InFlightLimitMiddleware(slow, limit=LIMIT)
-    flood = [asyncio.create_task(_call(middleware, _scope("mallory"))) for _ in range(100)]
+    flood = [asyncio.create_task(call(middleware, scope_of("mallory"))) for _ in range(100)]
     await _admitted(slow, LIMIT)
     refused = [task for task in flood if task.done()]
     assert len(refused) == 100 - LIMIT
@@ -90,8 +65,8 @@ async def test_one_users_100_slow_requests_leave_another_users_request_its_place
         assert headers["retry-after"] == "1"
         assert json.loads(body)["detail"].startswith("QuotaExceeded: ")
     # alice is admitted while mallory's requests all still wait; /health is never counted.
-    other = asyncio.create_task(_call(middleware, _scope("alice")))
-    health = asyncio.create_task(_call(middleware, _scope("mallory", "/health")))
+    other = asyncio.create_task(call(middleware, scope_of("alice")))
+    health = asyncio.create_task(call(middleware, scope_of("mallory", "/health")))
     await _admitted(slow, LIMIT + 2)
     assert slow.admitted == ["mallory"] * LIMIT + ["alice", "mallory"]
     slow.release.set()
@@ -108,7 +83,7 @@ async def test_a_slot_is_given_back_when_its_request_fails() -> None:
     middleware = InFlightLimitMiddleware(slow, limit=1)
     for _ in range(3):
         with pytest.raises(RuntimeError):
-            await _call(middleware, _scope("mallory"))
+            await call(middleware, scope_of("mallory"))
     assert middleware.in_flight == {}
     assert slow.admitted == ["mallory"] * 3
 
@@ -116,7 +91,7 @@ async def test_a_slot_is_given_back_when_its_request_fails() -> None:
 async def test_zero_means_no_limit() -> None:
     slow = _Slow()
     middleware = InFlightLimitMiddleware(slow, limit=0)
-    flood = [asyncio.create_task(_call(middleware, _scope("mallory"))) for _ in range(50)]
+    flood = [asyncio.create_task(call(middleware, scope_of("mallory"))) for _ in range(50)]
     await _admitted(slow, 50)
     slow.release.set()
     assert [(await task)[0] for task in flood] == [200] * 50

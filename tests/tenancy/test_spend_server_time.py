@@ -23,10 +23,10 @@ from starlette.types import Receive, Scope, Send
 from calcgraph.app import create_app
 from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.db.engine import Database
-from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.spend import off_loop
 from calcgraph.serving.loop_share import LoopShareMiddleware
 from calcgraph.settings import Settings
+from tests.tenancy.asgi_calls import call, scope_of
 
 Headers = Callable[..., dict[str, str]]
 PER_MINUTE = 0.6  # 10 ms a second, 150 ms at once
@@ -70,41 +70,16 @@ class _Costly:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
-def _scope(user: str, path: str = "/jobs") -> Scope:
-    principal = Principal(user_id=user, subject=f"sub-{user}", username=user, roles=frozenset())
-    return {
-        "type": "http",
-        "path": path,
-        "method": "GET",
-        "headers": [],
-        "state": {PRINCIPAL_KEY: principal},
-    }
-
-
-async def _call(app: Any, scope: Scope) -> tuple[int, dict[str, str], bytes]:
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        raise AssertionError("the body of a refused request is never read")
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    headers = {k.decode(): v.decode() for k, v in sent[0].get("headers", [])}
-    return sent[0]["status"], headers, b"".join(m.get("body", b"") for m in sent[1:])
-
-
 @pytest.mark.parametrize("threaded", [False, True], ids=["on-the-loop", "on-a-thread"])
 async def test_a_user_past_its_share_is_refused_and_another_is_not(threaded: bool) -> None:
     inner = _Costly(threaded=threaded)
     middleware = LoopShareMiddleware(inner, per_minute=PER_MINUTE)
     inner.alice_waits.clear()  # alice has a request in flight throughout
-    waiting = asyncio.create_task(_call(middleware, _scope("alice")))
+    waiting = asyncio.create_task(call(middleware, scope_of("alice")))
     await asyncio.sleep(0)
     answers: list[tuple[int, dict[str, str], bytes]] = []
     while len(answers) < 10 and (not answers or answers[-1][0] == 200):
-        answers.append(await _call(middleware, _scope("mallory")))
+        answers.append(await call(middleware, scope_of("mallory")))
     admitted = len(answers) - 1
     # 50 ms each against 150 ms at once: refused once the share is used, not before.
     assert admitted in (3, 4), [a[0] for a in answers]
@@ -115,16 +90,16 @@ async def test_a_user_past_its_share_is_refused_and_another_is_not(threaded: boo
     assert "CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE" in json.loads(body)["detail"]
     assert int(headers["retry-after"]) >= 1
     assert inner.served == ["alice"] + ["mallory"] * admitted  # the refusal reached nothing
-    assert (await _call(middleware, _scope("mallory", "/health")))[0] == 200
+    assert (await call(middleware, scope_of("mallory", "/health")))[0] == 200
     inner.alice_waits.set()
     assert (await waiting)[0] == 200
-    assert (await _call(middleware, _scope("alice")))[0] == 200
+    assert (await call(middleware, scope_of("alice")))[0] == 200
     # Alone, mallory may use the whole process; with alice back in flight, she may not.
-    assert (await _call(middleware, _scope("mallory")))[0] == 200
+    assert (await call(middleware, scope_of("mallory")))[0] == 200
     inner.alice_waits.clear()
-    waiting = asyncio.create_task(_call(middleware, _scope("alice")))
+    waiting = asyncio.create_task(call(middleware, scope_of("alice")))
     await asyncio.sleep(0)
-    assert (await _call(middleware, _scope("mallory")))[0] == 429
+    assert (await call(middleware, scope_of("mallory")))[0] == 429
     inner.alice_waits.set()
     assert (await waiting)[0] == 200
     assert middleware.active == {}
@@ -133,7 +108,7 @@ async def test_a_user_past_its_share_is_refused_and_another_is_not(threaded: boo
 async def test_a_failed_request_is_charged_too() -> None:
     middleware = LoopShareMiddleware(_Costly(fail=True), per_minute=PER_MINUTE)
     with pytest.raises(RuntimeError):
-        await _call(middleware, _scope("mallory"))
+        await call(middleware, scope_of("mallory"))
     assert middleware.debt("sub-mallory", time.monotonic()) >= COST * 0.9
 
 
@@ -146,7 +121,7 @@ async def test_a_waiting_request_is_not_charged_for_others_work() -> None:
         await send({"type": "http.response.body", "body": b"ok"})
 
     middleware = LoopShareMiddleware(waiting, per_minute=PER_MINUTE)
-    waiter = asyncio.create_task(_call(middleware, _scope("alice")))
+    waiter = asyncio.create_task(call(middleware, scope_of("alice")))
     await asyncio.sleep(0)
     _burn(0.1)  # someone else's work on the same loop while alice's request waits
     await asyncio.sleep(0)
@@ -163,13 +138,13 @@ async def test_the_debt_is_paid_back_over_time() -> None:
     assert middleware.debt("sub-mallory", now) == pytest.approx(0.4)
     middleware.debts["sub-mallory"] = (1.0, now - 100.0)
     assert middleware.debt("sub-mallory", now) == 0.0
-    assert (await _call(middleware, _scope("mallory")))[0] == 200
+    assert (await call(middleware, scope_of("mallory")))[0] == 200
 
 
 async def test_zero_means_no_limit() -> None:
     inner = _Costly()
     middleware = LoopShareMiddleware(inner, per_minute=0)
-    assert [(await _call(middleware, _scope("mallory")))[0] for _ in range(6)] == [200] * 6
+    assert [(await call(middleware, scope_of("mallory")))[0] for _ in range(6)] == [200] * 6
 
 
 # The served application: the setting reaches the door, REST and GraphQL alike.
