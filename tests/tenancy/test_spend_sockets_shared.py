@@ -29,17 +29,25 @@ PENDING = 4
 PREFIX = f"sockets-{uuid.uuid4().hex[:8]}:"
 
 
-async def _drained(key: str) -> None:
-    """Until the sockets of an earlier test have left the shared count (a server counts a
-    socket out once its handler ends, just after the client's close)."""
+async def _counted(key: str, sockets: int) -> None:
+    """Until the shared count holds `sockets`. A server counts a socket in just after its
+    handshake, and out once its handler ends, just after the client's close: a client cannot
+    tell when, so the test waits for the count before its next step (otherwise the fifth socket,
+    on the other process, can be counted before the fourth and the fourth is the one refused)."""
     client = redis.asyncio.Redis.from_url(REDIS_URL)
     try:
-        for _ in range(200):
-            if await client.zcard(f"{PREFIX}calcgraph:sockets:{key}") == 0:
+        for _ in range(600):
+            if await client.zcard(f"{PREFIX}calcgraph:sockets:{key}") == sockets:
                 return
             await asyncio.sleep(0.05)
+        raise AssertionError(f"the shared count of {key} never reached {sockets}")
     finally:
         await client.aclose()
+
+
+async def _drained(key: str) -> None:
+    """Until the sockets of an earlier test have left the shared count."""
+    await _counted(key, 0)
 
 
 def _redis_or_skip() -> None:
@@ -108,8 +116,9 @@ class TestSocketCountsAcrossProcesses:
         one, two = two_servers
         await _drained("pending:127.0.0.1")
         async with contextlib.AsyncExitStack() as stack:
-            for served in (one, two, one, two):
+            for n, served in enumerate((one, two, one, two), start=1):
                 await stack.enter_async_context(opened(served))
+                await _counted("pending:127.0.0.1", n)
             for served in (one, two):
                 extra = await stack.enter_async_context(opened(served))
                 assert await closed_with(extra) == 4429
