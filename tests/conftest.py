@@ -29,6 +29,10 @@ from tests.auth.idp import LocalIdentityProvider
 POSTGRES_URL = os.environ.get(
     "CALCGRAPH_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `pytest -n N` (pytest-xdist): each worker process its own databases (test_gw0, ...), since
+    # each empties and migrates its own; Redis keys already carry a fresh prefix per test.
+    POSTGRES_URL = f"{POSTGRES_URL}_{os.environ['PYTEST_XDIST_WORKER']}"
 BACKENDS = [b for b in os.environ.get("CALCGRAPH_TEST_DATABASES", "sqlite,postgresql").split(",")]
 # Suites fire hundreds of requests as one user: a limit no test reaches, so the limiter still
 # runs on every request (tests/ops sets its own small limits). Servers the tests start inherit it.
@@ -128,10 +132,12 @@ class TurnTakingDatabase(Database):
             yield session
 
     @contextlib.asynccontextmanager
-    async def read_session(self, *, one_transaction: bool = False) -> AsyncIterator[AsyncSession]:
+    async def read_session(
+        self, *, one_transaction: bool = False, snapshot: bool = False
+    ) -> AsyncIterator[AsyncSession]:
         async with (
             self._my_turn(),
-            super().read_session(one_transaction=one_transaction) as session,
+            super().read_session(one_transaction=one_transaction, snapshot=snapshot) as session,
         ):
             yield session
 

@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import event, text
 from sqlalchemy.exc import InvalidatePoolError
@@ -111,7 +111,7 @@ class Database:
             self._factory = async_sessionmaker(
                 bind=bind, expire_on_commit=False, join_transaction_mode="create_savepoint"
             )
-            self._autocommit_factory = self._factory
+            self._autocommit_factory = self._snapshot_factory = self._factory
             return
         kwargs: dict[str, Any] = {}
         if self.dialect_name == "postgresql":
@@ -139,9 +139,16 @@ class Database:
             _ping_when_idle(self.engine, PING_IDLE_S)
         self._factory = async_sessionmaker(self.engine, expire_on_commit=False)
         self._autocommit_factory = self._factory
+        self._snapshot_factory = self._factory
         if self.dialect_name == "postgresql":
             self._autocommit_factory = async_sessionmaker(
                 self.engine.execution_options(isolation_level="AUTOCOMMIT"),
+                expire_on_commit=False,
+            )
+            self._snapshot_factory = async_sessionmaker(
+                self.engine.execution_options(
+                    isolation_level="REPEATABLE READ", postgresql_readonly=True
+                ),
                 expire_on_commit=False,
             )
 
@@ -207,16 +214,23 @@ class Database:
             SQLITE_BEGIN_MODE.reset(token)
 
     @asynccontextmanager
-    async def read_session(self, *, one_transaction: bool = False) -> AsyncIterator[AsyncSession]:
+    async def read_session(
+        self, *, one_transaction: bool = False, snapshot: bool = False
+    ) -> AsyncIterator[AsyncSession]:
         """A short-lived session for queries; never shared between concurrent resolvers.
 
         On PostgreSQL each statement is its own transaction (autocommit), which saves a BEGIN
         and a ROLLBACK round trip per session: under READ COMMITTED a transaction's statements
         see a snapshot each anyway. `one_transaction`: the reads share one (`SET LOCAL`).
-        SQLite's reads are local and keep their transaction; tests' savepoint sessions too."""
+        `snapshot`: every read sees the same committed state (REPEATABLE READ, read only), for
+        a use case whose answer joins several reads (`one_snapshot`). SQLite's reads keep their
+        transaction, one snapshot already; tests' savepoint sessions too."""
         # Closing (not rolling back) ends the transaction without expiring what was loaded,
         # so results stay readable after the block.
-        factory = self._factory if one_transaction else self._autocommit_factory
+        if snapshot:
+            factory = self._snapshot_factory
+        else:
+            factory = self._factory if one_transaction else self._autocommit_factory
         async with self._admitted(), factory() as session:
             yield session
 
@@ -282,3 +296,19 @@ def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
             if dialect.is_disconnect(exc, dbapi_connection, None):
                 raise InvalidatePoolError("the pooled connection does not answer") from exc
             raise
+
+
+U = TypeVar("U")
+
+
+def one_snapshot(use_case: U) -> U:
+    """Marks a read use case whose answer joins several reads that must agree (a deployment's
+    state beside its current version and history): the doors give it `read_session(snapshot=
+    True)`. Without it, on PostgreSQL a change committed between two of its reads showed half
+    of itself (a canary already promoted in the history, the old version still current)."""
+    use_case.one_snapshot = True  # type: ignore[attr-defined]
+    return use_case
+
+
+def wants_one_snapshot(use_case: object) -> bool:
+    return bool(getattr(use_case, "one_snapshot", False))

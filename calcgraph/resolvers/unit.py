@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from calcgraph.db.engine import wants_one_snapshot
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
@@ -19,7 +20,8 @@ T = TypeVar("T")
 async def read(info: Info, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """In a short read-only session of its own (resolvers of one query run concurrently)."""
     principal = principal_of(info)
-    async with info.context.database.read_session() as session:
+    snapshot = wants_one_snapshot(use_case)
+    async with info.context.database.read_session(snapshot=snapshot) as session:
         return await use_case(session, principal, *args, **kwargs)
 
 

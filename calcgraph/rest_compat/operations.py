@@ -31,7 +31,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from calcgraph.auth.authenticate import PUBLIC_ROUTES, require_principal
-from calcgraph.db.engine import Database
+from calcgraph.db.engine import Database, wants_one_snapshot
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.spend import off_loop
 from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
@@ -77,7 +77,7 @@ class Call(Generic[B, Q]):
 
     async def read(self, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """A service use case on the caller's behalf, in one read-only unit of work."""
-        async with self.database.read_session() as session:
+        async with self.database.read_session(snapshot=wants_one_snapshot(use_case)) as session:
             return await use_case(session, self.principal, *args, **kwargs)
 
     async def write(self, use_case: UseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from calcgraph.db.engine import one_snapshot
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import Conflict, PermissionDenied
@@ -83,6 +84,7 @@ class DeploymentService:
             return False
         return True
 
+    @one_snapshot
     async def state(
         self, session: AsyncSession, principal: Principal, package_ref: str
     ) -> DeploymentStateView:
