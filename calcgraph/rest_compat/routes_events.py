@@ -53,15 +53,11 @@ class EventsQuery(Query):
 rest = Operations(tag="events")
 
 
-@rest(
-    "GET",
-    "/events",
-    "Events the caller may see, oldest first",
-    {200: EventPageOut},
-    errors=(404,),
-)
+@rest("GET", "/events", {200: EventPageOut}, errors=(404,))
 async def list_events(call: Call[None, EventsQuery]) -> dict[str, Any]:
-    """In the order they were recorded, after `after`; `next_cursor` is never null. With
+    """Events the caller may see, oldest first
+
+    In the order they were recorded, after `after`; `next_cursor` is never null. With
     `wait`, a call that finds nothing answers as soon as a matching event is recorded."""
     q = call.query
     query = parse_query(q.type, q.subject, q.after, q.limit, q.run)
