@@ -49,7 +49,7 @@ from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import send
-from calcgraph.workers.flush import attach
+from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.inprocess import Execution
 from calcgraph.workers.sandbox import SandboxUnavailable, create_backend
 from tests.access.factories import create_user
@@ -286,7 +286,7 @@ async def _enqueue_to_start(bench: Bench, samples: int, gap_s: float) -> list[in
         sent_at[str(message.kwargs["job_id"])] = time.time()
         send(bench.execution.broker, message)
 
-    attach(timed, timed_send)
+    attach(timed, Outbox(timed_send))
     owner = await _principal(bench)
     latencies: list[int] = []
     try:
@@ -386,7 +386,7 @@ async def _drain(bench: Bench, jobs: int) -> tuple[float, list[int]]:
     address = ExecuteAddress.by_path(bench.deployed.package_name, "add")
     held: list[Any] = []
     writer = Database(bench.database.url)
-    attach(writer, held.append)
+    attach(writer, Outbox(held.append))
     ids: list[str] = []
     salt = time.time()
     try:

@@ -47,7 +47,7 @@ from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
-from calcgraph.workers.flush import attach
+from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.result_cache import InProcessResultCache
 from tests.access.factories import create_user
 from tests.auth.idp import LocalIdentityProvider
@@ -326,7 +326,7 @@ def tick_1000(options: Options) -> list[Result]:
         async with platform(postgres=True, workers=False) as bench:
             # No workers: jobs stay queued, so "nothing changed" stays true between ticks.
             ticker = Database(bench.database.url)
-            attach(ticker, lambda message: None)
+            attach(ticker, Outbox(lambda message: None))
             cache = InProcessResultCache()
             pkg = bench.deployed.package_name
             try:
@@ -406,7 +406,7 @@ def graphql_run_1000(options: Options) -> list[Result]:
     async def run() -> Result:
         async with platform(postgres=True, workers=False) as bench:
             ticker = Database(bench.database.url)
-            attach(ticker, lambda message: None)
+            attach(ticker, Outbox(lambda message: None))
             try:
                 slug = await _create_workflow(
                     bench, parallel_chains(bench.deployed.package_name, 100, 10)

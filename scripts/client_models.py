@@ -81,7 +81,13 @@ CLIENT_BASES = {
     "ExecuteResult": f"{BASE}.JobModel",
     "Job": f"{BASE}.JobModel",
     "RunSummary": f"{BASE}.RunModel",
-    "Run": f"{BASE}.RunModel",
+}
+# Answers that extend another as the server's wire models do (RunOut(RunSummaryOut), ...): the
+# client's model is the other's subclass, with the fields it adds, rather than a copy of them.
+CLIENT_EXTENDS = {
+    "Run": "RunSummary",
+    "FunctionDetail": "Function",
+    "WorkflowDetail": "Workflow",
 }
 HEADER = (
     '"""Typed answers of the REST API, generated from /openapi.json by scripts/client_models.py\n'
@@ -121,17 +127,38 @@ def client_document(document: dict[str, Any]) -> dict[str, Any]:
     missing = sorted(set(CLIENT_NAMES) - set(schemas))
     if missing:
         raise SystemExit(f"the document has no schema {missing}: update CLIENT_NAMES")
+    client = {
+        CLIENT_NAMES[name]: _absent(CLIENT_NAMES[name], _adapt(schemas[name]))
+        for name in sorted(CLIENT_NAMES, key=CLIENT_NAMES.__getitem__)
+    }
+    for model, parent in CLIENT_EXTENDS.items():
+        client[model] = _extending(model, client[model], parent, client[parent])
     return {
         "openapi": document["openapi"],
         "info": document["info"],
         "paths": {},
-        "components": {
-            "schemas": {
-                CLIENT_NAMES[name]: _absent(CLIENT_NAMES[name], _adapt(schemas[name]))
-                for name in sorted(CLIENT_NAMES, key=CLIENT_NAMES.__getitem__)
-            }
-        },
+        "components": {"schemas": client},
     }
+
+
+def _extending(
+    model: str, schema: dict[str, Any], parent: str, inherited: dict[str, Any]
+) -> dict[str, Any]:
+    """`schema` as `parent` (allOf) plus the fields it adds; the parent's fields must come first
+    and be the same, as a subclass's do."""
+    properties = schema["properties"]
+    own = list(properties)[len(inherited["properties"]) :]
+    if list(properties)[: len(inherited["properties"])] != list(inherited["properties"]) or any(
+        properties[name] != spec for name, spec in inherited["properties"].items()
+    ):
+        raise SystemExit(f"{model} does not extend {parent}: update CLIENT_EXTENDS")
+    added: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: properties[name] for name in own},
+        "required": [name for name in schema.get("required", ()) if name in own],
+    }
+    rest = {k: v for k, v in schema.items() if k not in ("properties", "required", "type")}
+    return {**rest, "allOf": [{"$ref": REF + parent}, added]}
 
 
 def _absent(model: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -254,6 +254,14 @@ def add_listing(
     return listing
 
 
+def add_time_range(listing: argparse.ArgumentParser, name: str) -> None:
+    """`--NAME-after` (inclusive) and `--NAME-before` (exclusive): ISO dates or date-times."""
+    for side, bound in (("after", "inclusive"), ("before", "exclusive")):
+        listing.add_argument(
+            f"--{name}-{side}", default=None, help=f"ISO date or date-time, {bound} (UTC)"
+        )
+
+
 def add_ownership_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--visibility", choices=VISIBILITIES, default=None)
     parser.add_argument("--organization", default=None, help="owning organization slug")
@@ -350,12 +358,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     listing.add_argument("--function", default=None, help="only package/function holding this")
     listing.add_argument("--status", action="append", help="filter by status; repeatable")
-    listing.add_argument(
-        "--created-after", default=None, help="ISO date or date-time, inclusive (UTC)"
-    )
-    listing.add_argument(
-        "--created-before", default=None, help="ISO date or date-time, exclusive (UTC)"
-    )
+    add_time_range(listing, "created")
 
     workflows = command_group(sub, "workflows", "create and read workflows")
     create = workflows.add_parser(

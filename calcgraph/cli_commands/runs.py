@@ -7,7 +7,7 @@ from datetime import datetime
 
 from rich.console import Console
 
-from calcgraph.cli_commands.catalog import add_listing, suggest_workflow
+from calcgraph.cli_commands.catalog import add_listing, add_time_range, suggest_workflow
 from calcgraph.cli_commands.common import (
     FAILED,
     OK,
@@ -196,9 +196,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     listing.add_argument("--status", action="append", help="filter by status; repeatable")
     listing.add_argument("--workflow", default=None, help="filter by workflow slug")
-    listing.add_argument(
-        "--started-after", default=None, help="ISO date or date-time, inclusive (UTC)"
-    )
-    listing.add_argument(
-        "--started-before", default=None, help="ISO date or date-time, exclusive (UTC)"
-    )
+    add_time_range(listing, "started")

@@ -110,14 +110,7 @@ class FunctionDeployment(Model):
     deprecated: bool
 
 
-class FunctionDetail(Model):
-    id: str
-    name: str
-    package_id: str
-    package: str
-    current_version: str | None
-    current_version_id: str | None
-    created_at: AwareDatetime
+class FunctionDetail(Function):
     current: dict[str, Any] | None
     inputs: dict[str, Any] | None
     outputs: dict[str, Any] | None
@@ -235,43 +228,6 @@ class Quotas(Model):
     stored_bytes: int
 
 
-class Run(RunModel):
-    """
-    WorkflowRunResponse (spec: Workflow run), plus `workflow_id` and `revision`.
-    """
-
-    id: str
-    workflow_id: str
-    workflow_version_id: str
-    status: str
-    started_at: AwareDatetime
-    completed_at: AwareDatetime | None
-    inputs: dict[str, Any]
-    terminal_outputs: dict[str, Any] | None
-    error_message: str | None
-    first_failed_node_key: str | None
-    revision: int
-    rerun_of: str | None = Field(None, description="the run this one re-runs")
-    retry_at: AwareDatetime | None = Field(
-        None, description="the earliest retry of its nodes still to be submitted"
-    )
-    terminal_outputs_omitted: bool = Field(
-        False,
-        description="a listing left terminal_outputs out (over 64 KiB), or a run's answer did (past its 16 MiB): GET /workflow-runs/{id} reads them when they fit, else each node's job (GET /jobs/{job_id})",
-    )
-    plan_snapshot: dict[str, Any] = Field(
-        ...,
-        description="chains, waves and nodes (contract 5); empty in a tick asked with `since`",
-    )
-    node_states: dict[str, NodeState] = Field(
-        ...,
-        description="every function and extract node; in a tick asked with `since`, only those changed after that revision",
-    )
-    since: int | None = Field(
-        None, description="the `since` of a tick asked with it: node_states is partial"
-    )
-
-
 class RunPlan(Model):
     run_id: str
     workflow_version_id: str
@@ -300,6 +256,24 @@ class RunSummary(RunModel):
     terminal_outputs_omitted: bool = Field(
         False,
         description="a listing left terminal_outputs out (over 64 KiB), or a run's answer did (past its 16 MiB): GET /workflow-runs/{id} reads them when they fit, else each node's job (GET /jobs/{job_id})",
+    )
+
+
+class Run(RunSummary):
+    """
+    WorkflowRunResponse (spec: Workflow run), plus `workflow_id` and `revision`.
+    """
+
+    plan_snapshot: dict[str, Any] = Field(
+        ...,
+        description="chains, waves and nodes (contract 5); empty in a tick asked with `since`",
+    )
+    node_states: dict[str, NodeState] = Field(
+        ...,
+        description="every function and extract node; in a tick asked with `since`, only those changed after that revision",
+    )
+    since: int | None = Field(
+        None, description="the `since` of a tick asked with it: node_states is partial"
     )
 
 
@@ -351,16 +325,7 @@ class Workflow(Model):
     updated_at: AwareDatetime
 
 
-class WorkflowDetail(Model):
-    id: str
-    slug: str
-    name: str
-    visibility: str
-    owner: str
-    organization: str | None
-    latest_version: int
-    created_at: AwareDatetime
-    updated_at: AwareDatetime
+class WorkflowDetail(Workflow):
     version: int
     version_id: str
     version_created_at: AwareDatetime

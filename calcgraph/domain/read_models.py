@@ -30,6 +30,11 @@ def from_attributes(cls: type[T], source: object, **given: Any) -> T:
     return cls(**given, **{name: getattr(source, name) for name in names if name not in given})
 
 
+def attributes(source: object, *names: str) -> dict[str, Any]:
+    """The named attributes of `source`, in that order: a read model's JSON entry."""
+    return {name: getattr(source, name) for name in names}
+
+
 def grouped_by(keys: Iterable[K], rows: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
     """`rows` under their `key`, every one of `keys` present (empty when no row has it), as a
     DataLoader answers one list per requested key."""

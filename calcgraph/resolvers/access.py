@@ -8,10 +8,9 @@ import strawberry
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.jobs.service import job_read_service
-from calcgraph.domain.listing.paging import PageRequest
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.quotas.service import quota_service
-from calcgraph.resolvers.unit import read, write
+from calcgraph.resolvers.unit import read, read_page, searched_listing, write
 from calcgraph.schema.access import (
     MemberRole,
     MemberType,
@@ -35,50 +34,23 @@ class AccessQuery:
         org = await read(info, access_service.get_organization, slug)
         return OrganizationType.from_view(org)
 
-    @strawberry.field(
-        description="Packages visible to the caller; `search`: a case-insensitive part of the name."
+    packages = searched_listing(
+        package_read_service.list_packages,
+        PackagePage,
+        PackageType.from_view,
+        "Packages visible to the caller; `search`: a case-insensitive part of the name.",
     )
-    async def packages(
-        self,
-        info: Info,
-        limit: int | None = None,
-        cursor: str | None = None,
-        search: str | None = None,
-    ) -> PackagePage:
-        page = await read(
-            info,
-            package_read_service.list_packages,
-            PageRequest.parse(limit, cursor),
-            search=search,
-        )
-        return PackagePage(
-            items=[PackageType.from_view(p) for p in page.items], next_cursor=page.next_cursor
-        )
 
     @strawberry.field(description="A package; PermissionDenied when it is not visible.")
     async def package(self, info: Info, id: strawberry.ID) -> PackageType:
         return PackageType.from_view(await read(info, package_read_service.get_package, str(id)))
 
-    @strawberry.field(
-        description="Functions visible to the caller; `search`: a case-insensitive part of "
-        "`package/name`."
+    functions = searched_listing(
+        function_read_service.list_functions,
+        FunctionPage,
+        FunctionType.from_view,
+        "Functions visible to the caller; `search`: a case-insensitive part of `package/name`.",
     )
-    async def functions(
-        self,
-        info: Info,
-        limit: int | None = None,
-        cursor: str | None = None,
-        search: str | None = None,
-    ) -> FunctionPage:
-        page = await read(
-            info,
-            function_read_service.list_functions,
-            PageRequest.parse(limit, cursor),
-            search=search,
-        )
-        return FunctionPage(
-            items=[FunctionType.from_view(f) for f in page.items], next_cursor=page.next_cursor
-        )
 
     @strawberry.field(
         description="The caller's jobs whose package the caller can still see, newest first. "
@@ -96,17 +68,17 @@ class AccessQuery:
         created_after: str | None = None,
         created_before: str | None = None,
     ) -> JobPage:
-        page = await read(
+        return await read_page(
             info,
             job_read_service.list_jobs,
-            PageRequest.parse(limit, cursor),
+            limit,
+            cursor,
+            JobPage,
+            JobType.from_view,
             function=function,
             status=status,
             created_after=created_after,
             created_before=created_before,
-        )
-        return JobPage(
-            items=[JobType.from_view(j) for j in page.items], next_cursor=page.next_cursor
         )
 
     @strawberry.field(

@@ -4,8 +4,10 @@ and the answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Concatenate, TypeVar
+
+import strawberry
 
 from calcgraph.db.engine import wants_one_snapshot
 from calcgraph.domain.listing.paging import Page, PageRequest
@@ -34,13 +36,40 @@ async def write(info: Info, use_case: UseCase[P, R], *args: P.args, **kwargs: P.
 
 async def read_page(
     info: Info,
-    use_case: UseCase[[PageRequest], Page[V]],
+    use_case: UseCase[Concatenate[PageRequest, P], Page[V]],
     limit: int | None,
     cursor: str | None,
     page_type: Callable[..., R],
     item: Callable[[V], T],
+    *filters: P.args,
+    **named: P.kwargs,
 ) -> R:
-    """One page of a listing with no filters (`read`), each item as its GraphQL type: the
-    `limit` and `cursor` arguments every listing field takes, answered as its `*Page` type."""
-    page = await read(info, use_case, PageRequest.parse(limit, cursor))
+    """One page of a listing (`read`), each item as its GraphQL type: the `limit` and `cursor`
+    arguments every listing field takes, then the listing's own filters, answered as its
+    `*Page` type."""
+    page = await read(info, use_case, PageRequest.parse(limit, cursor), *filters, **named)
+    return page_of(page, page_type, item)
+
+
+def page_of(page: Page[V], page_type: Callable[..., R], item: Callable[[V], T]) -> R:
+    """A listing's page as its GraphQL `*Page` type."""
     return page_type(items=[item(v) for v in page.items], next_cursor=page.next_cursor)
+
+
+def searched_listing(
+    use_case: Callable[..., Awaitable[Page[V]]],
+    page_type: type[R],
+    item: Callable[[V], T],
+    description: str,
+) -> Any:
+    """A listing field searched by name (`limit`, `cursor`, `search`), declared in one line
+    where the same resolver would otherwise be written out for each listing."""
+
+    async def resolve(
+        info: Info, limit: int | None = None, cursor: str | None = None, search: str | None = None
+    ) -> R:
+        return await read_page(info, use_case, limit, cursor, page_type, item, search=search)
+
+    # The annotations are text here (postponed); strawberry reads the answer's type from them.
+    resolve.__annotations__ = {**resolve.__annotations__, "info": Info, "return": page_type}
+    return strawberry.field(resolver=resolve, description=description)

@@ -8,7 +8,7 @@ import strawberry
 from calcgraph.domain.events.destinations import AllowList
 from calcgraph.domain.listing.paging import PageRequest
 from calcgraph.domain.webhooks.service import webhook_service
-from calcgraph.resolvers.unit import read, read_page, write
+from calcgraph.resolvers.unit import page_of, read, read_page, write
 from calcgraph.schema.context import Info
 from calcgraph.schema.events import (
     CreatedWebhookType,
@@ -53,10 +53,7 @@ class WebhookQuery:
         page = await read(
             info, webhook_service.deliveries, str(id), PageRequest.parse(limit, cursor)
         )
-        return WebhookDeliveryPage(
-            items=[WebhookDeliveryType.from_view(v) for v in page.items],
-            next_cursor=page.next_cursor,
-        )
+        return page_of(page, WebhookDeliveryPage, WebhookDeliveryType.from_view)
 
 
 @strawberry.type

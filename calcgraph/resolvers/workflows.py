@@ -11,12 +11,11 @@ from strawberry.scalars import JSON
 
 from calcgraph.domain.commit_wait.waits import FOLLOW_INTERVAL, TICK_WAIT
 from calcgraph.domain.errors import FieldError, ValidationError
-from calcgraph.domain.listing.paging import PageRequest
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.resolvers.unit import read, write
+from calcgraph.resolvers.unit import read, read_page, searched_listing, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import Visibility
@@ -56,23 +55,13 @@ class WorkflowQuery:
     async def workflow(self, info: Info, slug: str) -> WorkflowType:
         return WorkflowType.from_detail(await read(info, workflow_service.get, slug))
 
-    @strawberry.field(
-        description="Workflows the caller may see, oldest first; `search`: a case-insensitive "
-        "part of the slug or the name."
+    workflows = searched_listing(
+        workflow_service.list_workflows,
+        WorkflowPage,
+        WorkflowType.from_view,
+        "Workflows the caller may see, oldest first; `search`: a case-insensitive part of the "
+        "slug or the name.",
     )
-    async def workflows(
-        self,
-        info: Info,
-        limit: int | None = None,
-        cursor: str | None = None,
-        search: str | None = None,
-    ) -> WorkflowPage:
-        page = await read(
-            info, workflow_service.list_workflows, PageRequest.parse(limit, cursor), search=search
-        )
-        return WorkflowPage(
-            items=[WorkflowType.from_view(w) for w in page.items], next_cursor=page.next_cursor
-        )
 
     @strawberry.field(description="Validate a graph document: the report, or a ValidationError.")
     async def validate_workflow(self, info: Info, graph: JSON) -> WorkflowValidationType:
@@ -104,17 +93,17 @@ class WorkflowQuery:
         started_after: str | None = None,
         started_before: str | None = None,
     ) -> WorkflowRunPage:
-        page = await read(
+        return await read_page(
             info,
             run_service.list_runs,
-            PageRequest.parse(limit, cursor),
+            limit,
+            cursor,
+            WorkflowRunPage,
+            WorkflowRunType.from_view,
             status or (),
             workflow,
             started_after=started_after,
             started_before=started_before,
-        )
-        return WorkflowRunPage(
-            items=[WorkflowRunType.from_view(r) for r in page.items], next_cursor=page.next_cursor
         )
 
 

@@ -52,8 +52,9 @@ MODULES = (
 meta = Operations(tag="meta")
 
 
-@meta("GET", "/openapi.json", "This document (OpenAPI 3.1)", {200: "application/json"})
+@meta("GET", "/openapi.json", {200: "application/json"})
 async def openapi_json(call: Call[None, None]) -> JSONResponse:
+    """This document (OpenAPI 3.1)"""
     return JSONResponse(document())
 
 

@@ -1,13 +1,15 @@
-"""Each REST operation is declared once, by a decorator on its handler: method, path, summary,
-answers (a response model per status) and the contract errors it can give; the handler's
-`Call[Body, Query]` annotation names the request models. From that one declaration come the
-Starlette route, the parsing (calcgraph.rest_compat.parsing), the serialisation of what the
-handler returns (through its response model) and the OpenAPI entry (rest_compat.openapi).
+"""Each REST operation is declared once, by a decorator on its handler: method, path, answers
+(a response model per status) and the contract errors it can give; the handler's docstring
+opens with its summary, and its `Call[Body, Query]` annotation names the request models.
+From that one declaration come the Starlette route, the parsing (calcgraph.rest_compat.parsing),
+the serialisation of what the handler returns (through its response model) and the OpenAPI
+entry (rest_compat.openapi).
 
     rest = Operations(tag="runs")
 
-    @rest("POST", "/workflows/{slug}/runs", "Start a run", {201: RunOut}, errors=(403,))
+    @rest("POST", "/workflows/{slug}/runs", {201: RunOut}, errors=(403,))
     async def create_run(call: Call[CreateRunBody, None]) -> RunView:
+        '''Start a run'''
         ...
 """
 
@@ -183,6 +185,14 @@ def _request_models(handler: Handler) -> tuple[Any, Any]:
     return (None if body is type(None) else body), (None if query is type(None) else query)
 
 
+def _summary(handler: Handler) -> str:
+    """The first paragraph of the handler's docstring, on one line."""
+    doc = inspect.getdoc(handler)
+    if not doc:
+        raise TypeError(f"{handler.__name__}: open its docstring with the operation's summary")
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
 class Operations:
     """The operations of one routes module, in the order they are declared (the order of the
     routes and of the OpenAPI paths)."""
@@ -195,7 +205,6 @@ class Operations:
         self,
         method: str,
         path: str,
-        summary: str,
         answers: Mapping[int, Answer],
         *,
         errors: tuple[int, ...] = (),
@@ -208,7 +217,7 @@ class Operations:
                 Operation(
                     method,
                     path,
-                    summary,
+                    _summary(handler),
                     answers,
                     handler,
                     body=body,

@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any, TypeVar, get_origin
 
 import pydantic
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticUseDefault
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
@@ -46,6 +46,17 @@ def _blank_is_absent(value: object) -> object:
 
 BlankIsAbsent = BeforeValidator(_blank_is_absent)
 """`?name=` means the parameter's default, as if it were not sent."""
+
+
+def page_size_refusal(most: int) -> Refusal:
+    """How a listing's `limit` outside 1 to `most` is refused."""
+    return Refusal(f"limit must be an integer from 1 to {most}", f"an integer from 1 to {most}")
+
+
+def page_size(default: int, most: int) -> Any:
+    """A listing's `limit` field: 1 to `most`, `default` when absent or blank (with
+    `Annotated[int, BlankIsAbsent, page_size_refusal(most)]`)."""
+    return Field(default=default, ge=1, le=most, description="page size")
 
 
 @cache

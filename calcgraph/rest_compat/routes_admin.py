@@ -19,13 +19,9 @@ class UsageReport:
     limits: Quotas
 
 
-@rest(
-    "GET",
-    "/admin/usage",
-    "What every user holds now, most stored bytes first, beside the per-user limits; admins only",
-    {200: UsageReportOut},
-    errors=(403,),
-)
+@rest("GET", "/admin/usage", {200: UsageReportOut}, errors=(403,))
 async def usage(call: Call[None, None]) -> UsageReport:
+    """What every user holds now, most stored bytes first, beside the per-user limits; admins
+    only"""
     items = await call.read(quota_service.usage)
     return UsageReport(items=items, limits=call.services.settings.quotas)

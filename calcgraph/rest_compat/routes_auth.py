@@ -27,26 +27,23 @@ def _identity(request: Request) -> IdentityAdapters:
     return services_of(request).identity
 
 
-@rest("POST", "/auth/login", "Start an authorization code sign-in", {200: LoginStartOut})
+@rest("POST", "/auth/login", {200: LoginStartOut})
 async def login(call: Call[None, None]) -> LoginStart:
+    """Start an authorization code sign-in"""
     return await _identity(call.request).login.start(str(call.request.base_url))
 
 
-@rest(
-    "POST",
-    "/auth/callback",
-    "Finish the sign-in: code and PKCE verifier for tokens",
-    {200: LoginResultOut},
-    errors=(400,),
-)
+@rest("POST", "/auth/callback", {200: LoginResultOut}, errors=(400,))
 async def callback(call: Call[LoginCallbackBody, None]) -> LoginResult:
+    """Finish the sign-in: code and PKCE verifier for tokens"""
     return await _identity(call.request).login.complete(
         call.body.code, call.body.code_verifier, str(call.request.base_url)
     )
 
 
-@rest("GET", "/auth/me", "The caller's user", {200: UserOut})
+@rest("GET", "/auth/me", {200: UserOut})
 async def me(call: Call[None, None]) -> UserView:
+    """The caller's user"""
     return await call.read(access_service.me)
 
 
@@ -69,14 +66,11 @@ try {{
 """
 
 
-@rest(
-    "GET",
-    "/auth/callback-page",
-    "Redirect target: shows the code to send to POST /auth/callback",
-    {200: "text/html", 400: "text/html"},
-)
+@rest("GET", "/auth/callback-page", {200: "text/html", 400: "text/html"})
 async def callback_page(call: Call[None, None]) -> HTMLResponse:
-    """The contract's default redirect URI. The code verifier stays with the client that asked
+    """Redirect target: shows the code to send to POST /auth/callback
+
+    The contract's default redirect URI. The code verifier stays with the client that asked
     for it, so this page cannot finish the sign-in itself: it shows the code and state for the
     client to send with its verifier to POST /auth/callback."""
     request = call.request

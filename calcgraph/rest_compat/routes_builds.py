@@ -13,14 +13,9 @@ from calcgraph.rest_compat.wire_builds import BuildOut, SubmitFunctionBody
 rest = Operations(tag="functions")
 
 
-@rest(
-    "POST",
-    "/functions",
-    "Build a function from submitted code",
-    {201: BuildOut},
-    errors=(400, 403, 404, 409),
-)
+@rest("POST", "/functions", {201: BuildOut}, errors=(400, 403, 404, 409))
 async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
+    """Build a function from submitted code"""
     body = call.body
     outcome = await call.write(
         build_service.submit,
@@ -34,13 +29,9 @@ async def submit_function(call: Call[SubmitFunctionBody, None]) -> BuildOutcome:
     return outcome
 
 
-@rest(
-    "GET",
-    "/functions/{function_id}/builds/{build_id}/log",
-    "A build's log",
-    {200: "text/plain"},
-)
+@rest("GET", "/functions/{function_id}/builds/{build_id}/log", {200: "text/plain"})
 async def build_log(call: Call[None, None]) -> PlainTextResponse:
+    """A build's log"""
     text = await call.read(
         build_service.read_log,
         call.services.builds,

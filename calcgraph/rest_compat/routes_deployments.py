@@ -11,35 +11,26 @@ from calcgraph.rest_compat.wire_deployments import DeploymentStateOut
 rest = Operations(tag="packages")
 
 
-@rest(
-    "GET",
-    "/packages/{package_id}/deployment",
-    "A package's deployment: strategy, current version, candidate, history",
-    {200: DeploymentStateOut},
-)
+@rest("GET", "/packages/{package_id}/deployment", {200: DeploymentStateOut})
 async def get_deployment(call: Call[None, None]) -> DeploymentStateView:
+    """A package's deployment: strategy, current version, candidate, history"""
     return await call.read(deployment_service.state, call.path("package_id"))
 
 
 @rest(
     "POST",
     "/packages/{package_id}/versions/{version}/promote",
-    "Make a hosted version current (blue-green); owner, organization owners, admins",
     {200: DeploymentStateOut},
     errors=(403, 409),
 )
 async def promote(call: Call[None, None]) -> DeploymentStateView:
+    """Make a hosted version current (blue-green); owner, organization owners, admins"""
     return await call.write(
         deployment_service.promote, call.path("package_id"), call.path("version")
     )
 
 
-@rest(
-    "POST",
-    "/packages/{package_id}/rollback",
-    "Make the previous current version current again; owner, organization owners, admins",
-    {200: DeploymentStateOut},
-    errors=(403, 409),
-)
+@rest("POST", "/packages/{package_id}/rollback", {200: DeploymentStateOut}, errors=(403, 409))
 async def rollback(call: Call[None, None]) -> DeploymentStateView:
+    """Make the previous current version current again; owner, organization owners, admins"""
     return await call.write(deployment_service.rollback, call.path("package_id"))

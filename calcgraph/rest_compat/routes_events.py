@@ -10,7 +10,13 @@ from calcgraph.domain.events.envelope import structured
 from calcgraph.domain.events.feed.service import MAX_WAIT
 from calcgraph.domain.events.service import DEFAULT_LIMIT, MAX_LIMIT, parse_query
 from calcgraph.rest_compat.operations import Call, Operations
-from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
+from calcgraph.rest_compat.parsing import (
+    BlankIsAbsent,
+    Query,
+    Refusal,
+    page_size,
+    page_size_refusal,
+)
 from calcgraph.rest_compat.wire_events import EventPageOut
 
 
@@ -27,13 +33,9 @@ class EventsQuery(Query):
     after: str | None = Field(
         default=None, description="next_cursor of an earlier call, or `now` (the current end)"
     )
-    limit: Annotated[
-        int,
-        BlankIsAbsent,
-        Refusal(
-            f"limit must be an integer from 1 to {MAX_LIMIT}", f"an integer from 1 to {MAX_LIMIT}"
-        ),
-    ] = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="page size")
+    limit: Annotated[int, BlankIsAbsent, page_size_refusal(MAX_LIMIT)] = page_size(
+        DEFAULT_LIMIT, MAX_LIMIT
+    )
     wait: Annotated[
         float,
         BlankIsAbsent,
@@ -53,15 +55,11 @@ class EventsQuery(Query):
 rest = Operations(tag="events")
 
 
-@rest(
-    "GET",
-    "/events",
-    "Events the caller may see, oldest first",
-    {200: EventPageOut},
-    errors=(404,),
-)
+@rest("GET", "/events", {200: EventPageOut}, errors=(404,))
 async def list_events(call: Call[None, EventsQuery]) -> dict[str, Any]:
-    """In the order they were recorded, after `after`; `next_cursor` is never null. With
+    """Events the caller may see, oldest first
+
+    In the order they were recorded, after `after`; `next_cursor` is never null. With
     `wait`, a call that finds nothing answers as soon as a matching event is recorded."""
     q = call.query
     query = parse_query(q.type, q.subject, q.after, q.limit, q.run)

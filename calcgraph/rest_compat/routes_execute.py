@@ -64,19 +64,13 @@ execute_operation = partial(
 )
 
 
-@execute_operation(
-    "POST",
-    "/functions/{function_id}/execute",
-    "Run a function (or a pinned function version) by identifier",
-)
+@execute_operation("POST", "/functions/{function_id}/execute")
 async def execute_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
+    """Run a function (or a pinned function version) by identifier"""
     return await _execute(call, ExecuteAddress.by_function_id(call.path("function_id")))
 
 
-@execute_operation(
-    "POST",
-    "/packages/{package}/functions/{function}/execute",
-    "Run a function by package and function name, each with an optional @version",
-)
+@execute_operation("POST", "/packages/{package}/functions/{function}/execute")
 async def execute_package_function(call: Call[ExecuteBody, ExecuteQuery]) -> Reply:
+    """Run a function by package and function name, each with an optional @version"""
     return await _execute(call, ExecuteAddress.by_path(call.path("package"), call.path("function")))

@@ -27,8 +27,9 @@ class JobsQuery(PageQuery):
     created_before: str | None = Field(default=None, description=f"exclusive; {INSTANT_HELP}")
 
 
-@rest("GET", "/jobs", "The caller's jobs", {200: PageOut[JobOut]})
+@rest("GET", "/jobs", {200: PageOut[JobOut]})
 async def list_jobs(call: Call[None, JobsQuery]) -> Page[JobView]:
+    """The caller's jobs"""
     query = call.query
     return await call.read(
         job_read_service.list_jobs,
@@ -40,17 +41,13 @@ async def list_jobs(call: Call[None, JobsQuery]) -> Page[JobView]:
     )
 
 
-@rest("GET", "/jobs/{job_id}", "A job", {200: JobOut})
+@rest("GET", "/jobs/{job_id}", {200: JobOut})
 async def get_job(call: Call[None, None]) -> JobView:
+    """A job"""
     return await call.read(job_read_service.get_job, call.path("job_id"))
 
 
-@rest(
-    "POST",
-    "/jobs/{job_id}/cancel",
-    "Cancel a queued or running job of the caller's: it ends failed, kind cancelled",
-    {200: JobOut},
-    errors=(403, 409),
-)
+@rest("POST", "/jobs/{job_id}/cancel", {200: JobOut}, errors=(403, 409))
 async def cancel_job(call: Call[None, None]) -> JobView:
+    """Cancel a queued or running job of the caller's: it ends failed, kind cancelled"""
     return await call.write(run_control.cancel_job, call.path("job_id"))

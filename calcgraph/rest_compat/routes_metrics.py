@@ -11,8 +11,9 @@ from calcgraph.rest_compat.operations import Call, Operations
 rest = Operations(tag="meta")
 
 
-@rest("GET", "/metrics", "Prometheus metrics", {200: CONTENT_TYPE_LATEST})
+@rest("GET", "/metrics", {200: CONTENT_TYPE_LATEST})
 async def metrics(call: Call[None, None]) -> Response:
+    """Prometheus metrics"""
     services = call.services
     found = services.metrics
     # Counted at scrape time: the jobs' transitions happen in whichever worker process ran them.

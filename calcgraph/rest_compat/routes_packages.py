@@ -16,25 +16,23 @@ from calcgraph.rest_compat.wire_packages import FunctionOut, PackageOut
 rest = Operations(tag="packages")
 
 
-@rest("GET", "/packages", "Packages the caller can see", {200: PageOut[PackageOut]})
+@rest("GET", "/packages", {200: PageOut[PackageOut]})
 async def list_packages(call: Call[None, SearchQuery]) -> Page[PackageView]:
+    """Packages the caller can see"""
     query = call.query
     return await call.read(package_read_service.list_packages, query.page(), search=query.search)
 
 
-@rest("GET", "/packages/{package_id}", "A package", {200: PackageOut})
+@rest("GET", "/packages/{package_id}", {200: PackageOut})
 async def get_package(call: Call[None, None]) -> PackageView:
+    """A package"""
     return await call.read(package_read_service.get_package, call.path("package_id"))
 
 
-@rest(
-    "GET",
-    "/functions",
-    "Functions the caller can see",
-    {200: PageOut[FunctionOut]},
-    tag="functions",
-)
+@rest("GET", "/functions", {200: PageOut[FunctionOut]}, tag="functions")
 async def list_functions(call: Call[None, SearchQuery]) -> Page[FunctionView]:
-    """`search` matches a part of `package/name`."""
+    """Functions the caller can see
+
+    `search` matches a part of `package/name`."""
     query = call.query
     return await call.read(function_read_service.list_functions, query.page(), search=query.search)

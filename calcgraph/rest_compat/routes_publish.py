@@ -42,28 +42,18 @@ rest = Operations(tag="packages")
 _PUBLISH_ERRORS = (400, 403, 404, 409)
 
 
-@rest(
-    "POST",
-    "/packages",
-    "Publish a package version from a manifest and files",
-    {201: DeploymentReportOut},
-    errors=_PUBLISH_ERRORS,
-)
+@rest("POST", "/packages", {201: DeploymentReportOut}, errors=_PUBLISH_ERRORS)
 async def publish_package(call: Call[PublishPackageBody, None]) -> DeploymentReport:
+    """Publish a package version from a manifest and files"""
     body = call.body
     return await call.write(
         publishing_service.publish, body.manifest, body.files, body.visibility, body.organization
     )
 
 
-@rest(
-    "POST",
-    "/packages/from-git",
-    "Publish a package version from a git repository",
-    {201: DeploymentReportOut},
-    errors=_PUBLISH_ERRORS,
-)
+@rest("POST", "/packages/from-git", {201: DeploymentReportOut}, errors=_PUBLISH_ERRORS)
 async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentReport:
+    """Publish a package version from a git repository"""
     body = call.body
     return await call.write(
         publishing_service.publish_from_git,
@@ -75,60 +65,37 @@ async def publish_from_git(call: Call[PublishFromGitBody, None]) -> DeploymentRe
     )
 
 
-@rest(
-    "PATCH",
-    "/packages/{package_id}",
-    "Change a package's visibility",
-    {200: PackageOut},
-    errors=(403,),
-)
+@rest("PATCH", "/packages/{package_id}", {200: PackageOut}, errors=(403,))
 async def patch_package(call: Call[PatchPackageBody, None]) -> PackageView:
+    """Change a package's visibility"""
     return await call.write(
         publishing_service.set_visibility, call.path("package_id"), call.body.visibility
     )
 
 
-@rest(
-    "GET",
-    "/packages/{package_name}/versions",
-    "Every deployment of a package, oldest first",
-    {200: PackageVersionsOut},
-)
+@rest("GET", "/packages/{package_name}/versions", {200: PackageVersionsOut})
 async def package_versions(call: Call[None, None]) -> PackageVersionsView:
+    """Every deployment of a package, oldest first"""
     return await call.read(publishing_service.package_versions, call.path("package_name"))
 
 
-@rest(
-    "GET",
-    "/functions/{function_name}/versions",
-    "Every version of a function",
-    {200: FunctionVersionsOut},
-    tag="functions",
-)
+@rest("GET", "/functions/{function_name}/versions", {200: FunctionVersionsOut}, tag="functions")
 async def function_versions(call: Call[None, FunctionVersionsQuery]) -> FunctionVersionsView:
+    """Every version of a function"""
     return await call.read(
         function_version_service.function_versions, call.path("function_name"), call.query.package
     )
 
 
-@rest(
-    "GET",
-    "/functions/{function_id}",
-    "A function with its current version and typed I/O",
-    {200: FunctionDetailOut},
-    tag="functions",
-)
+@rest("GET", "/functions/{function_id}", {200: FunctionDetailOut}, tag="functions")
 async def get_function(call: Call[None, None]) -> FunctionDetailView:
+    """A function with its current version and typed I/O"""
     return await call.read(function_version_service.function_detail, call.path("function_id"))
 
 
-@rest(
-    "GET",
-    "/packages/{package_id}/versions/{version}",
-    "One package version: compatibility, migration guide, changelog, function interfaces",
-    {200: PackageVersionDetailOut},
-)
+@rest("GET", "/packages/{package_id}/versions/{version}", {200: PackageVersionDetailOut})
 async def package_version(call: Call[None, None]) -> PackageVersionDetailView:
+    """One package version: compatibility, migration guide, changelog, function interfaces"""
     return await call.read(
         package_version_service.version_detail, call.path("package_id"), call.path("version")
     )
@@ -139,13 +106,9 @@ class DiffQuery(Query):
     to_version: str = Field(default="latest", description="the newer version (default: latest)")
 
 
-@rest(
-    "GET",
-    "/packages/{package_id}/diff",
-    "Interface changes between two versions of a package, breaking or not",
-    {200: PackageDiffOut},
-)
+@rest("GET", "/packages/{package_id}/diff", {200: PackageDiffOut})
 async def package_diff(call: Call[None, DiffQuery]) -> PackageDiffView:
+    """Interface changes between two versions of a package, breaking or not"""
     return await call.read(
         package_version_service.diff,
         call.path("package_id"),

@@ -12,16 +12,13 @@ from calcgraph.rest_compat.wire_types import CheckConnectionBody, ConnectionOut,
 rest = Operations(tag="types")
 
 
-@rest("GET", "/types", "The type catalog", {200: PageOut[TypeOut]})
+@rest("GET", "/types", {200: PageOut[TypeOut]})
 async def list_types(call: Call[None, None]) -> Page[TypeDef]:
+    """The type catalog"""
     return Page(type_service.list_types(), next_cursor=None)
 
 
-@rest(
-    "POST",
-    "/types/check-connection",
-    "May a source port feed a target port?",
-    {200: ConnectionOut},
-)
+@rest("POST", "/types/check-connection", {200: ConnectionOut})
 async def check_connection(call: Call[CheckConnectionBody, None]) -> ConnectionCheck:
+    """May a source port feed a target port?"""
     return type_service.check_connection(call.body.source, call.body.target)

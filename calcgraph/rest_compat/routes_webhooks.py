@@ -28,30 +28,30 @@ def _allow(call: Call[Any, Any]) -> AllowList:
     return AllowList.parse(call.services.settings.webhook_allowed_hosts)
 
 
-@rest(
-    "POST", "/webhooks", "Create a webhook; its secret is shown only here", {201: WebhookCreatedOut}
-)
+@rest("POST", "/webhooks", {201: WebhookCreatedOut})
 async def create_webhook(call: Call[CreateWebhookBody, None]) -> WebhookCreatedView:
+    """Create a webhook; its secret is shown only here"""
     body = call.body
     return await call.write(
         webhook_service.create, body.url, body.types, body.description, _allow(call)
     )
 
 
-@rest("GET", "/webhooks", "The caller's webhooks (admins: all)", {200: WebhookPageOut})
+@rest("GET", "/webhooks", {200: WebhookPageOut})
 async def list_webhooks(call: Call[None, PageQuery]) -> Page[WebhookView]:
+    """The caller's webhooks (admins: all)"""
     return await call.read(webhook_service.list_webhooks, call.query.page())
 
 
-@rest("GET", "/webhooks/{webhook_id}", "A webhook", {200: WebhookOut})
+@rest("GET", "/webhooks/{webhook_id}", {200: WebhookOut})
 async def get_webhook(call: Call[None, None]) -> WebhookView:
+    """A webhook"""
     return await call.read(webhook_service.get, call.path("webhook_id"))
 
 
-@rest(
-    "PATCH", "/webhooks/{webhook_id}", "Change a webhook's url, types or enabled", {200: WebhookOut}
-)
+@rest("PATCH", "/webhooks/{webhook_id}", {200: WebhookOut})
 async def update_webhook(call: Call[UpdateWebhookBody, None]) -> WebhookView:
+    """Change a webhook's url, types or enabled"""
     body = call.body
     return await call.write(
         webhook_service.update,
@@ -63,27 +63,20 @@ async def update_webhook(call: Call[UpdateWebhookBody, None]) -> WebhookView:
     )
 
 
-@rest("DELETE", "/webhooks/{webhook_id}", "Delete a webhook", {204: None})
+@rest("DELETE", "/webhooks/{webhook_id}", {204: None})
 async def delete_webhook(call: Call[None, None]) -> None:
+    """Delete a webhook"""
     await call.write(webhook_service.delete, call.path("webhook_id"))
 
 
-@rest(
-    "POST",
-    "/webhooks/{webhook_id}/test",
-    "Send it a calcgraph.webhook.test event",
-    {202: WebhookTestOut},
-)
+@rest("POST", "/webhooks/{webhook_id}/test", {202: WebhookTestOut})
 async def test_webhook(call: Call[None, None]) -> dict[str, str]:
+    """Send it a calcgraph.webhook.test event"""
     event_id = await call.write(webhook_service.test, call.path("webhook_id"))
     return {"event_id": event_id}
 
 
-@rest(
-    "GET",
-    "/webhooks/{webhook_id}/deliveries",
-    "Delivery attempts, newest first",
-    {200: DeliveryPageOut},
-)
+@rest("GET", "/webhooks/{webhook_id}/deliveries", {200: DeliveryPageOut})
 async def list_deliveries(call: Call[None, PageQuery]) -> Page[DeliveryView]:
+    """Delivery attempts, newest first"""
     return await call.read(webhook_service.deliveries, call.path("webhook_id"), call.query.page())

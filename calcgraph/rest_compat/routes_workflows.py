@@ -77,21 +77,18 @@ rest = Operations(tag="workflows")
 _GRAPH_ERRORS = (400, 403, 404)
 
 
-@rest("GET", "/workflows", "Workflows the caller can see", {200: PageOut[WorkflowOut]})
+@rest("GET", "/workflows", {200: PageOut[WorkflowOut]})
 async def list_workflows(call: Call[None, SearchQuery]) -> Page[WorkflowView]:
-    """`search` matches a part of the slug or the name."""
+    """Workflows the caller can see
+
+    `search` matches a part of the slug or the name."""
     query = call.query
     return await call.read(workflow_service.list_workflows, query.page(), search=query.search)
 
 
-@rest(
-    "POST",
-    "/workflows",
-    "Create a workflow with its version 1 (422 or 400 with the validation report)",
-    {201: WorkflowDetailOut},
-    errors=(*_GRAPH_ERRORS, 409),
-)
+@rest("POST", "/workflows", {201: WorkflowDetailOut}, errors=(*_GRAPH_ERRORS, 409))
 async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetailView:
+    """Create a workflow with its version 1 (422 or 400 with the validation report)"""
     body = call.body
     return await call.write(
         workflow_service.create,
@@ -104,35 +101,21 @@ async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetai
     )
 
 
-@rest(
-    "POST",
-    "/workflows/validate",
-    "Validate a graph without saving it",
-    {200: ValidateOut},
-    errors=_GRAPH_ERRORS,
-)
+@rest("POST", "/workflows/validate", {200: ValidateOut}, errors=_GRAPH_ERRORS)
 async def validate_workflow(call: Call[WorkflowGraphBody, None]) -> Report:
+    """Validate a graph without saving it"""
     return await call.read(workflow_service.validate_graph, call.body.graph)
 
 
-@rest(
-    "GET",
-    "/workflows/{slug}",
-    "A workflow with its latest version",
-    {200: WorkflowDetailOut},
-)
+@rest("GET", "/workflows/{slug}", {200: WorkflowDetailOut})
 async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
+    """A workflow with its latest version"""
     return await call.read(workflow_service.get, call.path("slug"))
 
 
-@rest(
-    "PUT",
-    "/workflows/{slug}",
-    "Save a new latest version of a workflow's graph",
-    {200: WorkflowDetailOut},
-    errors=_GRAPH_ERRORS,
-)
+@rest("PUT", "/workflows/{slug}", {200: WorkflowDetailOut}, errors=_GRAPH_ERRORS)
 async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetailView:
+    """Save a new latest version of a workflow's graph"""
     return await call.write(
         workflow_service.update,
         call.path("slug"),
@@ -141,15 +124,9 @@ async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetail
     )
 
 
-@rest(
-    "POST",
-    "/workflows/{slug}/runs",
-    "Start a run of the latest version",
-    {201: RunOut},
-    errors=(403,),
-    tag="runs",
-)
+@rest("POST", "/workflows/{slug}/runs", {201: RunOut}, errors=(403,), tag="runs")
 async def create_run(call: Call[CreateRunBody, None]) -> RunView:
+    """Start a run of the latest version"""
     return shown(
         await call.write(
             run_service.create,
@@ -161,28 +138,22 @@ async def create_run(call: Call[CreateRunBody, None]) -> RunView:
     )
 
 
-@rest(
-    "POST",
-    "/workflow-runs/{run_id}/cancel",
-    "Cancel a run: pending and running nodes cancelled, running jobs stopped (409: it ended)",
-    {200: RunOut},
-    errors=(403, 409),
-    tag="runs",
-)
+@rest("POST", "/workflow-runs/{run_id}/cancel", {200: RunOut}, errors=(403, 409), tag="runs")
 async def cancel_run(call: Call[None, None]) -> RunView:
+    """Cancel a run: pending and running nodes cancelled, running jobs stopped (409: it ended)"""
     return shown(await call.write(run_control.cancel_run, call.path("run_id")))
 
 
 @rest(
     "POST",
     "/workflow-runs/{run_id}/rerun",
-    "Start a new run from a finished one, reusing what succeeded (409: it has not ended)",
     {201: RunOut},
     errors=(403, 409),
     tag="runs",
     body_required=False,
 )
 async def rerun_run(call: Call[RerunBody, None]) -> RunView:
+    """Start a new run from a finished one, reusing what succeeded (409: it has not ended)"""
     body = call.body
     return shown(
         await call.write(
@@ -195,15 +166,9 @@ async def rerun_run(call: Call[RerunBody, None]) -> RunView:
     )
 
 
-@rest(
-    "GET",
-    "/workflow-runs",
-    "The caller's runs",
-    {200: PageOut[RunSummaryOut]},
-    errors=(404,),
-    tag="runs",
-)
+@rest("GET", "/workflow-runs", {200: PageOut[RunSummaryOut]}, errors=(404,), tag="runs")
 async def list_runs(call: Call[None, RunsQuery]) -> Page[RunView]:
+    """The caller's runs"""
     query = call.query
     return await call.read(
         run_service.list_runs,
@@ -215,32 +180,23 @@ async def list_runs(call: Call[None, RunsQuery]) -> Page[RunView]:
     )
 
 
-@rest("GET", "/workflow-runs/{run_id}", "A run", {200: RunOut}, tag="runs")
+@rest("GET", "/workflow-runs/{run_id}", {200: RunOut}, tag="runs")
 async def get_run(call: Call[None, None]) -> RunView:
+    """A run"""
     return shown(await call.read(run_service.get, call.path("run_id")))
 
 
-@rest(
-    "GET",
-    "/workflow-runs/{run_id}/plan",
-    "A run's plan and node states",
-    {200: PlanOut},
-    tag="runs",
-)
+@rest("GET", "/workflow-runs/{run_id}/plan", {200: PlanOut}, tag="runs")
 async def get_plan(call: Call[None, None]) -> RunView:
+    """A run's plan and node states"""
     return shown(await call.read(run_service.get, call.path("run_id")))
 
 
-@rest(
-    "POST",
-    "/workflow-runs/{run_id}/tick",
-    "Advance a run: collect finished jobs, submit ready nodes",
-    {200: RunOut},
-    errors=(409,),
-    tag="runs",
-)
+@rest("POST", "/workflow-runs/{run_id}/tick", {200: RunOut}, errors=(409,), tag="runs")
 async def tick_run(call: Call[None, TickQuery]) -> RunView:
-    """`?wait=S` (up to 30): first wait until a job of the run finishes or S pass, then tick;
+    """Advance a run: collect finished jobs, submit ready nodes
+
+    `?wait=S` (up to 30): first wait until a job of the run finishes or S pass, then tick;
     without it the tick answers at once, as the specification says. `?since=N` (the
     `revision` of an earlier answer): only the node states changed after N, and no plan; a
     poller of a 10,000-node run gets what changed instead of the whole run each time."""

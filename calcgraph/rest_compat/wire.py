@@ -23,7 +23,7 @@ from pydantic import (
 
 from calcgraph.domain.listing.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
 from calcgraph.domain.workflows.validation import Report
-from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
+from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, page_size, page_size_refusal
 
 T = TypeVar("T")
 
@@ -160,13 +160,9 @@ VisibilityValue = Literal["private", "internal", "public"]
 class PageQuery(Query):
     """Listings (contract 4)."""
 
-    limit: Annotated[
-        int,
-        BlankIsAbsent,
-        Refusal(
-            f"limit must be an integer from 1 to {MAX_LIMIT}", f"an integer from 1 to {MAX_LIMIT}"
-        ),
-    ] = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="page size")
+    limit: Annotated[int, BlankIsAbsent, page_size_refusal(MAX_LIMIT)] = page_size(
+        DEFAULT_LIMIT, MAX_LIMIT
+    )
     cursor: str | None = Field(default=None, description="next_cursor of the previous page")
 
     def page(self) -> PageRequest:

@@ -4,7 +4,6 @@ history, one version in detail, the interface diff of two versions."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -58,14 +57,8 @@ class DeploymentStateType:
 
     @classmethod
     def from_view(cls, view: DeploymentStateView) -> DeploymentStateType:
-        return from_attributes(
-            cls,
-            view,
-            traffic_split=cast(JSON, view.traffic_split),
-            observed=cast(JSON, view.observed),
-            criteria=cast(JSON, view.criteria),
-            history=[DeploymentHistoryEntryType.from_view(e) for e in view.history],
-        )
+        history = [DeploymentHistoryEntryType.from_view(e) for e in view.history]
+        return from_attributes(cls, view, history=history)
 
 
 @strawberry.type(
@@ -109,22 +102,13 @@ class PackageVersionDetailType:
 
     @classmethod
     def from_view(cls, view: PackageVersionDetailView) -> PackageVersionDetailType:
-        return cls(
-            id=view.id,
-            package_id=view.package_id,
-            package=view.package,
-            version=view.version,
-            is_latest=view.is_latest,
-            is_stable=view.is_stable,
-            created_at=view.created_at,
-            changelog=cast(JSON, view.changelog),
-            compatibility=cast(JSON, view.compatibility),
-            migration_guide=cast(JSON, view.migration_guide),
-            dependencies=cast(JSON, view.dependencies),
+        return from_attributes(
+            cls,
+            view,
             pinned_dependencies=[
                 PinnedDependencyType.from_view(p) for p in view.pinned_dependencies
             ],
-            functions=cast(JSON, [f.__dict__ for f in view.functions]),
+            functions=[f.__dict__ for f in view.functions],
         )
 
 
@@ -139,9 +123,4 @@ class PackageDiffType:
 
     @classmethod
     def from_view(cls, view: PackageDiffView) -> PackageDiffType:
-        return cls(
-            package=view.package,
-            from_version=view.from_version,
-            to_version=view.to_version,
-            changes=cast(JSON, list(view.changes)),
-        )
+        return from_attributes(cls, view, changes=list(view.changes))

@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 from calcgraph.domain.events.envelope import structured
 from calcgraph.domain.events.service import EventPage
 from calcgraph.domain.events.views import EventView
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.webhooks.views import DeliveryView, WebhookView
 from calcgraph.schema.pages import Page
 
@@ -67,14 +68,7 @@ class WebhookType:
 
     @classmethod
     def from_view(cls, view: WebhookView) -> WebhookType:
-        return cls(
-            id=strawberry.ID(view.id),
-            url=view.url,
-            types=list(view.types),
-            description=view.description,
-            enabled=view.enabled,
-            created_at=view.created_at,
-        )
+        return from_attributes(cls, view, id=strawberry.ID(view.id), types=list(view.types))
 
 
 @strawberry.type(
@@ -108,18 +102,7 @@ class WebhookDeliveryType:
 
     @classmethod
     def from_view(cls, view: DeliveryView) -> WebhookDeliveryType:
-        return cls(
-            id=strawberry.ID(view.id),
-            event_id=view.event_id,
-            type=view.type,
-            attempt=view.attempt,
-            status_code=view.status_code,
-            error=view.error,
-            duration_ms=view.duration_ms,
-            attempted_at=view.attempted_at,
-            state=view.state,
-            next_attempt_at=view.next_attempt_at,
-        )
+        return from_attributes(cls, view, id=strawberry.ID(view.id))
 
 
 @strawberry.type(description="A page of delivery attempts, newest first.")

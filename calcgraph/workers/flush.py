@@ -50,6 +50,7 @@ class Outbox:
         self,
         send: Sender,
         send_many: BatchSender | None = None,
+        *,
         off_loop: bool = False,
         detach: bool = False,
         send_async: AsyncBatchSender | None = None,
@@ -114,21 +115,9 @@ class Outbox:
         manager.__exit__(None, None, None)
 
 
-def attach(
-    database: Database,
-    send: Sender,
-    send_many: BatchSender | None = None,
-    *,
-    off_loop: bool = False,
-    detach: bool = False,
-    send_async: AsyncBatchSender | None = None,
-) -> Outbox:
-    """Give `database`'s write sessions an outbox that sends through `send`, or `send_many` a
-    unit's messages at once (replacing an earlier one: two outboxes would send every message
-    twice); `off_loop`: the send blocks (Redis), run it in a thread; `detach`: without the
-    unit of work waiting for it (an event loop that lives as long as the outbox), through
-    `send_async` on that loop when given."""
-    outbox = Outbox(send, send_many, off_loop, detach, send_async)
+def attach(database: Database, outbox: Outbox) -> Outbox:
+    """Give `database`'s write sessions `outbox` (replacing an earlier one: two outboxes would
+    send every message twice)."""
     database.unit_hooks[:] = [h for h in database.unit_hooks if not isinstance(h, Outbox)]
     database.unit_hooks.append(outbox)
     return outbox

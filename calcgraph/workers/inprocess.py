@@ -22,7 +22,7 @@ from calcgraph.workers.assembly import Workers
 from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import QUEUE, AsyncSender, send, send_many
 from calcgraph.workers.event_signal import attach_signal
-from calcgraph.workers.flush import attach
+from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.result_cache import RedisResultCache
 from calcgraph.workers.run_changes import attach_run_changes
 from calcgraph.workers.runtime import WorkerRuntime
@@ -55,11 +55,13 @@ class Execution:
         )
         self.outbox = attach(
             database,
-            self.send,
-            self.send_many,
-            off_loop=not self.in_process,
-            detach=not self.in_process,
-            send_async=None if self.sender is None else self.sender.send_many,
+            Outbox(
+                self.send,
+                self.send_many,
+                off_loop=not self.in_process,
+                detach=not self.in_process,
+                send_async=None if self.sender is None else self.sender.send_many,
+            ),
         )
         attach_signal(database, self.notifier)
         attach_run_changes(database, self.backbone.changes)

@@ -30,7 +30,7 @@ from calcgraph.workers.backbone import Backbone
 from calcgraph.workers.broker import send, send_many
 from calcgraph.workers.code_cache import CodeCache, CodeError
 from calcgraph.workers.event_signal import attach_signal
-from calcgraph.workers.flush import attach
+from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.job_store import JobStore
 from calcgraph.workers.leases import Leases
 from calcgraph.workers.notify import Notifier
@@ -79,12 +79,12 @@ class WorkerRuntime:
         # No pre-ping: a claim or finish that meets a connection PostgreSQL dropped fails, the
         # pool is invalidated, and the job store retries the request alone on a fresh one.
         self.database = Database.from_settings(settings, pre_ping=False, queue=False)
-        attach(
-            self.database,
+        outbox = Outbox(
             lambda message: send(broker, message),
             lambda messages: send_many(broker, messages),
             off_loop=settings.redis_url is not None,
         )
+        attach(self.database, outbox)
         attach_signal(self.database, self.notifier)
         attach_run_changes(self.database, backbone.changes)
         self.store = JobStore(self.database)

@@ -7,6 +7,8 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from calcgraph.client import models
 from calcgraph.rest_compat.api import document
 
@@ -42,6 +44,27 @@ def test_a_changed_answer_shows_as_drift() -> None:
     generated = _generator().render(changed)
     assert "priority: int" in generated
     assert (ROOT / "calcgraph/client/models.py").read_text() != generated
+
+
+def test_an_answer_that_extends_another_is_its_subclass() -> None:
+    """A run is a run summary with its plan and states, as RunOut extends RunSummaryOut: the
+    client's Run inherits the summary's fields and behaviour instead of repeating them."""
+    assert issubclass(models.Run, models.RunSummary)
+    assert set(models.RunSummary.model_fields) < set(models.Run.model_fields)
+    assert issubclass(models.FunctionDetail, models.Function)
+    assert issubclass(models.WorkflowDetail, models.Workflow)
+
+
+def test_an_extension_whose_inherited_fields_differ_is_refused() -> None:
+    """Were a run's `status` to differ from its summary's, the run would not be a summary:
+    the generation stops rather than make a subclass that misstates a field."""
+    changed = document()
+    changed = {**changed, "components": {"schemas": dict(changed["components"]["schemas"])}}
+    run = dict(changed["components"]["schemas"]["RunOut"])
+    run["properties"] = {**run["properties"], "status": {"type": "integer"}}
+    changed["components"]["schemas"]["RunOut"] = run
+    with pytest.raises(SystemExit, match="Run does not extend RunSummary"):
+        _generator().render(changed)
 
 
 def test_the_models_read_what_the_client_did() -> None:

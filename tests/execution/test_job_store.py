@@ -15,7 +15,7 @@ from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.store.repository import Finish
 from calcgraph.domain.jobs.submission.service import job_submission_service
-from calcgraph.workers.flush import attach
+from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.job_store import JobStore
 from calcgraph.workers.result_cache import InProcessResultCache
 from tests.access.factories import create_user
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.db
 async def database(exec_url: str) -> AsyncIterator[Database]:
     database = Database(exec_url)
     # Messages of the jobs made here are dropped: the stores below are the only claimers.
-    attach(database, lambda message: None)
+    attach(database, Outbox(lambda message: None))
     yield database
     await database.dispose()
 

@@ -23,7 +23,7 @@ from calcgraph.domain.jobs.sweep.service import job_sweep_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import build_broker, send, waiting
-from calcgraph.workers.flush import attach
+from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.sweeper import Heartbeat
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import Platform, default_sandbox, running_platform
@@ -176,11 +176,11 @@ class TestChainHandOver:
         slug = await _workflow(platform, _line(package, ["inc", "inc", "inc"]))
         run = await _start(platform, slug, {"x": 1})
         # The tick's message is lost and a worker that claimed the head died.
-        attach(platform.database, lambda message: None)
+        attach(platform.database, Outbox(lambda message: None))
         try:
             ticked = await _tick(platform, run["id"])
         finally:
-            attach(platform.database, platform.execution.send)
+            attach(platform.database, Outbox(platform.execution.send))
         head = ticked["node_states"]["n0"]["job_id"]
         await _claim(platform, head, "dead-worker")
         async with platform.database.write_session() as session:

@@ -17,7 +17,7 @@ from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.domain.jobs.sweep.service import job_sweep_service
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import QUEUE, build_broker
-from calcgraph.workers.flush import attach
+from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.result_cache import InProcessResultCache
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import Platform, default_sandbox, running_platform
@@ -59,7 +59,7 @@ async def _lost_job(platform: Platform, inputs: dict[str, Any], path: tuple[str,
     """Submit a job whose message is lost: its unit of work's outbox drops what it sends."""
     principal = await platform.user("alice")
     lossy = Database(platform.settings.database_url)
-    attach(lossy, lambda message: None)
+    attach(lossy, Outbox(lambda message: None))
     try:
         async with lossy.write_session() as session:
             job = await job_submission_service.submit(
@@ -77,7 +77,7 @@ class TestOutbox:
         broker = build_broker(_settings(exec_url))
         database = Database(exec_url)
         sent: list[Message] = []
-        attach(database, sent.append)
+        attach(database, Outbox(sent.append))
 
         async def rolled_back() -> None:
             async with database.write_session():

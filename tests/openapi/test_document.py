@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 from openapi_spec_validator import validate
 from starlette.applications import Starlette
 from starlette.routing import Route
@@ -145,12 +146,39 @@ def test_a_path_parameter_documents_404_without_declaring_it() -> None:
     derived from the path, as 413/422 are from a body, not listed by each route."""
     rest = Operations(tag="widgets")
 
-    @rest("GET", "/widgets/{widget_id}", "A widget", {200: Health})
-    async def get_widget(call: Call[None, None]) -> None: ...
+    @rest("GET", "/widgets/{widget_id}", {200: Health})
+    async def get_widget(call: Call[None, None]) -> None:
+        """A widget"""
 
-    @rest("GET", "/widgets", "Widgets", {200: Health})
-    async def list_widgets(call: Call[None, None]) -> None: ...
+    @rest("GET", "/widgets", {200: Health})
+    async def list_widgets(call: Call[None, None]) -> None:
+        """Widgets"""
 
     doc = build_document(rest.declared)
     assert "404" in doc["paths"]["/widgets/{widget_id}"]["get"]["responses"]
     assert "404" not in doc["paths"]["/widgets"]["get"]["responses"]
+
+
+def test_an_operation_without_a_summary_is_refused() -> None:
+    """The summary is the docstring's first paragraph: a handler without one does not declare."""
+    rest = Operations(tag="widgets")
+
+    async def nameless(call: Call[None, None]) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="summary"):
+        rest("GET", "/widgets", {200: Health})(nameless)
+    assert rest.declared == []
+
+
+def test_the_summary_is_the_first_paragraph_on_one_line() -> None:
+    rest = Operations(tag="widgets")
+
+    @rest("GET", "/widgets", {200: Health})
+    async def list_widgets(call: Call[None, None]) -> None:
+        """Widgets the caller
+        can see
+
+        Not the summary."""
+
+    assert rest.declared[0].summary == "Widgets the caller can see"

@@ -21,6 +21,7 @@ from datetime import datetime
 
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.packages.semver_rules import sort_versions
+from calcgraph.domain.read_models import attributes
 
 DEFAULT_DURATION_SECONDS = 3600
 """`duration` when the manifest names none (contract 11: one hour)."""
@@ -98,12 +99,7 @@ class Observed:
     """Failures by error kind, for the reason of a roll-back."""
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "jobs": self.jobs,
-            "failed": self.failed,
-            "error_rate": self.error_rate,
-            "latency_p95_ms": self.latency_p95_ms,
-        }
+        return attributes(self, "jobs", "failed", "error_rate", "latency_p95_ms")
 
 
 def p95(values: Sequence[float]) -> float | None:

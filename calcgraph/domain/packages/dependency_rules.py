@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.packages.semver_rules import VersionRange, parse_version, sort_versions
+from calcgraph.domain.read_models import attributes
 
 _LOC = ("manifest", "package", "dependencies")
 
@@ -61,14 +62,7 @@ class Pin:
         return import_name(self.name)
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "package_id": self.package_id,
-            "version_id": self.version_id,
-            "direct": self.direct,
-            "range": self.range,
-        }
+        return attributes(self, "name", "version", "package_id", "version_id", "direct", "range")
 
 
 def admits_prerelease(wanted: VersionRange) -> bool:

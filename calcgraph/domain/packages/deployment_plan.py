@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from calcgraph.domain.packages.interface_diff import InterfaceChange
 from calcgraph.domain.packages.manifest_package import Release
+from calcgraph.domain.read_models import attributes
 
 Status = Literal["new", "updated", "unchanged"]
 
@@ -75,13 +76,7 @@ class FunctionPlan:
 
     def report(self) -> dict[str, Any]:
         """One entry of the deployment response's `functions` (spec, Versioning 8)."""
-        return {
-            "name": self.name,
-            "version": self.version,
-            "checksum": self.checksum,
-            "status": self.status,
-            "changelog": self.changelog,
-        }
+        return attributes(self, "name", "version", "checksum", "status", "changelog")
 
 
 @dataclass(frozen=True)

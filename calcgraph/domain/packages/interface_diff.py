@@ -78,79 +78,65 @@ def _connects(source: object, target: object) -> tuple[bool, str]:
     return verdict.allowed, verdict.reason
 
 
-def _inputs(name: str, old: Schema, new: Schema) -> list[InterfaceChange]:
+Side = Literal["input", "output"]
+# A side's kinds of change: removed, retyped.
+_KINDS: dict[Side, tuple[ChangeKind, ChangeKind]] = {
+    "input": ("input_removed", "input_type"),
+    "output": ("output_removed", "output_type"),
+}
+
+
+def _retyped(name: str, side: Side, port: str, spec: object, after: object) -> InterfaceChange:
+    """An input must still accept what callers sent (old into new); an output must still
+    connect where the old one did (new into old)."""
+    was, now = _text(spec), _text(after)
+    if side == "input":
+        ok, why = _connects(spec, after)
+        verdict = "still accepts" if ok else "no longer accepts"
+        effect = f"it {verdict} {was}"
+    else:
+        ok, why = _connects(after, spec)
+        verdict = "connects" if ok else "cannot connect"
+        effect = f"the new type {verdict} to the old"
+    reason = f"{side} {port!r} changed type {was} -> {now}: {effect} ({why})"
+    return InterfaceChange(name, _KINDS[side][1], not ok, reason, port)
+
+
+def _requirement(name: str, port: str, spec: object, after: object) -> list[InterfaceChange]:
+    if _required(after) and not _required(spec):
+        return [
+            InterfaceChange(name, "input_required", True, f"input {port!r} became required", port)
+        ]
+    if _required(spec) and not _required(after):
+        return [
+            InterfaceChange(name, "input_optional", False, f"input {port!r} became optional", port)
+        ]
+    return []
+
+
+def _added(name: str, side: Side, port: str, spec: object) -> InterfaceChange:
+    if side == "output":
+        return InterfaceChange(name, "output_added", False, f"output {port!r} was added", port)
+    required = _required(spec)
+    how = "required" if required else "optional"
+    reason = f"input {port!r} was added as {how}"
+    return InterfaceChange(name, "input_added", required, reason, port)
+
+
+def _ports(name: str, side: Side, old: Schema, new: Schema) -> list[InterfaceChange]:
+    """Per old port: removed, or retyped and (inputs) required or optional; then the new ports."""
     changes: list[InterfaceChange] = []
     for port, spec in old.items():
         if port not in new:
-            changes.append(
-                InterfaceChange(name, "input_removed", True, f"input {port!r} was removed", port)
-            )
+            reason = f"{side} {port!r} was removed"
+            changes.append(InterfaceChange(name, _KINDS[side][0], True, reason, port))
             continue
         after = new[port]
         if _text(spec) != _text(after):
-            ok, why = _connects(spec, after)
-            verdict = "still accepts" if ok else "no longer accepts"
-            changes.append(
-                InterfaceChange(
-                    name,
-                    "input_type",
-                    not ok,
-                    f"input {port!r} changed type {_text(spec)} -> {_text(after)}: it "
-                    f"{verdict} {_text(spec)} ({why})",
-                    port,
-                )
-            )
-        if _required(after) and not _required(spec):
-            changes.append(
-                InterfaceChange(
-                    name, "input_required", True, f"input {port!r} became required", port
-                )
-            )
-        elif _required(spec) and not _required(after):
-            changes.append(
-                InterfaceChange(
-                    name, "input_optional", False, f"input {port!r} became optional", port
-                )
-            )
-    for port, spec in new.items():
-        if port not in old:
-            required = _required(spec)
-            how = "required" if required else "optional"
-            changes.append(
-                InterfaceChange(
-                    name, "input_added", required, f"input {port!r} was added as {how}", port
-                )
-            )
-    return changes
-
-
-def _outputs(name: str, old: Schema, new: Schema) -> list[InterfaceChange]:
-    changes: list[InterfaceChange] = []
-    for port, spec in old.items():
-        if port not in new:
-            changes.append(
-                InterfaceChange(name, "output_removed", True, f"output {port!r} was removed", port)
-            )
-            continue
-        after = new[port]
-        if _text(spec) != _text(after):
-            ok, why = _connects(after, spec)
-            verdict = "connects" if ok else "cannot connect"
-            changes.append(
-                InterfaceChange(
-                    name,
-                    "output_type",
-                    not ok,
-                    f"output {port!r} changed type {_text(spec)} -> {_text(after)}: the new "
-                    f"type {verdict} to the old ({why})",
-                    port,
-                )
-            )
-    for port in new:
-        if port not in old:
-            changes.append(
-                InterfaceChange(name, "output_added", False, f"output {port!r} was added", port)
-            )
+            changes.append(_retyped(name, side, port, spec, after))
+        if side == "input":
+            changes.extend(_requirement(name, port, spec, after))
+    changes.extend(_added(name, side, port, spec) for port, spec in new.items() if port not in old)
     return changes
 
 
@@ -179,7 +165,7 @@ def function_changes(
         return [
             InterfaceChange(name, "typed_io_removed", True, "typed inputs and outputs were removed")
         ]
-    return [*_outputs(name, old_out, new_out), *_inputs(name, old_in, new_in)]
+    return [*_ports(name, "output", old_out, new_out), *_ports(name, "input", old_in, new_in)]
 
 
 def breaking(changes: list[InterfaceChange]) -> list[InterfaceChange]:

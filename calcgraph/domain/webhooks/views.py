@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from calcgraph.domain.events.models import Webhook, WebhookDelivery
+from calcgraph.domain.read_models import from_attributes
 
 
 @dataclass(frozen=True)
@@ -41,28 +42,8 @@ class DeliveryView:
 
 
 def webhook_view(row: Webhook) -> WebhookView:
-    return WebhookView(
-        id=row.id,
-        url=row.url,
-        types=list(row.types or []),
-        description=row.description,
-        enabled=row.enabled,
-        created_at=row.created_at,
-        user_id=row.user_id,
-    )
+    return from_attributes(WebhookView, row, types=list(row.types or []))
 
 
 def delivery_view(row: WebhookDelivery) -> DeliveryView:
-    return DeliveryView(
-        id=row.id,
-        event_id=row.event_id,
-        type=row.type,
-        attempt=row.attempt,
-        status_code=row.status_code,
-        error=row.error,
-        duration_ms=row.duration_ms,
-        attempted_at=row.attempted_at,
-        state=row.state,
-        next_attempt_at=row.next_attempt_at,
-        created_at=row.created_at,
-    )
+    return from_attributes(DeliveryView, row)

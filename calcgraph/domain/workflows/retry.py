@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from calcgraph.domain.read_models import attributes
+
 ERROR_KINDS: tuple[str, ...] = (
     "user_error",
     "timeout",
@@ -60,13 +62,8 @@ class RetryPolicy:
         return timedelta(seconds=min(seconds, self.max_interval_s))
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "max_attempts": self.max_attempts,
-            "initial_interval_s": self.initial_interval_s,
-            "backoff_coefficient": self.backoff_coefficient,
-            "max_interval_s": self.max_interval_s,
-            "on": list(self.on),
-        }
+        limits = ("max_attempts", "initial_interval_s", "backoff_coefficient", "max_interval_s")
+        return {**attributes(self, *limits), "on": list(self.on)}
 
 
 def _number(raw: Mapping[str, Any], name: str, default: float, low: float) -> float | str:
