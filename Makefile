@@ -69,8 +69,13 @@ chromium:
 		(apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libatomic1 >/dev/null)
 
+## Two pytest-xdist workers, each test file whole on one of them (its module fixtures set up
+## once) and each worker on its own PostgreSQL databases: the suite mostly waits on sandboxes,
+## servers and browsers, so two halves share the machine's two cores. PYTEST_WORKERS=0: one
+## process.
+PYTEST_WORKERS ?= 2
 pytest: install services chromium
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 ## Lint, strict types, then the whole suite on SQLite and PostgreSQL
 test: lint typecheck web-check pytest
