@@ -182,14 +182,20 @@ export function RunPage() {
   useLayoutEffect(() => {
     if (!run || !graphDrawn) return;
     const metrics = (window.__calcgraphRunMetrics ??= { firstRenderMs: null, updates: [] });
-    const now = performance.now();
-    if (!firstDrawn.current) {
-      firstDrawn.current = true;
-      metrics.firstRenderMs = now;
-    } else if (arrived.current !== null) {
-      metrics.updates.push(now - arrived.current);
-    }
+    const first = !firstDrawn.current;
+    const since = arrived.current;
+    firstDrawn.current = true;
     arrived.current = null;
+    if (!first && since === null) return;
+    // Drawn once painted, not once committed: what React Flow's effects do after the commit
+    // (its store updates, their renders) and the browser's style, layout and paint of the graph
+    // are part of drawing it. A task queued from the next animation frame runs after that frame
+    // is painted.
+    requestAnimationFrame(() => setTimeout(() => {
+      const now = performance.now();
+      if (first) metrics.firstRenderMs = now;
+      else if (since !== null) metrics.updates.push(now - since);
+    }, 0));
   }, [run, graphDrawn, arrived]);
   // Effects run once the page is painted: the run is on screen, ticks may go.
   useEffect(() => {
