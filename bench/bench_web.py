@@ -1,10 +1,13 @@
 """The run page of a 1,000-node run in a real browser (Debian's chromium, headless).
 
-`first_render`: from navigation to the page having drawn the whole plan (the app's JavaScript
-loaded, the run with its 999 node states fetched in one GraphQL request, React Flow laid out).
-`live_update`: from a new run state arriving (the answer of a tick the page sent on an event of
-the run, or of the 2 s tick of the fallback) to the page having drawn it. The app records both in
-`window.__calcgraphRunMetrics`; each repetition opens a fresh run in a fresh page.
+`first_render`: from navigation to the page having painted the whole plan (the app's JavaScript
+loaded, the run's plan and its 999 node states fetched in two GraphQL requests sent together,
+dagre's layout, React Flow drawn, its effects run, the frame painted). `live_update`: from a new
+run state arriving (the answer of a tick the page sent on an event of the run, or of the 2 s tick
+of the fallback) to the page having painted it. The app records both in
+`window.__calcgraphRunMetrics`, at a task queued from the animation frame after the commit (it runs
+once that frame is painted; until 2026-11-28 they were taken at the commit, before React Flow's
+effects and the browser's paint); each repetition opens a fresh run in a fresh page.
 
 Answer bytes beside each figure (as decoded): of the GraphQL reads of the first render together,
 and of one tick's answer.

@@ -1,3 +1,5 @@
+// First: a run page's read starts before the rest of the app is evaluated.
+import "./lib/earlyRun";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { BrowserRouter } from "react-router";

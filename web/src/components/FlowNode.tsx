@@ -2,7 +2,7 @@
 // draws only its key and status (ports stay as handles, so edges still attach). Below 20 % a
 // run page's node (no ports) is a box filled with its status colour: its text would be under
 // 3 px there, and a 1,000-node run shown whole draws a fifth of the elements.
-import { Handle, Position, useStore, type Node, type NodeProps } from "@xyflow/react";
+import { Handle, Position, useStore, type Node, type NodeHandle, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
 
 export interface FlowNodeData extends Record<string, unknown> {
@@ -22,6 +22,20 @@ export interface FlowNodeData extends Record<string, unknown> {
 
 export type FlowNodeType = Node<FlowNodeData, "calc">;
 
+/** The handle size of app.css (`.react-flow__handle`). */
+const HANDLE = 12;
+
+/** Where a plain node's two handles are (React Flow's default CSS centres a handle on its side),
+ * given with the node (React Flow's server-side rendering path): its edges are drawn in the
+ * first commit, before React Flow has measured the node (it measures each node it mounts). */
+export function plainHandles(width: number, height: number): NodeHandle[] {
+  const y = height / 2 - HANDLE / 2;
+  return [
+    { type: "target", position: Position.Left, x: -HANDLE / 2, y, width: HANDLE, height: HANDLE },
+    { type: "source", position: Position.Right, x: width - HANDLE / 2, y, width: HANDLE, height: HANDLE },
+  ];
+}
+
 type Zoomed = "full" | "compact" | "tiny";
 const zoomSelector = (s: { transform: [number, number, number] }): Zoomed =>
   s.transform[2] < 0.2 ? "tiny" : s.transform[2] < 0.4 ? "compact" : "full";
@@ -39,6 +53,8 @@ function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
   if (compact) classes.push("compact");
   if (tiny) {
     classes.push("tiny");
+    // The handles stay: React Flow measures every node it mounts, handles included, and an edge
+    // whose node has none is not drawn.
     return (
       <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status} title={data.status ? `${data.key}: ${data.status}` : data.key}>
         <Handle type="target" position={Position.Left} isConnectable={false} />

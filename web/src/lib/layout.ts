@@ -1,6 +1,7 @@
 // Automatic layout of a workflow graph with dagre (left to right, ranks by dependency), as
 // @xyflow/react's layouting guide does it: dagre places the boxes, React Flow draws them.
 import dagre from "@dagrejs/dagre";
+import { getNodesBounds, getViewportForBounds, type Node, type Viewport } from "@xyflow/react";
 
 export interface Box {
   id: string;
@@ -71,4 +72,15 @@ function firstOrder(graph: InstanceType<typeof dagre.graphlib.Graph>): void {
 /** The height a node box takes for its ports (FlowNode's CSS: 22 px a port row). */
 export function boxHeight(portRows: number, compact = false): number {
   return compact ? 44 : 58 + 22 * portRows;
+}
+
+/** What fit-to-view shows of `nodes` (laid out, with their sizes) in a pane of this size: React
+ * Flow's own computation (`getViewportForBounds`, as its fitView), for a graph drawn fitted from
+ * its first commit. */
+export function fittedViewport(
+  nodes: readonly Node[],
+  pane: { width: number; height: number },
+  fit: { padding: number; minZoom: number; maxZoom: number },
+): Viewport {
+  return getViewportForBounds(getNodesBounds([...nodes]), pane.width, pane.height, fit.minZoom, fit.maxZoom, fit.padding);
 }

@@ -4,8 +4,9 @@
 // Retry-After delays the next tick.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { RunFieldsFragment, RunPlanFieldsFragment } from "../gql/graphql";
-import { LiveRunQuery, RunEventsSubscription, TickMutation } from "./liveRun.graphql";
+import { LiveRunQuery, RunEventsSubscription, RunPlanQuery, TickMutation } from "./liveRun.graphql";
 import { ApiError, request, subscribe } from "./api";
+import { currentSession } from "./auth";
 import { SAFETY_MS, Ticker } from "./ticker";
 
 /** What never changes in a run: its plan as drawn, inputs, version, function versions. */
@@ -45,6 +46,40 @@ export function advance(prev: RunState | null, next: RunState): RunState {
 
 function asError(e: unknown): Error {
   return e instanceof Error ? e : new Error(String(e));
+}
+
+/** A run's first read: its plan and its first state, two requests sent together (the plan is
+ * laid out while the server still builds the state). */
+function readRun(id: string) {
+  // The plan first: the server takes the requests in the order they arrive.
+  const plan = request(RunPlanQuery, { id });
+  const state = request(LiveRunQuery, { id, types: RUN_EVENT_TYPES });
+  return { plan, state };
+}
+
+/** How long a run read at start-up stays good for its page (a page opened later reads again). */
+const EARLY_MS = 10_000;
+let early: { id: string; at: number; read: ReturnType<typeof readRun> } | null = null;
+
+/** The run page's first read, started when the app is loaded at a run's address (`path`, under
+ * the app's base) with a session: it goes out while the rest of the app's modules are evaluated
+ * and its first page drawn, instead of after them. The page takes it (`firstRead`). */
+export function readRunEarly(path: string): void {
+  const found = /^\/ui\/runs\/([^/]+)\/?$/.exec(path);
+  if (!found?.[1] || !currentSession()) return;
+  const read = readRun(decodeURIComponent(found[1]));
+  // Its page reports a failure; a page never opened leaves it unread.
+  read.plan.catch(() => undefined);
+  read.state.catch(() => undefined);
+  early = { id: decodeURIComponent(found[1]), at: performance.now(), read };
+}
+
+/** The start-up read of run `id` when it is still fresh, else a new read. Either way the start-up
+ * read is used at most once. */
+export function firstRead(id: string): ReturnType<typeof readRun> {
+  const taken = early;
+  early = null;
+  return taken && taken.id === id && performance.now() - taken.at < EARLY_MS ? taken.read : readRun(id);
 }
 
 export function useLiveRun(id: string) {
@@ -122,11 +157,15 @@ export function useLiveRun(id: string) {
         complete: fallBack,
       });
     };
-    // The plan once, with the first state; the ticks bring the state alone.
-    request(LiveRunQuery, { id, types: RUN_EVENT_TYPES }).then(
+    // The plan once, beside the first state; the ticks bring the state alone.
+    const { plan: planRead, state: stateRead } = firstRead(id);
+    planRead.then(
+      (r) => live && setPlan(r.workflowRun),
+      (e: unknown) => live && setError(asError(e)),
+    );
+    stateRead.then(
       (r) => {
         if (!live) return;
-        setPlan(r.workflowRun);
         apply(r.workflowRun);
         if (TERMINAL.has(r.workflowRun.status)) return;
         setMode("polling");

@@ -1,10 +1,10 @@
 // The run page: the plan as a laid-out graph with its edges and status colours, a timeline,
 // the selected node (in the URL as ?node=, the failed node by default) and its values in units.
-import { Background, ReactFlow, type Edge } from "@xyflow/react";
+import { Background, ReactFlow, ReactFlowProvider, type Edge, type ReactFlowProps } from "@xyflow/react";
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
+import { nodeTypes, plainHandles, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
 import { ErrorView, Logs } from "../components/ErrorView";
 import { RunControls } from "../components/RunControls";
@@ -16,7 +16,7 @@ import { useCatalog } from "../lib/catalog";
 import { useAsync } from "../lib/hooks";
 import { duration, ports, when } from "../lib/format";
 import { sourceOf, type GraphNode } from "../lib/graph";
-import { boxHeight, layout } from "../lib/layout";
+import { boxHeight, fittedViewport, layout } from "../lib/layout";
 import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "../lib/quantity";
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
@@ -25,7 +25,12 @@ import { JobOutputsQuery, RunNodeQuery } from "./Run.graphql";
 
 const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
+const NODE_HEIGHT = boxHeight(0);
 const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
+// Every run node's size and handles, given to React Flow (as for server-side rendering): the
+// first commit draws the edges and knows what is in view before React Flow has measured a node.
+const MEASURED = { width: NODE_WIDTH, height: NODE_HEIGHT };
+const HANDLES = plainHandles(NODE_WIDTH, NODE_HEIGHT);
 
 type Run = LiveRun;
 type Position = { x: number; y: number };
@@ -69,7 +74,9 @@ function planEdges(nodes: readonly GraphNode[]): Edge[] {
   return nodes.flatMap((n) => {
     const from = Object.entries(n.input_bindings ?? {}).map(([port, b]) => ({ source: sourceOf(b), label: `${b.from_port}→${port}` }));
     if (n.kind === "extract" && n.from_node_key) from.push({ source: n.from_node_key, label: "bundle" });
-    return from.map((e) => ({ id: `${e.source}->${n.node_key}:${e.label}`, source: e.source, target: n.node_key, ariaLabel: `${e.source} to ${n.node_key} (${e.label})`, focusable: false }));
+    // No interaction path (an invisible 20 px wide copy of each edge): the run's edges are
+    // read, not clicked.
+    return from.map((e) => ({ id: `${e.source}->${n.node_key}:${e.label}`, source: e.source, target: n.node_key, ariaLabel: `${e.source} to ${n.node_key} (${e.label})`, focusable: false, interactionWidth: 0 }));
   });
 }
 
@@ -116,7 +123,9 @@ function useStableFlowNodes(
               type: "calc",
               position,
               width: NODE_WIDTH,
-              height: boxHeight(0),
+              height: NODE_HEIGHT,
+              measured: MEASURED,
+              handles: HANDLES,
               data: {
                 key: n.node_key,
                 kind: n.kind,
@@ -143,8 +152,33 @@ const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
  * on each live update (a 1,000-node layout is hundreds of ms). */
 function usePositions(runId: string | undefined, nodes: readonly GraphNode[], edges: readonly Edge[]): Map<string, Position> | null {
   return useMemo(
-    () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: boxHeight(0) })), edges, RANK_GAP) : null),
+    () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: NODE_HEIGHT })), edges, RANK_GAP) : null),
     [runId, nodes, edges],
+  );
+}
+
+/** The size of the graph's pane, read once it is on the page (before it is painted). */
+function usePaneSize(ready: boolean): [(el: HTMLDivElement | null) => void, { width: number; height: number } | null] {
+  const [pane, setPane] = useState<HTMLDivElement | null>(null);
+  const [size, setSize] = useState<{ width: number; height: number } | null>(null);
+  useLayoutEffect(() => {
+    if (ready && pane && size === null) setSize({ width: pane.clientWidth, height: pane.clientHeight });
+  }, [ready, pane, size]);
+  return [setPane, size];
+}
+
+/** The graph drawn at once as fit-to-view shows it: React Flow's store starts with the pane's
+ * size and the fitted viewport (its documented server-side path: `initialWidth`,
+ * `initialHeight` and `fitView` on the provider), not at 100 % zoom until its fitView runs after
+ * the first draw. At 100 % a 1,000-node run drew every node whole (React Flow draws a node it
+ * has not measured even outside the view), then again tiny once fitted. */
+function RunFlow({ nodes, pane, ...flow }: ReactFlowProps<FlowNodeType> & { nodes: FlowNodeType[]; pane: { width: number; height: number } }) {
+  // The same viewport as the store's first (React Flow's pan and zoom start from it).
+  const [viewport] = useState(() => fittedViewport(nodes, pane, FIT_VIEW));
+  return (
+    <ReactFlowProvider initialNodes={nodes} initialWidth={pane.width} initialHeight={pane.height} fitView initialFitViewOptions={FIT_VIEW} initialMinZoom={FIT_VIEW.minZoom} initialMaxZoom={FIT_VIEW.maxZoom}>
+      <ReactFlow nodes={nodes} defaultViewport={viewport} minZoom={FIT_VIEW.minZoom} {...flow} />
+    </ReactFlowProvider>
   );
 }
 
@@ -176,20 +210,27 @@ export function RunPage() {
     () => (run?.nodeStates ?? []).map((s) => ({ key: s.nodeKey, status: s.status, attempt: s.attempt, startedAt: s.startedAt, finishedAt: s.finishedAt, earlier: earlierAttempts(s) })),
     [run?.nodeStates],
   );
-  // The run is drawn when its graph is (its plan laid out).
+  const [paneRef, pane] = usePaneSize(positions !== null);
+  // The run is drawn when its graph is (its plan laid out, React Flow drawn in its pane).
   const firstDrawn = useRef(false);
-  const graphDrawn = positions !== null;
+  const graphDrawn = positions !== null && pane !== null;
   useLayoutEffect(() => {
     if (!run || !graphDrawn) return;
     const metrics = (window.__calcgraphRunMetrics ??= { firstRenderMs: null, updates: [] });
-    const now = performance.now();
-    if (!firstDrawn.current) {
-      firstDrawn.current = true;
-      metrics.firstRenderMs = now;
-    } else if (arrived.current !== null) {
-      metrics.updates.push(now - arrived.current);
-    }
+    const first = !firstDrawn.current;
+    const since = arrived.current;
+    firstDrawn.current = true;
     arrived.current = null;
+    if (!first && since === null) return;
+    // Drawn once painted, not once committed: what React Flow's effects do after the commit
+    // (its store updates, their renders) and the browser's style, layout and paint of the graph
+    // are part of drawing it. A task queued from the next animation frame runs after that frame
+    // is painted.
+    requestAnimationFrame(() => setTimeout(() => {
+      const now = performance.now();
+      if (first) metrics.firstRenderMs = now;
+      else if (since !== null) metrics.updates.push(now - since);
+    }, 0));
   }, [run, graphDrawn, arrived]);
   // Effects run once the page is painted: the run is on screen, ticks may go.
   useEffect(() => {
@@ -217,15 +258,14 @@ export function RunPage() {
       </dl>
       {error && <ErrorBox error={error} />}
       <div className="run-body">
-        <div className="flow" aria-label="Run graph" data-edges={edges.length}>
-          {positions === null ? <Loading /> : <ReactFlow
+        <div className="flow" aria-label="Run graph" data-edges={edges.length} ref={paneRef}>
+          {positions === null || pane === null ? <Loading /> : <RunFlow
+            key={plan?.id}
+            pane={pane}
             nodes={flowNodes}
             edges={edges}
             nodeTypes={nodeTypes}
             onlyRenderVisibleElements={big}
-            fitView
-            fitViewOptions={FIT_VIEW}
-            minZoom={0.01}
             nodesDraggable={false}
             nodesConnectable={false}
             onNodeClick={onNodeClick}
@@ -234,7 +274,7 @@ export function RunPage() {
           >
             <Background />
             <GraphTools keys={keys} onFind={select} label="run graph" />
-          </ReactFlow>}
+          </RunFlow>}
         </div>
         <aside className="details" aria-label="Node details">
           {selected ? (
