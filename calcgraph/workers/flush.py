@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.enqueue import Message, collecting
 
@@ -65,6 +67,9 @@ class Outbox:
         manager = collecting()
         buffer = manager.__enter__()
         return manager, buffer
+
+    async def before_commit(self, session: AsyncSession, state: Any) -> None:
+        pass
 
     async def committed(self, state: Any) -> None:
         _, buffer = state

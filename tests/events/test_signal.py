@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import pytest
 
@@ -15,7 +15,7 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.events import signal
 from calcgraph.domain.events.catalog import parse_types
 from calcgraph.domain.runs import changes
-from calcgraph.workers.event_signal import _Rounds, attach_signal
+from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.notify import LocalNotifier, RedisNotifier
 from calcgraph.workers.run_changes import LocalRunChanges, attach_run_changes
 from tests.execution.test_redis import REDIS_URL, _redis_or_skip
@@ -73,11 +73,11 @@ class _Waking(LocalNotifier):
         super().__init__()
         self.order = order
 
-    def publish_events(
+    async def announce_events(
         self, types: Collection[str] | None = None, runs: Collection[str] | None = None
     ) -> None:
         self.order.append("readers woken")
-        super().publish_events(types, runs)
+        await super().announce_events(types, runs)
 
 
 @pytest.mark.db
@@ -92,7 +92,7 @@ async def test_readers_are_woken_after_the_run_tokens_are_renewed(
     order: list[str] = []
     hooks = list(database.unit_hooks)
     try:
-        attach = [
+        attach: list[Callable[[], None]] = [
             lambda: attach_signal(database, _Waking(order)),
             lambda: attach_run_changes(database, _Renewing(order)),
         ]
@@ -104,60 +104,3 @@ async def test_readers_are_woken_after_the_run_tokens_are_renewed(
         assert order == ["run token renewed", "readers woken"]
     finally:
         database.unit_hooks[:] = hooks
-
-
-# --- numbering rounds shared by the units that commit meanwhile ---
-
-
-async def test_every_unit_returns_only_once_a_round_begun_after_its_commit_numbered_it() -> None:
-    committed: list[int] = []
-    numbered: set[int] = set()
-    rounds_seen: list[set[int]] = []
-
-    async def number() -> None:
-        seen = set(committed)  # the round's snapshot: what had committed when it began
-        rounds_seen.append(seen)
-        await asyncio.sleep(0.01)  # the numbering transaction
-        numbered.update(seen)
-
-    rounds = _Rounds(number)
-
-    async def unit(i: int) -> None:
-        await asyncio.sleep(0.001 * (i % 7))
-        committed.append(i)
-        await rounds.after_commit()
-        assert i in numbered, (i, rounds_seen)
-
-    await asyncio.gather(*(unit(i) for i in range(40)))
-    assert numbered == set(range(40))
-    assert len(rounds_seen) < 40  # shared: not one numbering transaction per unit
-    await rounds.after_commit()  # alone: a round of its own at once
-    assert len(rounds_seen) <= 40
-
-
-async def test_a_failed_round_fails_its_waiters_and_the_next_round_runs() -> None:
-    calls: list[int] = []
-
-    async def number() -> None:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("the database went away")
-
-    rounds = _Rounds(number)
-    with pytest.raises(RuntimeError, match="went away"):
-        await rounds.after_commit()
-    await rounds.after_commit()
-    assert len(calls) == 2
-
-
-async def test_a_lone_unit_numbers_in_its_own_task() -> None:
-    """A unit that holds something only its own task may take again (a test's turn on its
-    connection) must not wait on a round run by another task."""
-    tasks: list[asyncio.Task[object] | None] = []
-
-    async def number() -> None:
-        tasks.append(asyncio.current_task())
-
-    rounds = _Rounds(number)
-    await rounds.after_commit()
-    assert tasks == [asyncio.current_task()]
