@@ -61,9 +61,12 @@ class EventSignal:
     """A `UnitHook`: a unit that recorded an event numbers it before its commit, then, once
     committed, `notifier.announce_events(types, runs)` (the types recorded and the runs their
     events belong to: a reader whose filter matches none of the types, or a reader of one
-    run that is none of the runs, is not woken). It runs after the unit's other hooks
-    (`attach_signal` appends it last; `attach_run_changes` goes ahead of it): what a woken
-    reader does next (a tick) sees everything the unit changed, run tokens included."""
+    run that is none of the runs, is not woken). It runs after the run changes
+    (`attach_run_changes` goes ahead of it), so what a woken reader does next (a tick) sees
+    everything the unit changed, run tokens included; and before the outbox's sends
+    (`attach_signal` goes ahead of a hook that `sends_messages`), which a reader does not
+    need: a worker's unit that ended a job and queued the next waited for the Dramatiq send,
+    a thread's round trip to Redis, before its wake-up left."""
 
     wakes_readers = True
 
@@ -93,6 +96,9 @@ class EventSignal:
 
 
 def attach_signal(database: Database, notifier: Notifier) -> None:
-    """Give `database`'s write sessions the hook (replacing an earlier one), last."""
-    database.unit_hooks[:] = [h for h in database.unit_hooks if not isinstance(h, EventSignal)]
-    database.unit_hooks.append(EventSignal(database, notifier))
+    """Give `database`'s write sessions the hook (replacing an earlier one), last but ahead
+    of the outbox (a hook that `sends_messages`), whichever was attached first."""
+    hooks = database.unit_hooks
+    hooks[:] = [h for h in hooks if not isinstance(h, EventSignal)]
+    sending = [i for i, h in enumerate(hooks) if getattr(h, "sends_messages", False)]
+    hooks.insert(sending[0] if sending else len(hooks), EventSignal(database, notifier))

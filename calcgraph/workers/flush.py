@@ -48,6 +48,9 @@ class Outbox:
     the messages go; `drain` waits for those under way, at shutdown). With `send_async`, the
     detached send runs on the event loop instead of in a thread."""
 
+    sends_messages = True
+    """The event signal goes ahead of it (`calcgraph.workers.event_signal.attach_signal`)."""
+
     def __init__(
         self,
         send: Sender,

@@ -1,21 +1,23 @@
 """The event signal names the types a unit recorded: a reader (long-poll, subscription) whose
 filter matches none of them is not woken, in this process and through Redis; a signal whose
 types are unknown (an older process's) wakes every reader. It wakes them after the unit's run
-tokens are renewed."""
+tokens are renewed, and before its messages are sent."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 import pytest
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.events import signal
 from calcgraph.domain.events.catalog import parse_types
+from calcgraph.domain.jobs.enqueue import Message, enqueue
 from calcgraph.domain.runs import changes
 from calcgraph.workers.event_signal import attach_signal
+from calcgraph.workers.flush import attach as attach_outbox
 from calcgraph.workers.notify import LocalNotifier, RedisNotifier
 from calcgraph.workers.run_changes import LocalRunChanges, attach_run_changes
 from tests.execution.test_redis import REDIS_URL, _redis_or_skip
@@ -102,5 +104,35 @@ async def test_readers_are_woken_after_the_run_tokens_are_renewed(
             signal.mark("calcgraph.job.succeeded")
             changes.changed("run-1")
         assert order == ["run token renewed", "readers woken"]
+    finally:
+        database.unit_hooks[:] = hooks
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("outbox_first", [True, False], ids=["outbox-first", "signal-first"])
+async def test_readers_are_woken_before_the_units_messages_are_sent(
+    database: Database, outbox_first: bool
+) -> None:
+    """A worker's unit that ends a job often queues the next one too: its readers need the
+    committed event, not the message, so they are not kept waiting for the send (a blocking
+    round trip to Redis in a thread), whichever hook was attached first."""
+    order: list[str] = []
+    hooks = list(database.unit_hooks)
+
+    def sent(messages: Sequence[Message]) -> int:
+        order.append("message sent")
+        return 0
+
+    try:
+        attach: list[Callable[[], object]] = [
+            lambda: attach_outbox(database, lambda m: None, sent, off_loop=True),
+            lambda: attach_signal(database, _Waking(order)),
+        ]
+        for step in attach if outbox_first else reversed(attach):
+            step()
+        async with database.write_session():
+            signal.mark("calcgraph.job.succeeded")
+            enqueue("sandbox.run", job_id="j1")
+        assert order == ["readers woken", "message sent"]
     finally:
         database.unit_hooks[:] = hooks
