@@ -90,7 +90,7 @@ SCENARIOS = (
 class Counts:
     ticks: int = 0
     refused: int = 0
-    """Ticks answered 503 (each waited its Retry-After before the next)."""
+    """Ticks answered 503 or 429 (each waited its Retry-After before the next)."""
     polls: int = 0
     """Long-poll requests (event-driven arm)."""
     ended: int = 0
@@ -118,7 +118,7 @@ class Page:
         path = f"/workflow-runs/{self.run_id}/tick"
         async with self.session.post(path, headers=self.headers) as answer:
             self.counts.ticks += 1
-            if answer.status == 503:
+            if answer.status in (429, 503):
                 self.counts.refused += 1
                 return float(answer.headers.get("Retry-After", "1"))
             if answer.status != 200:
@@ -176,7 +176,7 @@ async def _long_poll(page: Page, start: str) -> None:
         query = [*params, ("after", cursor), ("wait", "25")]
         async with page.session.get("/events", params=query, headers=page.headers) as answer:
             page.counts.polls += 1
-            if answer.status == 503:
+            if answer.status in (429, 503):
                 await asyncio.sleep(float(answer.headers.get("Retry-After", "1")))
                 continue
             if answer.status != 200:
@@ -227,7 +227,30 @@ async def _subscribe(page: Page, after: str | None) -> None:
                 return  # error, complete, or errors: the stream failed
 
 
+PER_USER = {
+    "CALCGRAPH_LIMIT_REQUESTS_IN_FLIGHT_PER_USER": str(4 * PAGES),
+    "CALCGRAPH_LIMIT_SOCKETS_PER_USER": str(4 * PAGES),
+    "CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE": "3600",
+}
+"""The pages stand for many users' tabs, but all sign in as alice: her limits of requests in
+flight (100), sockets (20) and server time would refuse what 200 users would be let
+through."""
+
+
 async def _arm(scenario: Scenario, mode: str) -> Result:
+    saved = {key: os.environ.get(key) for key in PER_USER}
+    os.environ.update(PER_USER)  # inherited by the served processes
+    try:
+        return await _arm_served(scenario, mode)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+async def _arm_served(scenario: Scenario, mode: str) -> Result:
     with redis_prefix() as prefix:
         async with api(
             postgres=True, threads=scenario.threads, redis=(REDIS_URL, prefix), job_worker=True
@@ -270,7 +293,10 @@ async def _arm(scenario: Scenario, mode: str) -> Result:
             measured = Counts(**vars(counts))
             finished = await _jobs_ended_since(bench, start)
             stop.set()
-            failed = sum(1 for p in pages if p.done() and p.exception() is not None)
+            errors = [p.exception() for p in pages if p.done() and p.exception() is not None]
+            failed = len(errors)
+            if errors:
+                print(f"{mode}: {failed} pages failed, e.g. {errors[0]!r}")
             await asyncio.gather(*pages, return_exceptions=True)
             return _result(
                 scenario, mode, bench, measured, spent, elapsed, finished, failed, loadavg
