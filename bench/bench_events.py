@@ -16,16 +16,9 @@ delivers the webhooks).
 - `events_flood_http` (production shape): the p50 of a plain tick and of an execute (a real
   job, waited for) without, then with 1,000 events recorded per second (by the product's own
   recording, `record_rows`, in 20 units of 50 a second, through the same PostgreSQL and Redis,
-  read by a `GET /events?wait=25` follower and matched against a webhook), and their ratio.
-- `events_pages_http` (production shape): 200 open run pages, each a client with its own
-  connections, over 200 diamond runs: blind, each page ticks every 2 s; subscribed, as the web
-  app's run page does, each page holds the GraphQL `events` subscription of its run
-  (graphql-transport-ws) and ticks on each event, plus a 30 s safety tick; event-driven, each page
-  follows `GET /events?type=calcgraph.job.succeeded&type=calcgraph.job.failed&run=<its
-  run>&wait=25` (woken only by its own run's jobs) and ticks when it answers, plus a 30 s
-  safety tick. Ticks per second,
-  the server's CPU per second (API and worker processes; PostgreSQL apart), jobs finished, and
-  the ratio of ticks.
+  from a process of its own, `bench/event_flood.py`; read by a `GET /events?wait=25` follower
+  and matched against a webhook), their ratio, and the server's CPU per second in each phase.
+- `events_pages_http`: 200 open run pages, blind against event-driven (`bench/event_pages.py`).
 
 Every figure gives the load average beside it (the machine is shared).
 """
@@ -34,20 +27,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Any
 
-import aiohttp
 import httpx
 
 from bench.bench_scale_tick import REDIS_URL, redis_prefix
 from bench.core import Options, Result, percentile, summarise
+from bench.event_flood import FLOOD_PER_S
+from bench.event_pages import pages
 from bench.scale_client import (
-    POSTGRES_URL,
     Api,
     CpuSplit,
     Unavailable,
@@ -55,11 +50,6 @@ from bench.scale_client import (
     cpu_split,
     diamond_nodes,
 )
-from calcgraph.db.engine import Database
-from calcgraph.domain.events.catalog import USER_LOGIN
-from calcgraph.domain.events.service import event_row, record_rows
-from calcgraph.workers.event_signal import attach_signal
-from calcgraph.workers.notify import RedisNotifier
 from tests.events.receiver import receiver
 
 PHASE_S = 20.0
@@ -68,8 +58,6 @@ MANY_RUNS = 100
 JOB_SUCCEEDED = "calcgraph.job.succeeded"
 JOB_ENDED = ("calcgraph.job.succeeded", "calcgraph.job.failed")
 _ENV = {"CALCGRAPH_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
-FLOOD_PER_S = 1000
-FLOOD_UNITS_PER_S = 20
 FLOOD_PHASE_S = 12.0
 PAGES = 200
 PAGES_PHASE_S = 30.0
@@ -281,32 +269,23 @@ def recorded_100_runs(options: Options) -> list[Result]:
 # --- a flood of events against ticks and executes -------------------------------------------
 
 
-async def _flood(prefix: str, user_id: str, stop: asyncio.Event) -> int:
-    """`FLOOD_PER_S` `calcgraph.user.login` events of `user_id` a second, recorded by the
-    product's `record_rows` in units of work whose hook numbers them and publishes through
-    Redis, as a server's would, until `stop`."""
-    database = Database(POSTGRES_URL)
-    notifier = RedisNotifier(REDIS_URL, prefix)
-    attach_signal(database, notifier)
-    per_unit = FLOOD_PER_S // FLOOD_UNITS_PER_S
-    recorded = 0
-    loop = asyncio.get_running_loop()
-    next_at = loop.time()
-    try:
-        while not stop.is_set():
-            rows = [
-                event_row(USER_LOGIN, user_id, {"username": "alice", "flood": recorded + i})
-                for i in range(per_unit)
-            ]
-            async with database.write_session() as session:
-                await record_rows(session, rows)
-            recorded += per_unit
-            next_at += 1 / FLOOD_UNITS_PER_S
-            await asyncio.sleep(max(0.0, next_at - loop.time()))
-    finally:
-        await notifier.close()
-        await database.dispose()
-    return recorded
+async def _flood(prefix: str, user_id: str, seconds: float) -> dict[str, float]:
+    """The flood (`bench.event_flood`) in a process of its own, for `seconds`: what it
+    recorded, the seconds it took and its CPU seconds."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.event_flood",
+        prefix,
+        user_id,
+        str(seconds),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"the flood process failed ({process.returncode})")
+    found: dict[str, float] = json.loads(out.decode().strip().splitlines()[-1])
+    return found
 
 
 async def _measure(bench: Api, slug: str, seconds: float) -> tuple[list[int], list[int]]:
@@ -368,11 +347,12 @@ def flood(options: Options) -> list[Result]:
 
                 follower = asyncio.create_task(follow())
                 await _measure(bench, slug, 3.0)  # warm: code cached, pools open
-                figures: dict[str, tuple[list[int], list[int], CpuSplit, float, int]] = {}
+                figures: dict[
+                    str, tuple[list[int], list[int], CpuSplit, float, dict[str, float]]
+                ] = {}
                 for phase in ("without", "with"):
-                    stop = asyncio.Event()
                     flooding = (
-                        asyncio.create_task(_flood(prefix, user_id, stop))
+                        asyncio.create_task(_flood(prefix, user_id, FLOOD_PHASE_S))
                         if phase == "with"
                         else None
                     )
@@ -380,8 +360,7 @@ def flood(options: Options) -> list[Result]:
                     ticks, executes = await _measure(bench, slug, FLOOD_PHASE_S)
                     elapsed = time.perf_counter() - t0
                     spent = await cpu_split(bench) - before
-                    stop.set()
-                    flooded = await flooding if flooding is not None else 0
+                    flooded = await flooding if flooding is not None else {}
                     figures[phase] = (ticks, executes, spent, elapsed, flooded)
                 await asyncio.sleep(3.0)
                 follower.cancel()
@@ -390,18 +369,29 @@ def flood(options: Options) -> list[Result]:
                 results = []
                 base_tick = percentile(sorted(figures["without"][0]), 50)
                 base_exec = percentile(sorted(figures["without"][1]), 50)
+                _, _, base_spent, base_elapsed, _ = figures["without"]
+                base_cpu = _server_s(base_spent) / base_elapsed
                 for phase, (ticks, executes, spent, elapsed, flooded) in figures.items():
                     tick_p50 = percentile(sorted(ticks), 50)
                     exec_p50 = percentile(sorted(executes), 50)
+                    recorded = flooded.get("recorded", 0.0)
+                    server_cpu = _server_s(spent) / elapsed
                     extra: dict[str, object] = {
-                        "events_flooded": flooded,
-                        "flood_events_per_s": round(flooded / elapsed, 1),
+                        "events_flooded": int(recorded),
+                        "flood_events_per_s": round(recorded / flooded.get("seconds", 1.0), 1),
+                        "flood_process_cpu_s_per_s": round(
+                            flooded.get("cpu_s", 0.0) / flooded.get("seconds", 1.0), 3
+                        ),
+                        "server_cpu_ratio_to_without": round(server_cpu / max(1e-9, base_cpu), 3),
+                        "server_extra_cpu_ms_per_flood_event": round(
+                            (server_cpu - base_cpu) * elapsed / max(1.0, recorded) * 1000, 4
+                        ),
                         "tick_p50_ratio_to_without": round(tick_p50 / base_tick, 3),
                         "execute_p50_ms": round(exec_p50 / 1e6, 2),
                         "execute_p99_ms": round(percentile(sorted(executes), 99) / 1e6, 2),
                         "execute_p50_ratio_to_without": round(exec_p50 / base_exec, 3),
                         "executes": len(executes),
-                        "server_cpu_s_per_s": round(_server_s(spent) / elapsed, 3),
+                        "server_cpu_s_per_s": round(server_cpu, 3),
                         "postgres_cpu_s_per_s": round(spent.postgres / elapsed, 3),
                         "follower_saw": seen,
                         "loadavg": [round(x, 2) for x in os.getloadavg()],
@@ -421,247 +411,6 @@ def flood(options: Options) -> list[Result]:
                 return results
 
     return asyncio.run(run())
-
-
-# --- 200 open run pages: event-driven against blind ticking ---------------------------------
-
-
-async def _pages_phase(mode: str) -> Result:
-    with redis_prefix() as prefix:
-        async with api(
-            postgres=True, threads=4, redis=(REDIS_URL, prefix), job_worker=True
-        ) as bench:
-            slug = await bench.workflow(diamond_nodes(bench))
-            run_ids = [await bench.start(slug, float(i)) for i in range(PAGES)]
-            start = (await _events(bench, after="now"))["next_cursor"]
-            ticks = busy = 0
-            stop = asyncio.Event()
-            headers = bench.headers
-            base = bench.server.base_url
-
-            async def tick(session: aiohttp.ClientSession, run_id: str) -> str:
-                nonlocal ticks, busy
-                async with session.post(f"/workflow-runs/{run_id}/tick", headers=headers) as r:
-                    ticks += 1
-                    if r.status != 200:
-                        busy += r.status == 503
-                        return "error"
-                    return str((await r.json())["status"])
-
-            async def tick_until_answered(session: aiohttp.ClientSession, run_id: str) -> None:
-                """An event-driven page's tick: a refused one (503) is sent again after its
-                Retry-After, as the web app's ticker does (blind pages just tick again 2 s
-                later). Without it a refused tick leaves the run waiting for the safety tick:
-                no job of it runs, so no event comes."""
-                nonlocal ticks, busy
-                while not stop.is_set():
-                    path = f"/workflow-runs/{run_id}/tick"
-                    async with session.post(path, headers=headers) as r:
-                        ticks += 1
-                        if r.status != 503:
-                            return
-                        busy += 1
-                        retry_after = float(r.headers.get("Retry-After", "1"))
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), retry_after)
-
-            async def blind(run_id: str, offset: float) -> None:
-                connector = aiohttp.TCPConnector(limit=1)
-                async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
-                    await asyncio.sleep(offset)
-                    while not stop.is_set():
-                        await tick(session, run_id)
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(stop.wait(), BLIND_TICK_S)
-
-            async def driven(run_id: str, offset: float) -> None:
-                nonlocal busy
-                # One connection for the long-poll, one for ticks: a browser tab's two.
-                connector = aiohttp.TCPConnector(limit=2)
-                async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
-                    await asyncio.sleep(offset)
-                    await tick_until_answered(session, run_id)  # the page opens
-                    cursor = start
-                    last_tick = time.monotonic()
-                    params: list[tuple[str, str]] = [("type", t) for t in JOB_ENDED]
-                    params.append(("run", run_id))  # only its own run's jobs wake it
-                    while not stop.is_set():
-                        wait = max(0.0, min(25.0, SAFETY_TICK_S - (time.monotonic() - last_tick)))
-                        query = [*params, ("after", cursor), ("wait", f"{wait:.2f}")]
-                        async with session.get("/events", params=query, headers=headers) as r:
-                            if r.status == 503:
-                                busy += 1
-                                await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
-                                continue
-                            page = await r.json()
-                        cursor = page["next_cursor"]
-                        mine = any(e["data"].get("run_id") == run_id for e in page["items"])
-                        if page["items"] and not mine:
-                            raise RuntimeError(f"run={run_id} answered another run's events")
-                        if mine or time.monotonic() - last_tick >= SAFETY_TICK_S:
-                            if stop.is_set():
-                                break
-                            await tick_until_answered(session, run_id)
-                            last_tick = time.monotonic()
-
-            async def subscribed(run_id: str, offset: float) -> None:
-                """The web app's run page: the `events` subscription of its run over
-                graphql-transport-ws, a tick on each of its jobs' events; a subscription that
-                ends (the server busy) is opened again from now, with a tick, as the page's
-                fallback does."""
-                nonlocal busy
-                connector = aiohttp.TCPConnector(limit=2)
-                async with aiohttp.ClientSession(base_url=base, connector=connector) as session:
-                    await asyncio.sleep(offset)
-                    await tick_until_answered(session, run_id)  # the page opens
-                    after: str | None = start
-                    while not stop.is_set():
-                        try:
-                            followed = await follow(session, run_id, after)
-                        except (aiohttp.ClientError, TypeError, ValueError):
-                            followed = False  # refused at the handshake, or not JSON
-                        if not followed:
-                            busy += 1
-                            with contextlib.suppress(TimeoutError):
-                                await asyncio.wait_for(stop.wait(), 1.0)
-                            after = None
-                            await tick_until_answered(session, run_id)
-
-            async def follow(
-                session: aiohttp.ClientSession, run_id: str, after: str | None
-            ) -> bool:
-                """Until `stop` (True) or the subscription ends (False)."""
-                async with session.ws_connect(
-                    "/graphql", protocols=("graphql-transport-ws",)
-                ) as ws:
-                    init = {"Authorization": headers["Authorization"]}
-                    await ws.send_json({"type": "connection_init", "payload": init})
-                    ack = await ws.receive_json()
-                    if ack.get("type") != "connection_ack":
-                        return False
-                    variables = {"run": run_id, "types": list(JOB_ENDED), "after": after}
-                    payload = {"query": RUN_EVENTS, "variables": variables}
-                    await ws.send_json({"id": "1", "type": "subscribe", "payload": payload})
-                    last_tick = time.monotonic()
-                    while not stop.is_set():
-                        left = max(0.1, SAFETY_TICK_S - (time.monotonic() - last_tick))
-                        message: dict[str, Any] | None = None
-                        with contextlib.suppress(TimeoutError):
-                            message = await asyncio.wait_for(ws.receive_json(), left)
-                        if stop.is_set():
-                            break
-                        kind = None if message is None else message.get("type")
-                        if kind == "ping":
-                            await ws.send_json({"type": "pong"})
-                            continue
-                        failed = kind == "next" and "errors" in (message or {}).get("payload", {})
-                        if kind in ("error", "complete") or failed:
-                            return False
-                        if kind == "next" or time.monotonic() - last_tick >= SAFETY_TICK_S:
-                            await tick_until_answered(session, run_id)
-                            last_tick = time.monotonic()
-                return True
-
-            page = {"blind": blind, "event-driven": driven, "subscribed": subscribed}[mode]
-            before, t0 = await cpu_split(bench), time.perf_counter()
-            pages = [
-                asyncio.create_task(page(run_id, i * BLIND_TICK_S / PAGES))
-                for i, run_id in enumerate(run_ids)
-            ]
-            await asyncio.sleep(PAGES_PHASE_S)
-            elapsed = time.perf_counter() - t0
-            spent = await cpu_split(bench) - before
-            loadavg = [round(x, 2) for x in os.getloadavg()]
-            measured_ticks = ticks
-            # The jobs finished within the measured time (counted before the pages stop).
-            finished = await _count_since_typed(bench, start)
-            stop.set()
-            failed = sum(1 for task in pages if task.done() and task.exception() is not None)
-            for task in pages:
-                task.cancel()
-            await asyncio.gather(*pages, return_exceptions=True)
-            return Result(
-                benchmark="events_pages_http",
-                scenario=f"{PAGES} open run pages, {mode} ticking",
-                setup=(
-                    f"{bench.setup}, {PAGES} diamond runs, each page aiohttp with its own "
-                    f"connections, {PAGES_PHASE_S:g} s"
-                ),
-                requests=measured_ticks,
-                seconds=round(elapsed, 3),
-                rps=measured_ticks / elapsed,
-                p50_us=float("nan"),
-                p99_us=float("nan"),
-                errors=failed,
-                extra={
-                    "pages_failed": failed,
-                    "answered_503": busy,
-                    "mode": mode,
-                    "ticks_per_s": round(measured_ticks / elapsed, 2),
-                    "server_cpu_s_per_s": round(_server_s(spent) / elapsed, 3),
-                    "server_cpu_ms_per_tick": round(
-                        _server_s(spent) / max(1, measured_ticks) * 1000, 2
-                    ),
-                    "postgres_cpu_s_per_s": round(spent.postgres / elapsed, 3),
-                    "client_cpu_s_per_s": round(spent.client / elapsed, 3),
-                    "jobs_finished": finished,
-                    "server_cpu_ms_per_job_finished": round(
-                        _server_s(spent) / max(1, finished) * 1000, 2
-                    ),
-                    # The API process's event loop (HTTP, auth, ticks, long-polls: what the
-                    # pages drive) apart from the other threads and the worker process (what
-                    # running the jobs costs, the same whoever watches them).
-                    "api_loop_cpu_ms_per_job_finished": round(
-                        spent.loop_thread / max(1, finished) * 1000, 2
-                    ),
-                    "worker_cpu_ms_per_job_finished": round(
-                        spent.worker_threads / max(1, finished) * 1000, 2
-                    ),
-                    "ticks_per_job_finished": round(measured_ticks / max(1, finished), 2),
-                    "loadavg": loadavg,
-                },
-            )
-
-
-async def _count_since_typed(bench: Api, cursor: str) -> int:
-    count = 0
-    while True:
-        page = await _events(bench, after=cursor, limit=500, type=list(JOB_ENDED))
-        count += len(page["items"])
-        if not page["items"]:
-            return count
-        cursor = page["next_cursor"]
-
-
-def pages(options: Options) -> list[Result]:
-    blind_result = asyncio.run(_pages_phase("blind"))
-    driven_result = asyncio.run(_pages_phase("event-driven"))
-    subscribed_result = asyncio.run(_pages_phase("subscribed"))
-    for result in (driven_result, subscribed_result):
-        _ratios(blind_result, result)
-    return [blind_result, driven_result, subscribed_result]
-
-
-def _ratios(blind_result: Result, driven_result: Result) -> None:
-    ratio = blind_result.rps / driven_result.rps if driven_result.rps else float("nan")
-    cpu_ratio = float(str(blind_result.extra["server_cpu_s_per_s"])) / max(
-        1e-9, float(str(driven_result.extra["server_cpu_s_per_s"]))
-    )
-    driven_result.extra["fewer_ticks_than_blind_x"] = round(ratio, 2)
-    driven_result.extra["less_server_cpu_than_blind_x"] = round(cpu_ratio, 2)
-    # The same work? The arms run for the same time: compare what each got done per CPU.
-    per_job = "server_cpu_ms_per_job_finished"
-    driven_result.extra["less_server_cpu_per_job_than_blind_x"] = round(
-        float(str(blind_result.extra[per_job]))
-        / max(1e-9, float(str(driven_result.extra[per_job]))),
-        2,
-    )
-    per_job = "api_loop_cpu_ms_per_job_finished"
-    driven_result.extra["less_api_loop_cpu_per_job_than_blind_x"] = round(
-        float(str(blind_result.extra[per_job]))
-        / max(1e-9, float(str(driven_result.extra[per_job]))),
-        2,
-    )
 
 
 BENCHMARKS = {

@@ -34,10 +34,18 @@ POSTGRES_URL = os.environ.get(
 )
 TERMINAL = ("completed", "failed", "cancelled")
 SLEEPY = "import time\n\ndef sleepy(x):\n    time.sleep(600)\n    return {'y': x}\n"
+NAP_S = 20
+"""How long `nap` takes: a long job (a run page waits tens of seconds for its next event)."""
+NAP = f"\ndef nap(x):\n    time.sleep({NAP_S})\n    return {{'y': x}}\n"
 SCALE_FUNCTIONS = {
     **FUNCTIONS,
     "sleepy": {
         "handler": "main:sleepy",
+        "inputs": {"x": {"type": "Float", "required": True}},
+        "outputs": {"y": {"type": "Float"}},
+    },
+    "nap": {
+        "handler": "main:nap",
         "inputs": {"x": {"type": "Float", "required": True}},
         "outputs": {"y": {"type": "Float"}},
     },
@@ -402,7 +410,7 @@ async def api(
                         },
                         "functions": SCALE_FUNCTIONS,
                     },
-                    "files": {"main.py": CODE + "\n" + SLEEPY},
+                    "files": {"main.py": CODE + "\n" + SLEEPY + NAP},
                     "visibility": "public",
                 }
                 published = await http.post("/packages", json=body, headers=headers)

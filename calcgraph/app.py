@@ -89,7 +89,7 @@ def create_app(
         limiter=limiter,
         builds=LocalBuilds(settings),
         sources=GitSources(settings),
-        events=EventFeed(db, execution.notifier),
+        events=EventFeed(db, execution.notifier, recheck=settings.event_recheck_seconds),
     )
 
     rest_routes = rest_api.routes()

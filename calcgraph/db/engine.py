@@ -72,9 +72,13 @@ class Overloaded(PoolTimeout):
 
 class UnitHook(Protocol):
     """Joins every write session (the outbox of `calcgraph.workers.flush`): `begin` before the
-    unit of work, `committed` only after its commit succeeded, `end` always, last."""
+    unit of work, `before_commit` in its transaction once its work is done (what it runs is
+    committed with it, or rolled back with it), `committed` only after its commit succeeded,
+    `end` always, last."""
 
     def begin(self) -> Any: ...
+
+    async def before_commit(self, session: AsyncSession, state: Any) -> None: ...
 
     async def committed(self, state: Any) -> None: ...
 
@@ -201,6 +205,8 @@ class Database:
             async with self._factory() as session:
                 try:
                     yield session
+                    for hook, state in states:
+                        await hook.before_commit(session, state)
                     await session.commit()
                 except BaseException:
                     await session.rollback()

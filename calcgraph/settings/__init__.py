@@ -273,6 +273,13 @@ class Settings(BaseSettings):
     event_prune_interval_seconds: float = Field(
         default=3600.0, gt=0, description="how often a worker process deletes old events"
     )
+    event_recheck_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description="how often a server process re-reads the event log while readers wait, "
+        "in case a wake-up was lost (what a lost one costs a waiting long-poll)",
+    )
     webhook_retry_schedule: RetrySchedule = Field(
         default=list(DEFAULT_RETRY_SCHEDULE),
         description="seconds to wait before each retry of a failed delivery (comma-separated); "

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.enqueue import Message, collecting
 
@@ -46,6 +48,9 @@ class Outbox:
     the messages go; `drain` waits for those under way, at shutdown). With `send_async`, the
     detached send runs on the event loop instead of in a thread."""
 
+    sends_messages = True
+    """The event signal goes ahead of it (`calcgraph.workers.event_signal.attach_signal`)."""
+
     def __init__(
         self,
         send: Sender,
@@ -66,6 +71,9 @@ class Outbox:
         manager = collecting()
         buffer = manager.__enter__()
         return manager, buffer
+
+    async def before_commit(self, session: AsyncSession, state: Any) -> None:
+        pass
 
     async def committed(self, state: Any) -> None:
         _, buffer = state

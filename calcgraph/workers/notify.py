@@ -153,6 +153,12 @@ class LocalNotifier:
         committed: wake every reader waiting for one of them."""
         self._events.wake(types, runs)
 
+    async def announce_events(
+        self, types: Collection[str] | None = None, runs: Collection[str] | None = None
+    ) -> None:
+        """`publish_events` from an event loop."""
+        self._events.wake(types, runs)
+
     @contextlib.asynccontextmanager
     async def listen_events(
         self, matches: Callable[[str], bool] | None = None, run: str | None = None
@@ -184,6 +190,10 @@ class RedisNotifier:
         self.channel = f"{prefix}calcgraph:jobs:finished"
         self.events_channel = f"{prefix}calcgraph:events:recorded"
         self._publisher = sync_client(url)
+        # One asyncio client per event loop that announces events (the API's, a worker
+        # runtime's): a client belongs to the loop it was made on.
+        self._publishers: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._publishers_lock = threading.Lock()
         self._waiters = _Waiters()
         self._events = _Signal()
         self._task: asyncio.Task[None] | None = None
@@ -214,6 +224,32 @@ class RedisNotifier:
             self._publisher.publish(self.events_channel, payload)
         except Exception as exc:  # redis.RedisError, OSError
             self._down("no event notifications", exc)
+
+    async def announce_events(
+        self, types: Collection[str] | None = None, runs: Collection[str] | None = None
+    ) -> None:
+        """`publish_events` from an event loop, on its own asyncio client: no thread hop
+        between a commit and its wake-up (a thread of the default executor, shared with every
+        other blocking call of the process, was a queue of its own there), and a Redis that
+        does not answer holds this unit for at most the client's socket timeout, not the loop."""
+        self._events.wake(types, runs)
+        payload = events_payload(types, runs)
+        try:
+            await self._async_publisher().publish(self.events_channel, payload)
+        except Exception as exc:  # redis.RedisError, OSError
+            self._down("no event notifications", exc)
+
+    def _async_publisher(self) -> Any:
+        from calcgraph.ops.redis_clients import async_client
+
+        loop = asyncio.get_running_loop()
+        with self._publishers_lock:
+            client = self._publishers.get(loop)
+            if client is None:
+                for closed in [lp for lp in self._publishers if lp.is_closed()]:
+                    del self._publishers[closed]
+                client = self._publishers[loop] = async_client(self.url, socket_timeout=1.0)
+            return client
 
     @contextlib.asynccontextmanager
     async def listen_events(
@@ -289,6 +325,13 @@ class RedisNotifier:
         await tasks.stop(self._task)
         self._task = None
         self._publisher.close()
+        with self._publishers_lock:
+            publishers, self._publishers = self._publishers, {}
+        loop = asyncio.get_running_loop()
+        for client_loop, client in publishers.items():
+            if client_loop is loop:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
 
 
 Notifier = LocalNotifier | RedisNotifier

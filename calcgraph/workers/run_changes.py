@@ -21,6 +21,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from calcgraph.db.engine import Database
 from calcgraph.domain.runs.changes import EVERYTHING, RunChanges, Token, collecting
 
@@ -152,6 +154,9 @@ class RunChangeSignal:
     def begin(self) -> Any:
         manager = collecting()
         return manager, manager.__enter__()
+
+    async def before_commit(self, session: AsyncSession, state: Any) -> None:
+        pass
 
     async def committed(self, state: Any) -> None:
         _, marks = state

@@ -1,21 +1,23 @@
 """The event signal names the types a unit recorded: a reader (long-poll, subscription) whose
 filter matches none of them is not woken, in this process and through Redis; a signal whose
 types are unknown (an older process's) wakes every reader. It wakes them after the unit's run
-tokens are renewed."""
+tokens are renewed, and before its messages are sent."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 
 import pytest
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.events import signal
 from calcgraph.domain.events.catalog import parse_types
+from calcgraph.domain.jobs.enqueue import Message, enqueue
 from calcgraph.domain.runs import changes
-from calcgraph.workers.event_signal import _Rounds, attach_signal
+from calcgraph.workers.event_signal import attach_signal
+from calcgraph.workers.flush import attach as attach_outbox
 from calcgraph.workers.notify import LocalNotifier, RedisNotifier
 from calcgraph.workers.run_changes import LocalRunChanges, attach_run_changes
 from tests.execution.test_redis import REDIS_URL, _redis_or_skip
@@ -73,11 +75,11 @@ class _Waking(LocalNotifier):
         super().__init__()
         self.order = order
 
-    def publish_events(
+    async def announce_events(
         self, types: Collection[str] | None = None, runs: Collection[str] | None = None
     ) -> None:
         self.order.append("readers woken")
-        super().publish_events(types, runs)
+        await super().announce_events(types, runs)
 
 
 @pytest.mark.db
@@ -92,7 +94,7 @@ async def test_readers_are_woken_after_the_run_tokens_are_renewed(
     order: list[str] = []
     hooks = list(database.unit_hooks)
     try:
-        attach = [
+        attach: list[Callable[[], None]] = [
             lambda: attach_signal(database, _Waking(order)),
             lambda: attach_run_changes(database, _Renewing(order)),
         ]
@@ -106,58 +108,31 @@ async def test_readers_are_woken_after_the_run_tokens_are_renewed(
         database.unit_hooks[:] = hooks
 
 
-# --- numbering rounds shared by the units that commit meanwhile ---
+@pytest.mark.db
+@pytest.mark.parametrize("outbox_first", [True, False], ids=["outbox-first", "signal-first"])
+async def test_readers_are_woken_before_the_units_messages_are_sent(
+    database: Database, outbox_first: bool
+) -> None:
+    """A worker's unit that ends a job often queues the next one too: its readers need the
+    committed event, not the message, so they are not kept waiting for the send (a blocking
+    round trip to Redis in a thread), whichever hook was attached first."""
+    order: list[str] = []
+    hooks = list(database.unit_hooks)
 
+    def sent(messages: Sequence[Message]) -> int:
+        order.append("message sent")
+        return 0
 
-async def test_every_unit_returns_only_once_a_round_begun_after_its_commit_numbered_it() -> None:
-    committed: list[int] = []
-    numbered: set[int] = set()
-    rounds_seen: list[set[int]] = []
-
-    async def number() -> None:
-        seen = set(committed)  # the round's snapshot: what had committed when it began
-        rounds_seen.append(seen)
-        await asyncio.sleep(0.01)  # the numbering transaction
-        numbered.update(seen)
-
-    rounds = _Rounds(number)
-
-    async def unit(i: int) -> None:
-        await asyncio.sleep(0.001 * (i % 7))
-        committed.append(i)
-        await rounds.after_commit()
-        assert i in numbered, (i, rounds_seen)
-
-    await asyncio.gather(*(unit(i) for i in range(40)))
-    assert numbered == set(range(40))
-    assert len(rounds_seen) < 40  # shared: not one numbering transaction per unit
-    await rounds.after_commit()  # alone: a round of its own at once
-    assert len(rounds_seen) <= 40
-
-
-async def test_a_failed_round_fails_its_waiters_and_the_next_round_runs() -> None:
-    calls: list[int] = []
-
-    async def number() -> None:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("the database went away")
-
-    rounds = _Rounds(number)
-    with pytest.raises(RuntimeError, match="went away"):
-        await rounds.after_commit()
-    await rounds.after_commit()
-    assert len(calls) == 2
-
-
-async def test_a_lone_unit_numbers_in_its_own_task() -> None:
-    """A unit that holds something only its own task may take again (a test's turn on its
-    connection) must not wait on a round run by another task."""
-    tasks: list[asyncio.Task[object] | None] = []
-
-    async def number() -> None:
-        tasks.append(asyncio.current_task())
-
-    rounds = _Rounds(number)
-    await rounds.after_commit()
-    assert tasks == [asyncio.current_task()]
+    try:
+        attach: list[Callable[[], object]] = [
+            lambda: attach_outbox(database, lambda m: None, sent, off_loop=True),
+            lambda: attach_signal(database, _Waking(order)),
+        ]
+        for step in attach if outbox_first else reversed(attach):
+            step()
+        async with database.write_session():
+            signal.mark("calcgraph.job.succeeded")
+            enqueue("sandbox.run", job_id="j1")
+        assert order == ["readers woken", "message sent"]
+    finally:
+        database.unit_hooks[:] = hooks

@@ -42,7 +42,7 @@ _JOBS = cast(Table, Job.__table__)
 _INSERT = insert(_EVENTS)
 # One advisory lock key for the sequencer on PostgreSQL (SQLite's writers are serial anyway).
 _SEQUENCER_LOCK = 0x63616C63_65767473  # "calcevts"
-_SEQUENCE_BATCH = 2000
+SEQUENCE_BATCH = 2000
 SEQUENCE = "sequence"
 """The `event_cursors` row holding the last position given."""
 # PostgreSQL's sequencing in one statement, the advisory lock held: the oldest unnumbered
@@ -170,7 +170,7 @@ class EventRepository(RepositoryBase[Event]):
             # Under the lock, one statement: a sequencing after every commit that recorded
             # events (a job's start, its end) was five round trips of its own.
             numbered = await self.session.execute(
-                _SEQUENCE_POSTGRES, {"batch": _SEQUENCE_BATCH, "name": SEQUENCE}
+                _SEQUENCE_POSTGRES, {"batch": SEQUENCE_BATCH, "name": SEQUENCE}
             )
             return len(numbered.all())
         ids = list(
@@ -178,7 +178,7 @@ class EventRepository(RepositoryBase[Event]):
                 select(Event.id)
                 .where(Event.position.is_(None))
                 .order_by(Event.recorded_at, Event.id)
-                .limit(_SEQUENCE_BATCH)
+                .limit(SEQUENCE_BATCH)
             )
         )
         if not ids:

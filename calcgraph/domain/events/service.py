@@ -34,7 +34,7 @@ from calcgraph.domain.events.catalog import (
     parse_types,
     run_of,
 )
-from calcgraph.domain.events.repository import EventRepository
+from calcgraph.domain.events.repository import SEQUENCE_BATCH, EventRepository
 from calcgraph.domain.events.views import EventView, event_view
 from calcgraph.domain.jobs.store.repository import ClaimedRow, Finish
 
@@ -300,6 +300,12 @@ class EventService:
     async def sequence(self, session: AsyncSession) -> int:
         """Number the events committed since the last call (see `EventRepository.sequence`)."""
         return await EventRepository.from_session(session).sequence()
+
+    async def sequence_all(self, session: AsyncSession) -> None:
+        """Number every event the session sees unnumbered (its own included), batch by batch."""
+        repository = EventRepository.from_session(session)
+        while await repository.sequence() >= SEQUENCE_BATCH:
+            pass
 
     async def unsequenced(self, session: AsyncSession) -> bool:
         return await EventRepository.from_session(session).unsequenced()

@@ -2,10 +2,11 @@
 subscription): read a page the caller may see, and with `wait` hold no transaction until an
 event is recorded (the signal of `ports.EventSignals`) or the wait ends.
 
-The unit of work that records events numbers them right after its commit, before it signals
-(`calcgraph.workers.event_signal`): a woken reader only reads. A reader numbers what it finds
-unnumbered itself only on its first read; where a signal may have been lost (a Redis
-reconnect, a unit without the hook, a process killed between its commit and the numbering)
+The unit of work that records events numbers them in its own transaction and signals once it
+has committed (`calcgraph.workers.event_signal`): a woken reader only reads. A reader numbers
+what it finds unnumbered (a unit without the hook) itself only on its first read; where a
+signal may have been lost (a Redis reconnect, a unit without the hook, a process killed
+between its commit and its signal)
 the process's one re-check (`watch.Watch`, every `recheck` seconds while readers wait)
 numbers the rest and wakes the readers the events numbered since concern, so a lost signal
 costs about `recheck` seconds, a burst of signals costs no write, and a quiet reader costs

@@ -74,8 +74,8 @@ async def fan_out(
     position = await events.cursor(FAN_OUT)
     batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
     if not batch:
-        # The unit that recorded them numbers events after its commit; one whose numbering
-        # failed is numbered here.
+        # The unit that recorded them numbers events in its own commit; one recorded by a
+        # unit without the hook is numbered here.
         if not await events.sequence():
             return FannedOut(0)
         batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)

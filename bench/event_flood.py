@@ -1,0 +1,69 @@
+"""`python -m bench.event_flood PREFIX USER_ID SECONDS`: the flood of `events_flood_http`, in a
+process of its own.
+
+`FLOOD_PER_S` `calcgraph.user.login` events of USER_ID a second for SECONDS, recorded by the
+product's `record_rows` in `FLOOD_UNITS_PER_S` units of work a second whose hook numbers them
+and publishes through Redis (key prefix PREFIX), as another server's would, against the
+benchmark's PostgreSQL. Prints one JSON line: the events recorded, the seconds it took, and
+this process's CPU seconds.
+
+Run inside the benchmark's own process the generator shared its one core (and its GIL) with the
+load it was meant to stand beside, and reached 419 events a second, not 1,000; its CPU was
+counted with the load generator's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from bench.bench_scale_tick import REDIS_URL
+from bench.scale_client import POSTGRES_URL
+from calcgraph.db.engine import Database
+from calcgraph.domain.events.catalog import USER_LOGIN
+from calcgraph.domain.events.service import event_row, record_rows
+from calcgraph.workers.event_signal import attach_signal
+from calcgraph.workers.notify import RedisNotifier
+
+FLOOD_PER_S = 1000
+FLOOD_UNITS_PER_S = 20
+
+
+async def flood(prefix: str, user_id: str, seconds: float) -> tuple[int, float]:
+    """(events recorded, seconds taken)."""
+    database = Database(POSTGRES_URL)
+    notifier = RedisNotifier(REDIS_URL, prefix)
+    attach_signal(database, notifier)
+    per_unit = FLOOD_PER_S // FLOOD_UNITS_PER_S
+    recorded = 0
+    loop = asyncio.get_running_loop()
+    started = next_at = loop.time()
+    try:
+        while loop.time() - started < seconds:
+            rows = [
+                event_row(USER_LOGIN, user_id, {"username": "alice", "flood": recorded + i})
+                for i in range(per_unit)
+            ]
+            async with database.write_session() as session:
+                await record_rows(session, rows)
+            recorded += per_unit
+            next_at += 1 / FLOOD_UNITS_PER_S
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+    finally:
+        await notifier.close()
+        await database.dispose()
+    return recorded, loop.time() - started
+
+
+def main(argv: list[str]) -> None:
+    prefix, user_id, seconds = argv[0], argv[1], float(argv[2])
+    recorded, took = asyncio.run(flood(prefix, user_id, seconds))
+    cpu = sum(os.times()[:2])
+    sys.stdout.write(
+        json.dumps({"recorded": recorded, "seconds": round(took, 3), "cpu_s": round(cpu, 3)}) + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
