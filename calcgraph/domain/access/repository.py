@@ -22,6 +22,7 @@ from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.models import Membership, Organization, User
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function, FunctionVersion
+from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import Package
 
 
@@ -75,6 +76,14 @@ _EXECUTION_FACTS = (
     .where(FunctionVersion.id.in_(bindparam("version_ids", expanding=True)))
 )
 
+# The user's queued jobs beside the facts, for a tick that submits (its quota room, contract
+# 8b): one statement, not a count of its own. Uncorrelated: counted once, by the jobs' index.
+_EXECUTION_FACTS_AND_QUEUED = _EXECUTION_FACTS.add_columns(
+    select(func.count())
+    .where(Job.user_id == bindparam("user_id"), Job.status == "queued")
+    .scalar_subquery()
+)
+
 
 @dataclass(frozen=True)
 class ExecutionFacts:
@@ -104,17 +113,22 @@ class UserRepository(RepositoryBase[User]):
         return list(await self.session.scalars(select(User).where(User.id.in_(ids))))
 
     async def execution_facts(
-        self, user_id: str, version_ids: Collection[str]
-    ) -> list[ExecutionFacts]:
+        self, user_id: str, version_ids: Collection[str], *, queued_jobs: bool = False
+    ) -> tuple[list[ExecutionFacts], int | None]:
         """The package facts of each function version among `version_ids` (missing ones are
         absent), the user's membership in its owning organization and the user's roles, in
-        one statement: what a tick checks for the nodes it is about to submit."""
+        one statement: what a tick checks for the nodes it is about to submit. With
+        `queued_jobs`, the user's queued jobs counted in the same statement (None when no
+        version was found, or without it)."""
         if not version_ids:
-            return []
-        rows = await self.session.execute(
-            _EXECUTION_FACTS, {"user_id": user_id, "version_ids": sorted(version_ids)}
-        )
-        return [
+            return [], None
+        rows = (
+            await self.session.execute(
+                _EXECUTION_FACTS_AND_QUEUED if queued_jobs else _EXECUTION_FACTS,
+                {"user_id": user_id, "version_ids": sorted(version_ids)},
+            )
+        ).all()
+        facts = [
             ExecutionFacts(
                 row[0],
                 row[1],
@@ -125,6 +139,7 @@ class UserRepository(RepositoryBase[User]):
             )
             for row in rows
         ]
+        return facts, int(rows[0][8]) if queued_jobs and rows else None
 
 
 class OrganizationRepository(RepositoryBase[Organization]):

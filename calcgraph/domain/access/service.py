@@ -297,10 +297,25 @@ class AccessService:
         execute now (`policy.can_execute` against current visibility, membership and roles),
         in one statement; nothing to check, no statement. Acts done on a user's behalf after
         their request (a tick's submissions, a chain's next nodes) ask this just before."""
+        refused, _ = await self.execution_rights(session, user_id, function_version_ids)
+        return refused
+
+    async def execution_rights(
+        self,
+        session: AsyncSession,
+        user_id: str,
+        function_version_ids: Collection[str],
+        *,
+        queued_jobs: bool = False,
+    ) -> tuple[frozenset[str], int | None]:
+        """`refused_executions`, and with `queued_jobs` the user's queued jobs counted in the
+        same statement (None: not counted, when no version was asked or found)."""
         wanted = set(function_version_ids)
         if not wanted:
-            return frozenset()
-        facts = await UserRepository.from_session(session).execution_facts(user_id, wanted)
+            return frozenset(), None
+        facts, queued = await UserRepository.from_session(session).execution_facts(
+            user_id, wanted, queued_jobs=queued_jobs
+        )
         allowed: set[str] = set()
         for fact in facts:
             if fact.user is None:
@@ -310,7 +325,7 @@ class AccessService:
             package = policy.PackageFacts(fact.owner_id, fact.organization_id, fact.visibility)
             if policy.can_execute(principal, package, fact.member_of_owning_org):
                 allowed.add(fact.function_version_id)
-        return frozenset(wanted - allowed)
+        return frozenset(wanted - allowed), queued
 
     async def readable_organizations(
         self, session: AsyncSession, principal: Principal, ids: Sequence[str]

@@ -35,9 +35,13 @@ class QuotaService:
         stored = await self.stored_bytes(session, principal.user_id)
         check_jobs(await repository.queued_jobs(principal.user_id), stored, quotas)
 
-    async def job_room(self, session: AsyncSession, user_id: str, quotas: Quotas) -> int:
-        """How many more jobs the user may have queued now (0 or more)."""
-        queued = await QuotaRepository.from_session(session).queued_jobs(user_id)
+    async def job_room(
+        self, session: AsyncSession, user_id: str, quotas: Quotas, queued: int | None = None
+    ) -> int:
+        """How many more jobs the user may have queued now (0 or more); `queued`: their
+        queued jobs, counted already (a tick counts them with the owner's rights)."""
+        if queued is None:
+            queued = await QuotaRepository.from_session(session).queued_jobs(user_id)
         return max(quotas.queued_jobs - queued, 0)
 
     async def stored_bytes(self, session: AsyncSession, user_id: str) -> int:
