@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
     SQLColumnExpression,
     and_,
     bindparam,
@@ -85,6 +86,42 @@ _EXECUTION_FACTS_AND_QUEUED = _EXECUTION_FACTS.add_columns(
 )
 
 
+def with_execution_facts(
+    query: Select[Any], version_id: ColumnElement[str], user_id: ColumnElement[str]
+) -> Select[Any]:
+    """`query` with `EXECUTION_FACTS_COLUMNS` added for each of its rows, by outer joins: the
+    package facts of the function version `version_id`, and the membership in its owning
+    organization and the roles of the user `user_id` (their columns NULL when missing); what
+    a worker's claim asks of each job's owner in its own statement (`execution_facts_of`)."""
+    return (
+        query.add_columns(
+            FunctionVersion.id,
+            Package.owner_id,
+            Package.organization_id,
+            Package.visibility,
+            Membership.role,
+            User.subject,
+            User.username,
+            User.roles,
+        )
+        .outerjoin(FunctionVersion, FunctionVersion.id == version_id)
+        .outerjoin(Function, Function.id == FunctionVersion.function_id)
+        .outerjoin(Package, Package.id == Function.package_id)
+        .outerjoin(
+            Membership,
+            and_(
+                Membership.organization_id == Package.organization_id,
+                Membership.user_id == user_id,
+            ),
+        )
+        .outerjoin(User, User.id == user_id)
+    )
+
+
+EXECUTION_FACTS_COLUMNS = 8
+"""How many columns `with_execution_facts` adds (the last of its rows)."""
+
+
 @dataclass(frozen=True)
 class ExecutionFacts:
     """What the policy needs to decide whether a user may execute a function version now."""
@@ -96,6 +133,21 @@ class ExecutionFacts:
     member_of_owning_org: bool
     user: tuple[str, str, list[Any]] | None
     """(subject, username, roles) of the user; None when the user row is gone."""
+
+
+def execution_facts_of(row: Sequence[Any]) -> ExecutionFacts | None:
+    """The facts in the first `EXECUTION_FACTS_COLUMNS` columns of `row` (None: no such
+    function version)."""
+    if row[0] is None or row[1] is None:
+        return None
+    return ExecutionFacts(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4] is not None,
+        None if row[5] is None else (row[5], row[6], list(row[7] or [])),
+    )
 
 
 class UserRepository(RepositoryBase[User]):
@@ -128,17 +180,7 @@ class UserRepository(RepositoryBase[User]):
                 {"user_id": user_id, "version_ids": sorted(version_ids)},
             )
         ).all()
-        facts = [
-            ExecutionFacts(
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4] is not None,
-                None if row[5] is None else (row[5], row[6], list(row[7] or [])),
-            )
-            for row in rows
-        ]
+        facts = [fact for fact in map(execution_facts_of, rows) if fact is not None]
         return facts, int(rows[0][8]) if queued_jobs and rows else None
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Literal, Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,7 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.domain.access import policy
 from calcgraph.domain.access.models import Membership, Organization, User
 from calcgraph.domain.access.principal import Identity, Principal
-from calcgraph.domain.access.repository import OrganizationRepository, UserRepository
+from calcgraph.domain.access.repository import (
+    ExecutionFacts,
+    OrganizationRepository,
+    UserRepository,
+)
 from calcgraph.domain.access.views import MemberView, OrganizationView, UserView
 from calcgraph.domain.errors import (
     Conflict,
@@ -316,6 +320,13 @@ class AccessService:
         facts, queued = await UserRepository.from_session(session).execution_facts(
             user_id, wanted, queued_jobs=queued_jobs
         )
+        return self.refused_by_facts(user_id, wanted, facts), queued
+
+    def refused_by_facts(
+        self, user_id: str, wanted: Collection[str], facts: Iterable[ExecutionFacts]
+    ) -> frozenset[str]:
+        """`refused_executions` decided on facts read already (a worker's claim reads them
+        in its UPDATE's statement): a version without facts is refused."""
         allowed: set[str] = set()
         for fact in facts:
             if fact.user is None:
@@ -325,7 +336,7 @@ class AccessService:
             package = policy.PackageFacts(fact.owner_id, fact.organization_id, fact.visibility)
             if policy.can_execute(principal, package, fact.member_of_owning_org):
                 allowed.add(fact.function_version_id)
-        return frozenset(wanted - allowed), queued
+        return frozenset(set(wanted) - allowed)
 
     async def readable_organizations(
         self, session: AsyncSession, principal: Principal, ids: Sequence[str]

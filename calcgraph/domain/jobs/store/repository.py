@@ -16,6 +16,12 @@ from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime
 from calcgraph.db.dialect import locked
+from calcgraph.domain.access.repository import (
+    EXECUTION_FACTS_COLUMNS,
+    ExecutionFacts,
+    execution_facts_of,
+    with_execution_facts,
+)
 from calcgraph.domain.functions.models import FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import (
@@ -43,6 +49,10 @@ class ClaimedRow:
     refused: bool = False
     """Its owner may no longer execute the function version: the claim recorded the job
     failed with kind `permission_denied`; the worker runs nothing."""
+    facts: ExecutionFacts | None = None
+    """What the owner's right to execute is decided on, when the claim read it (PostgreSQL:
+    `facts_read`); None there: no such function version."""
+    facts_read: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,13 @@ _CLAIM_MANY = (
         _JOBS.c.node_key,
     )
 )
+# PostgreSQL: the claim and its owners' execution facts in one statement (the UPDATE as a
+# data-modifying CTE, each claimed row joined to its facts): a worker's claim asked them in a
+# statement of its own. SQLite has no such CTE: the facts are read apart, as before.
+_CLAIMED = _CLAIM_MANY.cte("claimed")
+_CLAIM_MANY_WITH_FACTS = with_execution_facts(
+    select(*_CLAIMED.c), _CLAIMED.c.function_version_id, _CLAIMED.c.user_id
+)
 # Only the delivery holding the lease records the result: a worker the sweeper gave up on
 # (slow, not dead) finds 0 rows instead of writing over the attempt that replaced it.
 _FINISH_WHERE = (
@@ -165,15 +182,32 @@ class JobStoreRepository(RepositoryBase[Job]):
         """queued -> running for every id still queued, in one statement, under one lease (a
         token of this batch of claims: unique per delivery, as a job is claimed once per
         batch); the ids missing from the answer were claimed (or finished) by another
-        delivery."""
+        delivery. On PostgreSQL each claimed row comes with its owner's execution facts
+        (`ClaimedRow.facts`), read in the same statement."""
         ids = sorted(set(job_ids))  # one lock order for every claimer
         if not ids:
             return {}
-        rows = await self.session.execute(_CLAIM_MANY, {"ids": ids, "now": now, "b_lease": lease})
-        return {
-            row[0]: ClaimedRow(row[0], row[1], row[2], row[3], lease, row[4], row[5], row[6])
-            for row in rows
-        }
+        with_facts = self.session.get_bind().dialect.name == "postgresql"
+        rows = await self.session.execute(
+            _CLAIM_MANY_WITH_FACTS if with_facts else _CLAIM_MANY,
+            {"ids": ids, "now": now, "b_lease": lease},
+        )
+        claimed: dict[str, ClaimedRow] = {}
+        for row in rows:
+            facts = execution_facts_of(row[-EXECUTION_FACTS_COLUMNS:]) if with_facts else None
+            claimed[row[0]] = ClaimedRow(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                lease,
+                row[4],
+                row[5],
+                row[6],
+                facts=facts,
+                facts_read=with_facts,
+            )
+        return claimed
 
     async def finish_many(
         self, finishes: Sequence[Finish], now: datetime

@@ -96,15 +96,20 @@ class JobStoreService:
         """Access at every act (contract section 8b): a job waited in the queue since its
         owner's request, and the owner may have lost the right to execute its function version
         meanwhile (left the organization, the package went private). Checked in the claim's
-        transaction, one statement per owner in the batch; a refused job is recorded failed
-        with kind `permission_denied` there and then, and never runs."""
+        transaction, on the facts the claim read (PostgreSQL), else in one statement per owner
+        in the batch; a refused job is recorded failed with kind `permission_denied` there and
+        then, and never runs."""
         by_owner: dict[str, set[str]] = {}
         for row in claimed.values():
             by_owner.setdefault(row.user_id, set()).add(row.function_version_id)
-        refused = {
-            owner: await access_service.refused_executions(session, owner, versions)
-            for owner, versions in by_owner.items()
-        }
+        refused: dict[str, frozenset[str]] = {}
+        for owner, versions in by_owner.items():
+            rows = [row for row in claimed.values() if row.user_id == owner]
+            if all(row.facts_read for row in rows):
+                facts = [row.facts for row in rows if row.facts is not None]
+                refused[owner] = access_service.refused_by_facts(owner, versions, facts)
+            else:
+                refused[owner] = await access_service.refused_executions(session, owner, versions)
         for job_id, row in list(claimed.items()):
             if row.function_version_id not in refused[row.user_id]:
                 continue
