@@ -76,10 +76,10 @@ async def test_statements_do_not_grow_with_the_run(
     assert counts[1][1] == counts[2][1] == counts[40][1], counts
     submitting, idle_count = counts[40]
     # A run this process created goes to the locked tick without the unlocked read: the run
-    # locked, its finished jobs and chain starts (one statement), the owner's queued jobs (one
-    # count, contract 8b's quota, only when the tick submits), the owner's execution rights,
-    # the node rows, the run row, the job rows.
-    assert submitting == 7 + around, counted.statements
+    # locked, its finished jobs and chain starts (one statement), the owner's execution rights
+    # with their queued jobs counted (contract 8b's quota, only when the tick submits), the
+    # node rows, the run row, the job rows.
+    assert submitting == 6 + around, counted.statements
     # Nothing finished: the run row and whether a tick has work, in one statement.
     assert idle_count == 1, counted.statements
 
