@@ -17,6 +17,7 @@ from calcgraph.domain.events.catalog import parse_types
 from calcgraph.domain.jobs.enqueue import Message, enqueue
 from calcgraph.domain.runs import changes
 from calcgraph.workers.event_signal import attach_signal
+from calcgraph.workers.flush import Outbox
 from calcgraph.workers.flush import attach as attach_outbox
 from calcgraph.workers.notify import LocalNotifier, RedisNotifier
 from calcgraph.workers.run_changes import LocalRunChanges, attach_run_changes
@@ -125,7 +126,7 @@ async def test_readers_are_woken_before_the_units_messages_are_sent(
 
     try:
         attach: list[Callable[[], object]] = [
-            lambda: attach_outbox(database, lambda m: None, sent, off_loop=True),
+            lambda: attach_outbox(database, Outbox(lambda m: None, sent, off_loop=True)),
             lambda: attach_signal(database, _Waking(order)),
         ]
         for step in attach if outbox_first else reversed(attach):
