@@ -218,6 +218,8 @@ class Api:
     setup: str
     postgres: bool = True
     worker_pid: int | None = None
+    postgres_url: str = POSTGRES_URL
+    """The server's database (when `postgres`)."""
     """The `calcgraph worker` process running the jobs, when the server sends them to Redis."""
     _headers: tuple[float, dict[str, str]] | None = None
 
@@ -304,7 +306,7 @@ class Api:
         """Process ids of the PostgreSQL backends connected to the bench database now."""
         if not self.postgres:
             return []
-        url = POSTGRES_URL.replace("postgresql+asyncpg://", "postgresql://")
+        url = self.postgres_url.replace("postgresql+asyncpg://", "postgresql://")
         connection = await asyncpg.connect(url)
         try:
             rows = await connection.fetch(
@@ -361,12 +363,15 @@ async def api(
     redis: tuple[str, str] | None = None,
     workers: int = 1,
     job_worker: bool = False,
+    postgres_url: str = POSTGRES_URL,
+    extra_env: dict[str, str] | None = None,
 ) -> AsyncIterator[Api]:
     """A fresh server (PostgreSQL unless told, in-process workers, process sandbox) with the
     bench package published by alice. `redis`: (url, key prefix) to send jobs through Redis
     instead (the server then runs no workers: what it sends waits in Redis, unless
     `job_worker`: one `calcgraph worker` process of `threads` threads runs them). `workers`:
-    `calcgraph serve --workers N` (N > 1 needs `redis`), as an operator runs it."""
+    `calcgraph serve --workers N` (N > 1 needs `redis`), as an operator runs it. `postgres_url`:
+    another database, so that two servers can run side by side; `extra_env`: more settings."""
     if workers > 1 and redis is None:
         raise ValueError("calcgraph serve --workers N > 1 needs Redis")
     idp = LocalIdentityProvider().start()
@@ -374,6 +379,7 @@ async def api(
         "CALCGRAPH_OIDC_ISSUER": idp.issuer,
         "CALCGRAPH_SANDBOX": "process",
         "CALCGRAPH_INPROCESS_WORKER_THREADS": str(threads),
+        **(extra_env or {}),
     }
     broker = f"in-process broker, {threads} worker threads"
     if redis is not None:
@@ -383,8 +389,8 @@ async def api(
             broker = f"Redis broker, one `calcgraph worker` ({threads} threads)"
     database = "SQLite"
     if postgres:
-        await _reset_postgres(POSTGRES_URL)
-        env["CALCGRAPH_DATABASE_URL"] = POSTGRES_URL
+        await _reset_postgres(postgres_url)
+        env["CALCGRAPH_DATABASE_URL"] = postgres_url
         database = "PostgreSQL"
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     try:
@@ -416,7 +422,7 @@ async def api(
                 published = await http.post("/packages", json=body, headers=headers)
                 if published.status_code != 201:
                     raise RuntimeError(f"publish failed: {published.text[:300]}")
-                yield Api(server, http, idp, package, setup, postgres, worker_pid)
+                yield Api(server, http, idp, package, setup, postgres, worker_pid, postgres_url)
     finally:
         idp.stop()
 
