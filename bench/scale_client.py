@@ -132,6 +132,15 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def tree_seconds(pid: int) -> float:
+    """CPU seconds of process `pid` and its live descendants (threads included)."""
+    total = 0.0
+    for one in (pid, *_descendants(pid)):
+        with contextlib.suppress(OSError):  # a process that just ended
+            total += cpu_seconds(one)
+    return total
+
+
 def _reaped(pid: int) -> float:
     """CPU of the children `pid` waited for (cutime + cstime)."""
     with open(f"/proc/{pid}/stat") as stat:
