@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 from typing import Any, Protocol, cast
 
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
@@ -82,6 +83,14 @@ class AuthenticatedTransportWS(BaseGraphQLTransportWSHandler[Context, None]):
             if self._expiry is not None:
                 self._expiry.cancel()
             await census.leave(seat)
+
+    async def handle_task_exception(self, error: Exception) -> None:
+        # A client that leaves while its subscription sends (a page closed, a network gone) is
+        # not a server error: the operation ends without a traceback in the log. Any other
+        # failure of an operation's task is still logged with its traceback.
+        if isinstance(error, WebSocketDisconnected):
+            return
+        await super().handle_task_exception(error)
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
         principal = self.context.principal
