@@ -54,8 +54,8 @@ class TokenVerifier:
             # The same bytes passed every header check below when they were first verified:
             # only the key (still the issuer's for the kid?) and the deadline are asked again,
             # without parsing the header (a tenth of an idle tick's verification cost).
-            claims, by_key, kid, deadline = remembered
-            if time.monotonic() < deadline and by_key is await self.provider.key(kid):
+            claims, by_key, known_kid, deadline = remembered
+            if time.monotonic() < deadline and by_key is await self.provider.key(known_kid):
                 self._memo.move_to_end(digest)
                 return dict(claims)
             del self._memo[digest]
