@@ -36,6 +36,7 @@ from calcgraph.serving.inflight import InFlightLimitMiddleware
 from calcgraph.serving.lazy import LazyEndpoint
 from calcgraph.serving.loop_share import LoopShareMiddleware
 from calcgraph.serving.ratelimit import RateLimitMiddleware, build_limiter, refused_token_throttle
+from calcgraph.serving.routing import IndexedRouter
 from calcgraph.settings import Settings, get_settings
 from calcgraph.sources.git import GitSources
 from calcgraph.workers.inprocess import Execution
@@ -159,6 +160,8 @@ def create_app(
         exception_handlers={HTTPException: errors.handle, DomainError: errors.handle},
         lifespan=lifespan,
     )
+    # The same routes and lifespan, tried by their first path segment (see IndexedRouter).
+    app.router = IndexedRouter(routes, lifespan=lifespan)
     app.state.services = services
     # The worker side's handle, for the lifespan above and the tests; doors read `services`.
     app.state.execution = execution
