@@ -18,6 +18,14 @@ RECENT_LIMIT = 20
 MAX_RECENT = 100
 
 
+def _require_within(field: str, value: float, low: float, high: float, told: str) -> None:
+    """A `field` outside `low`..`high` is refused as `{field} must be {told}`."""
+    if not low <= value <= high:
+        raise ValidationError(
+            f"{field} must be {told}", [FieldError((field,), f"a number from {low:g} to {high:g}")]
+        )
+
+
 @strawberry.type
 class EventQuery:
     @strawberry.field(
@@ -38,11 +46,7 @@ class EventQuery:
         run: strawberry.ID | None = None,
     ) -> EventPageType:
         principal = principal_of(info)
-        if not 0 <= wait <= MAX_WAIT:
-            raise ValidationError(
-                f"wait must be a number of seconds from 0 to {MAX_WAIT:g}",
-                [FieldError(("wait",), f"a number from 0 to {MAX_WAIT:g}")],
-            )
+        _require_within("wait", wait, 0, MAX_WAIT, f"a number of seconds from 0 to {MAX_WAIT:g}")
         query = parse_query(types or [], subject, after, limit, run)
         page = await info.context.services.events.pull(principal, query, wait)
         return EventPageType.from_page(page)
@@ -56,11 +60,7 @@ class EventQuery:
         self, info: Info, types: list[str] | None = None, limit: int = RECENT_LIMIT
     ) -> EventPageType:
         principal = principal_of(info)
-        if not 1 <= limit <= MAX_RECENT:
-            raise ValidationError(
-                f"limit must be from 1 to {MAX_RECENT}",
-                [FieldError(("limit",), f"a number from 1 to {MAX_RECENT}")],
-            )
+        _require_within("limit", limit, 1, MAX_RECENT, f"from 1 to {MAX_RECENT}")
         query = parse_query(types or [], None, "now", limit)
         page = await info.context.services.events.recent(principal, query)
         return EventPageType.from_page(page)

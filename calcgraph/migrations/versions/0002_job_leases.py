@@ -1,21 +1,12 @@
-"""job leases and heartbeats: a running job names the delivery that runs it
-
-Revision ID: 0002_job_leases
-Revises: 0001
-Create Date: 2026-11-23 09:40:00.000000
-"""
-
-from collections.abc import Sequence
+"""job leases and heartbeats: a running job names the delivery that runs it"""
 
 import sqlalchemy as sa
 from alembic import op
 
 import calcgraph.db.base
 
-revision: str = "0002_job_leases"
-down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0002_job_leases"
+down_revision = "0001"
 
 
 def upgrade() -> None:

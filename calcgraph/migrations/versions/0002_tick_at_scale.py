@@ -3,21 +3,13 @@
 The tick reads what changed, not the whole run: node states remember the revision that last
 wrote them (indexed with the run, for `tick?since=N`), and the jobs chain workers start for
 pending nodes are listed in `chain_starts` until a tick adopts them.
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-23 09:40:00
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0002"
-down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0002"
+down_revision = "0001"
 
 
 def upgrade() -> None:

@@ -1,17 +1,9 @@
-"""Join the two branches of the second revision: job leases (heartbeats) and the tick at scale.
-
-Revision ID: 0003
-Revises: 0002, 0002_job_leases
-"""
+"""Join the two branches of the second revision: job leases (heartbeats) and the tick at scale."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-revision: str = "0003"
-down_revision: str | Sequence[str] | None = ("0002", "0002_job_leases")
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0003"
+down_revision = ("0002", "0002_job_leases")
 
 
 def upgrade() -> None:

@@ -6,21 +6,14 @@ key stays), and its function and package cannot go while it stays. Each cost a t
 inserted row: a tick that submits 1,000 jobs paid 2,000 key lookups (with locks) of 5,000,
 about a quarter of its INSERT on PostgreSQL. Their indexes served no query (jobs are joined
 to their package by the package's key) and cost two of six index entries per inserted row.
-
-Revision ID: 0004_jobs_version_keys
-Revises: 0003
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from alembic import op
 
-revision: str = "0004_jobs_version_keys"
-down_revision: str | Sequence[str] | None = "0003"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0004_jobs_version_keys"
+down_revision = "0003"
 
 
 def upgrade() -> None:

@@ -5,22 +5,15 @@ The tick reads a run's running nodes (and the jobs they wait on) by `run_id` and
 PostgreSQL estimated one row through either index and took the (run, revision) one, the
 smaller: every node of the run per tick (9,900 rows discarded at 10,000 nodes). This partial
 index holds only the running nodes, the smallest whatever the statistics.
-
-Revision ID: 0005_node_states_running
-Revises: 0004_jobs_version_keys
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0005_node_states_running"
-down_revision: str | Sequence[str] | None = "0004_jobs_version_keys"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0005_node_states_running"
+down_revision = "0004_jobs_version_keys"
 
 
 def upgrade() -> None:

@@ -1,12 +1,6 @@
-"""events, webhooks, webhook_deliveries, event_cursors (contract section 9)
-
-Revision ID: 0006_events
-Revises: 0005_node_states_running
-"""
+"""events, webhooks, webhook_deliveries, event_cursors (contract section 9)"""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -14,10 +8,8 @@ from sqlalchemy.dialects import postgresql
 
 from calcgraph.db.base import UTCDateTime
 
-revision: str = "0006_events"
-down_revision: str | Sequence[str] | None = "0005_node_states_running"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0006_events"
+down_revision = "0005_node_states_running"
 
 _JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
 

@@ -4,24 +4,17 @@
 figures; NULL when the function declares none (the worker's limits apply).
 `package_deployment_events`: the history of a package's current version (deployed, promoted,
 rolled back).
-
-Revision ID: 0006_lifecycle
-Revises: 0005_node_states_running
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 import calcgraph.db.base
 
-revision: str = "0006_lifecycle"
-down_revision: str | Sequence[str] | None = "0006_runctl"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0006_lifecycle"
+down_revision = "0006_runctl"
 
 
 def upgrade() -> None:

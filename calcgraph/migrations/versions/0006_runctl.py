@@ -4,24 +4,17 @@ Node states gain `retry_at` (a retried node's next attempt is due then), `attemp
 failed attempts) and `reused` (a re-run's node that took the original run's result); runs gain
 `retry_at` (the earliest due retry, so a tick that finds no finished job still knows it has
 work), `rerun_of` and `cache_refresh`.
-
-Revision ID: 0006_runctl
-Revises: 0005_node_states_running
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 import calcgraph.db.base
 
-revision: str = "0006_runctl"
-down_revision: str | Sequence[str] | None = "0006_events"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0006_runctl"
+down_revision = "0006_events"
 
 
 def upgrade() -> None:

@@ -7,22 +7,15 @@ deployments of `PUB-x` and `pub-x` could both pass its check; these unique index
 
 SQLite cannot reflect expression indexes: a later `batch_alter_table` on `packages` or
 `functions` (which rebuilds the table from reflection) must create these two again.
-
-Revision ID: 0007_names_nocase
-Revises: 0006_lifecycle
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007_names_nocase"
-down_revision: str | Sequence[str] | None = "0006_lifecycle"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0007_names_nocase"
+down_revision = "0006_lifecycle"
 
 
 def upgrade() -> None:

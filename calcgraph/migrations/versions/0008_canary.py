@@ -3,24 +3,17 @@
 `package_canaries`: one row per canary deployment, `running` until the workers' timer (or a
 promote / roll-back) sets `promoted` or `rolled_back` once. `canary_jobs`: which version of a
 running canary each routed unpinned call got; the candidate's are what it is judged on.
-
-Revision ID: 0008_canary
-Revises: 0007_names_nocase
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 import calcgraph.db.base
 
-revision: str = "0008_canary"
-down_revision: str | Sequence[str] | None = "0008_deps"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0008_canary"
+down_revision = "0008_deps"
 
 
 def upgrade() -> None:

@@ -2,22 +2,15 @@
 
 Each package version's dependency closure as resolved at its deployment: the direct
 dependencies with their declared range, and the ones they brought along as they were pinned.
-
-Revision ID: 0008_deps
-Revises: 0007_names_nocase
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008_deps"
-down_revision: str | Sequence[str] | None = "0007_names_nocase"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0008_deps"
+down_revision = "0007_names_nocase"
 
 
 def upgrade() -> None:

@@ -3,22 +3,15 @@
 A run event's own subject, a job event's `data.run_id`; null for every other event. Indexed
 with the position, so a run page's long-poll reads one index range of its run's events instead
 of the jobs of the run. Events already kept are given theirs.
-
-Revision ID: 0009_events_run
-Revises: 0008_canary
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0009_events_run"
-down_revision: str | Sequence[str] | None = "0008_canary"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0009_events_run"
+down_revision = "0008_canary"
 
 
 def upgrade() -> None:
