@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import time
@@ -97,6 +98,8 @@ class Counts:
     """Pages whose run ended (they stopped ticking)."""
     fallbacks: int = 0
     """Subscriptions that failed (their page ticked every 2 s until it opened one again)."""
+    why: dict[str, int] = field(default_factory=dict)
+    """Why they failed: the socket's close code, or the message that ended the stream."""
 
 
 @dataclass
@@ -193,8 +196,10 @@ async def _subscription(page: Page, start: str) -> None:
     tick, `RESUBSCRIBE_S` later."""
     after: str | None = start
     while not page.stop.is_set() and not page.ended.is_set():
+        why = "client error"
         with contextlib.suppress(aiohttp.ClientError, TypeError, ValueError):
-            await _subscribe(page, after)
+            why = await _subscribe(page, after)
+        page.counts.why[why] = page.counts.why.get(why, 0) + 1
         after = None
         if page.stop.is_set() or page.ended.is_set():
             return
@@ -203,11 +208,15 @@ async def _subscription(page: Page, start: str) -> None:
         await _first(page.stop.wait(), page.ended.wait(), seconds=RESUBSCRIBE_S)
 
 
-async def _subscribe(page: Page, after: str | None) -> None:
+async def _subscribe(page: Page, after: str | None) -> str:
+    """Follow the run's events until the stream ends; why it ended."""
     async with page.session.ws_connect("/graphql", protocols=("graphql-transport-ws",)) as ws:
         await ws.send_json({"type": "connection_init", "payload": dict(page.headers)})
-        if (await ws.receive_json()).get("type") != "connection_ack":
-            return
+        acked = await ws.receive()
+        if acked.type != aiohttp.WSMsgType.TEXT or json.loads(acked.data).get("type") != (
+            "connection_ack"
+        ):
+            return f"not acknowledged: close {ws.close_code} {acked.extra or ''}".strip()
         variables = {"run": page.run_id, "types": list(JOB_ENDED), "after": after}
         payload = {"query": RUN_EVENTS, "variables": variables}
         await ws.send_json({"id": "1", "type": "subscribe", "payload": payload})
@@ -223,18 +232,23 @@ async def _subscribe(page: Page, after: str | None) -> None:
                 await ws.send_json({"type": "pong"})
             elif kind == "next" and "errors" not in (message or {}).get("payload", {}):
                 page.nudge.set()
-            elif kind is not None:
-                return  # error, complete, or errors: the stream failed
+            elif kind is not None:  # error, complete, or errors
+                errors = (message or {}).get("payload", {})
+                if isinstance(errors, dict):
+                    errors = errors.get("errors", errors)
+                return f"stream ended: {kind} {str(errors)[:160]}"
+        return "page done"
 
 
 PER_USER = {
     "CALCGRAPH_LIMIT_REQUESTS_IN_FLIGHT_PER_USER": str(4 * PAGES),
     "CALCGRAPH_LIMIT_SOCKETS_PER_USER": str(4 * PAGES),
+    "CALCGRAPH_LIMIT_PENDING_SOCKETS_PER_ADDRESS": str(4 * PAGES),
     "CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE": "3600",
 }
-"""The pages stand for many users' tabs, but all sign in as alice: her limits of requests in
-flight (100), sockets (20) and server time would refuse what 200 users would be let
-through."""
+"""The pages stand for many users' tabs, but all sign in as alice from one address: her limits
+of requests in flight (100), sockets (20) and server time, and the address's 50 sockets not yet
+authenticated, would refuse what 200 users on their own machines would be let through."""
 
 
 async def _arm(scenario: Scenario, mode: str) -> Result:
@@ -337,6 +351,7 @@ def _result(
             "answered_503": counts.refused,
             "pages_whose_run_ended": counts.ended,
             "subscriptions_failed": counts.fallbacks,
+            "subscriptions_ended_why": dict(counts.why),
             "jobs_finished": finished,
             "ticks_per_job_finished": round(counts.ticks / max(1, finished), 2),
             "server_cpu_s_per_s": round(server / elapsed, 3),

@@ -15,9 +15,10 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
+from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.events.feed.watch import Reader, Watch
 from calcgraph.domain.events.ports import EventSignals
@@ -29,6 +30,22 @@ if TYPE_CHECKING:
 
 MAX_WAIT = 30.0
 RECHECK_SECONDS = 1.0
+_RETRY_CAP_S = 30.0
+T = TypeVar("T")
+
+
+async def _patiently(read: Callable[[], Awaitable[T]]) -> T:
+    """`read()`, again after the database's `retry_after` while it answers busy (an API
+    process's queue is full, contention): a subscription is a stream held open for a page, and
+    a moment's overload must not end it. A request (`pull`) is refused instead, and its client
+    retries after Retry-After."""
+    while True:
+        try:
+            return await read()
+        except Exception as exc:
+            if not is_retryable(exc):
+                raise
+            await asyncio.sleep(min(_RETRY_CAP_S, float(getattr(exc, "retry_after", 1))))
 
 
 class EventFeed:
@@ -121,13 +138,18 @@ class EventFeed:
 
     async def follow(self, principal: Principal, query: EventQuery) -> AsyncIterator[EventView]:
         """Every matching event the caller may see, as it is recorded, from now on (or after
-        the query's cursor), until the consumer stops."""
-        after = await self.start(query, principal)
+        the query's cursor), until the consumer stops; a busy database delays it, never ends
+        it."""
+        after = await _patiently(lambda: self.start(query, principal))
         first = True
         async with self.signals.listen_events(query.types.matches, query.run) as signal:
             with self.watch.reading(query.types.matches, query.run, signal) as reader:
                 while True:
-                    page = await self._page(principal, query, after, reader, first)
+
+                    def read(after: int = after, first: bool = first) -> Awaitable[EventPage]:
+                        return self._page(principal, query, after, reader, first)
+
+                    page = await _patiently(read)
                     first = False
                     after = int(page.next_cursor)
                     for item in page.items:
