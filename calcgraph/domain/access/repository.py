@@ -52,27 +52,29 @@ _OWNER = (
     .where(User.id == bindparam("user_id"))
     .subquery()
 )
-_EXECUTION_FACTS = (
-    select(
-        FunctionVersion.id,
-        Package.owner_id,
-        Package.organization_id,
-        Package.visibility,
-        Membership.role,
-        _OWNER.c.subject,
-        _OWNER.c.username,
-        _OWNER.c.roles,
+_PACKAGE_FACTS = (
+    FunctionVersion.id,
+    Package.owner_id,
+    Package.organization_id,
+    Package.visibility,
+    Membership.role,
+)
+"""The execution facts' package columns, the user's columns after them (both statements)."""
+
+
+def _membership_of(user_id: ColumnElement[str]) -> ColumnElement[bool]:
+    """The join of `user_id`'s membership in the package's owning organization."""
+    return and_(
+        Membership.organization_id == Package.organization_id, Membership.user_id == user_id
     )
+
+
+_EXECUTION_FACTS = (
+    select(*_PACKAGE_FACTS, _OWNER.c.subject, _OWNER.c.username, _OWNER.c.roles)
     .select_from(FunctionVersion)
     .join(Function, Function.id == FunctionVersion.function_id)
     .join(Package, Package.id == Function.package_id)
-    .outerjoin(
-        Membership,
-        and_(
-            Membership.organization_id == Package.organization_id,
-            Membership.user_id == bindparam("user_id"),
-        ),
-    )
+    .outerjoin(Membership, _membership_of(bindparam("user_id")))
     .outerjoin(_OWNER, true())
     .where(FunctionVersion.id.in_(bindparam("version_ids", expanding=True)))
 )
@@ -94,26 +96,11 @@ def with_execution_facts(
     organization and the roles of the user `user_id` (their columns NULL when missing); what
     a worker's claim asks of each job's owner in its own statement (`execution_facts_of`)."""
     return (
-        query.add_columns(
-            FunctionVersion.id,
-            Package.owner_id,
-            Package.organization_id,
-            Package.visibility,
-            Membership.role,
-            User.subject,
-            User.username,
-            User.roles,
-        )
+        query.add_columns(*_PACKAGE_FACTS, User.subject, User.username, User.roles)
         .outerjoin(FunctionVersion, FunctionVersion.id == version_id)
         .outerjoin(Function, Function.id == FunctionVersion.function_id)
         .outerjoin(Package, Package.id == Function.package_id)
-        .outerjoin(
-            Membership,
-            and_(
-                Membership.organization_id == Package.organization_id,
-                Membership.user_id == user_id,
-            ),
-        )
+        .outerjoin(Membership, _membership_of(user_id))
         .outerjoin(User, User.id == user_id)
     )
 
