@@ -76,7 +76,9 @@ def test_alice_creates_tests_disables_and_deletes_a_webhook(
 
         # A test event: delivered, with the receiver's status code.
         page.get_by_role("button", name=f"Send test to {ok.url}").click()
-        expect(page.get_by_role("status")).to_contain_text("calcgraph.webhook.test")
+        expect(page.get_by_role("status")).to_contain_text(
+            f"on its way to {ok.url}", timeout=20_000
+        )
         assert ok.wait_for(1), "the receiver got nothing"
         page.get_by_role("link", name=f"Deliveries of {ok.url}").click()
         expect(page.get_by_role("heading", name=f"Deliveries to {ok.url}")).to_be_visible()
@@ -88,7 +90,12 @@ def test_alice_creates_tests_disables_and_deletes_a_webhook(
 
         # A receiver answering 500: the attempt says so and when it is tried again.
         page.get_by_role("link", name="All webhooks").click()
+        expect(page.get_by_role("table", name="Your webhooks")).to_contain_text(failing.url)
         page.get_by_role("button", name=f"Send test to {failing.url}").click()
+        # The server took the request (an error would show as an alert, named here).
+        expect(page.get_by_role("status")).to_contain_text(
+            f"on its way to {failing.url}", timeout=20_000
+        )
         assert failing.wait_for(1), "the failing receiver got nothing"
         page.get_by_role("link", name=f"Deliveries of {failing.url}").click()
         _deliveries_show(page, "500")
