@@ -4,6 +4,7 @@ import { createClient, type Client } from "graphql-ws";
 import type { TypedDocumentString } from "../gql/graphql";
 import { currentSession, sessionExpired, sessionHasExpired } from "./auth";
 import { retryAfterSeconds } from "./retryAfter";
+import { retryDelay } from "./retryPolicy";
 
 export class ApiError extends Error {
   constructor(
@@ -12,6 +13,8 @@ export class ApiError extends Error {
     readonly extensions: Record<string, unknown> = {},
     /** Seconds the server asked us to wait before trying again (an overload, a rate limit). */
     readonly retryAfter: number | null = null,
+    /** The HTTP status of the answer, when there was one. */
+    readonly status: number | null = null,
   ) {
     super(message);
   }
@@ -56,7 +59,26 @@ export async function request<TResult, TVariables>(
   return answer;
 }
 
+/** One request, tried again when the server asks for a short wait (lib/retryPolicy). */
 async function send<TResult, TVariables>(
+  document: TypedDocumentString<TResult, TVariables>,
+  variables: unknown,
+  token: string | null,
+): Promise<TResult> {
+  const mutation = isMutation(document.toString());
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await sendOnce(document, variables, token);
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      const wait = retryDelay({ status: e.status ?? 0, code: e.code, retryAfter: e.retryAfter, mutation }, attempt);
+      if (wait === null) throw e;
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    }
+  }
+}
+
+async function sendOnce<TResult, TVariables>(
   document: TypedDocumentString<TResult, TVariables>,
   variables: unknown,
   token: string | null,
@@ -86,11 +108,12 @@ async function send<TResult, TVariables>(
       sessionExpired();
     }
     const wait = retryAfterSeconds(response.headers.get("Retry-After"), first.extensions);
-    throw new ApiError(first.message, code, first.extensions ?? {}, wait);
+    throw new ApiError(first.message, code, first.extensions ?? {}, wait, response.status);
   }
   if (!response.ok || !payload.data) {
     const wait = retryAfterSeconds(response.headers.get("Retry-After"), { retry_after: payload.retry_after });
-    throw new ApiError(payload.detail ?? `the server answered ${response.status}`, null, {}, wait);
+    const kind = /^([A-Za-z]+): /.exec(payload.detail ?? "")?.[1] ?? null;
+    throw new ApiError(payload.detail ?? `the server answered ${response.status}`, kind, {}, wait, response.status);
   }
   return payload.data;
 }
