@@ -9,20 +9,15 @@ loopback only.
 Honest users (50), each in turn: execute `inc` (`?wait=30`), then start a diamond (4 trivial
 functions) and tick it without waiting every 0.25 s until it ends, then rest 1 s.
 
-Hostile users (5), each its own attack, as fast as the server answers it:
-- big outputs: executes a function returning 8 MiB, lists its jobs 500 at a time, reads a run
-  whose 3 nodes each output 8 MiB, whole and through GraphQL `nodeStates`;
-- huge workflows: saves 12,000-node workflows and starts runs of them (until the runs quota
-  answers 429; then cancels them), lists its runs and reads one whole;
-- socket floods: opens 60 WebSockets that never send `connection_init` and 25 authenticated
-  ones (over the 50 and 20 the contract allows), holds them, closes them, again;
-- background threads: executes a handler that starts a busy thread and forks a sleeping child;
-- GraphQL games: fragments that double each other, 2,000 aliases, nested lists, and
-  `workflowRuns(limit: 12) { planSnapshot nodeStates ... }`.
+Hostile users (5), each its own attack as fast as the server answers it (big outputs, huge
+workflows, socket floods, background threads, GraphQL games: `bench.soak_clients`), run in a
+process of their own, and so does the `/health` probe: in this process they would share the
+loop that times the honest users (decoding 8 MiB answers on it) and wait behind them.
 
-Printed per phase: the honest execute and tick p50/p99, `/health` p99 (polled every 0.5 s),
-CPU per honest operation (everything the platform used, hostile work included: API, worker,
-sandboxes, PostgreSQL, Redis, divided by the honest executes and ticks), the load average;
+Printed per phase: the honest execute and tick p50/p99, `/health` p99 (polled every 0.5 s by
+its own process), CPU per honest operation (everything the platform used, hostile work
+included: API, worker, sandboxes, PostgreSQL, Redis, divided by the honest executes and
+ticks), the load average;
 and for the whole soak the API process's memory high-water mark (VmHWM), the worker's, and
 the database's growth.
 """
@@ -33,15 +28,16 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 import httpx
 
+from bench import soak_clients
 from bench.core import Options, Result, percentile
 from bench.scale_client import POSTGRES_URL, Api, api, cpu_split, diamond_nodes
 
@@ -49,8 +45,6 @@ REDIS_URL = os.environ.get("CALCGRAPH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/
 HONEST_USERS = 50
 HOSTILE_USERS = 5
 BIG_BYTES = 8 * 1024 * 1024
-HUGE_NODES = 12_000
-HEALTH_EVERY_S = 0.5
 TICK_EVERY_S = 0.25
 REST_S = 1.0
 
@@ -145,187 +139,6 @@ async def _honest(api: Api, slug: str, user: str, phase: Phase, until: float) ->
         await asyncio.sleep(REST_S)
 
 
-async def _health(api: Api, phase: Phase, until: float) -> None:
-    while time.monotonic() < until:
-        began = time.perf_counter_ns()
-        with contextlib.suppress(httpx.HTTPError):
-            await api.http.get("/health")
-        phase.health.append(time.perf_counter_ns() - began)
-        await asyncio.sleep(HEALTH_EVERY_S)
-
-
-def _count(phase: Phase, response: httpx.Response) -> None:
-    phase.hostile_calls += 1
-    if 400 <= response.status_code < 500:
-        phase.refused += 1
-
-
-async def _big_outputs(api: Api, user: str, package: str, phase: Phase, until: float) -> None:
-    headers = api.headers_of(user)
-    nodes = [
-        {"node_key": "x", "kind": "input", "input_spec": {"type_expr": "Float"}},
-        *(
-            {
-                "node_key": f"B{i}",
-                "kind": "function",
-                "function": f"{package}/big",
-                "input_bindings": {
-                    "x": {"source": "input_node", "input_key": "x", "from_port": "value"}
-                },
-            }
-            for i in range(3)
-        ),
-    ]
-    slug = f"soak-big-{uuid.uuid4().hex[:6]}"
-    body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}}
-    _count(phase, await api.http.post("/workflows", json=body, headers=headers))
-    run_id = None
-    n = 0.0
-    while time.monotonic() < until:
-        headers = api.headers_of(user)
-        n += 1
-        with contextlib.suppress(httpx.HTTPError):
-            _count(
-                phase,
-                await api.http.post(
-                    f"/packages/{package}/functions/big/execute",
-                    json={"inputs": {"x": n}},
-                    params={"wait": 30},
-                    headers=headers,
-                ),
-            )
-            _count(phase, await api.http.get("/jobs", params={"limit": 500}, headers=headers))
-            if run_id is None:
-                started = await api.http.post(
-                    f"/workflows/{slug}/runs", json={"inputs": {"x": n}}, headers=headers
-                )
-                _count(phase, started)
-                run_id = started.json().get("id") if started.status_code == 201 else None
-            if run_id is not None:
-                _count(phase, await api.http.post(f"/workflow-runs/{run_id}/tick", headers=headers))
-                _count(phase, await api.http.get(f"/workflow-runs/{run_id}", headers=headers))
-                query = "query($id: ID!) { workflowRun(id: $id) { nodeStates { outputs } } }"
-                _count(
-                    phase,
-                    await api.http.post(
-                        "/graphql",
-                        json={"query": query, "variables": {"id": run_id}},
-                        headers=headers,
-                    ),
-                )
-
-
-async def _huge_workflows(api: Api, user: str, phase: Phase, until: float) -> None:
-    inc = f"{api.package}/inc"
-    binding = {"x": {"source": "input_node", "input_key": "x", "from_port": "value"}}
-    nodes: list[dict[str, Any]] = [
-        {"node_key": "x", "kind": "input", "input_spec": {"type_expr": "Float"}}
-    ]
-    nodes += [
-        {"node_key": f"n{i}", "kind": "function", "function": inc, "input_bindings": binding}
-        for i in range(HUGE_NODES)
-    ]
-    slugs: list[str] = []
-    runs: list[str] = []
-    while time.monotonic() < until:
-        headers = api.headers_of(user)
-        with contextlib.suppress(httpx.HTTPError):
-            if len(slugs) < 3:
-                slug = f"soak-huge-{uuid.uuid4().hex[:6]}"
-                body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}}
-                created = await api.http.post("/workflows", json=body, headers=headers)
-                _count(phase, created)
-                if created.status_code == 201:
-                    slugs.append(slug)
-                continue
-            started = await api.http.post(
-                f"/workflows/{slugs[len(runs) % 3]}/runs",
-                json={"inputs": {"x": 1.0}},
-                headers=headers,
-            )
-            _count(phase, started)
-            if started.status_code == 201:
-                runs.append(started.json()["id"])
-            elif started.status_code == 429:  # the runs quota: cancel and go on
-                for run_id in runs[:20]:
-                    _count(
-                        phase,
-                        await api.http.post(f"/workflow-runs/{run_id}/cancel", headers=headers),
-                    )
-                del runs[:20]
-            _count(
-                phase, await api.http.get("/workflow-runs", params={"limit": 500}, headers=headers)
-            )
-            if runs:
-                _count(phase, await api.http.get(f"/workflow-runs/{runs[-1]}", headers=headers))
-
-
-async def _socket_flood(api: Api, user: str, phase: Phase, until: float) -> None:
-    from websockets.asyncio.client import connect
-
-    url = api.server.base_url.replace("http://", "ws://") + "/graphql"
-
-    async def hold(authenticated: bool) -> None:
-        with contextlib.suppress(Exception):
-            async with connect(url, subprotocols=["graphql-transport-ws"], open_timeout=30) as ws:  # type: ignore[list-item]
-                if authenticated:
-                    token = api.headers_of(user)["Authorization"]
-                    init = {"type": "connection_init", "payload": {"Authorization": token}}
-                    await ws.send(json.dumps(init))
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(ws.recv(), 4)
-                    await asyncio.wait_for(ws.recv(), 4)
-                phase.refused += ws.close_code is not None and ws.close_code >= 4400
-        phase.hostile_calls += 1
-
-    while time.monotonic() < until:
-        await asyncio.gather(*(hold(False) for _ in range(60)), *(hold(True) for _ in range(25)))
-
-
-async def _threads(api: Api, user: str, package: str, phase: Phase, until: float) -> None:
-    n = 0.0
-    while time.monotonic() < until:
-        n += 1
-        with contextlib.suppress(httpx.HTTPError):
-            _count(
-                phase,
-                await api.http.post(
-                    f"/packages/{package}/functions/spin/execute",
-                    json={"inputs": {"x": n}},
-                    params={"wait": 30},
-                    headers=api.headers_of(user),
-                ),
-            )
-
-
-def _doubling_fragments(levels: int) -> str:
-    parts = ["query Q { ...F0 }", "fragment F0 on Query { me { username } }"]
-    for i in range(1, levels + 1):
-        parts.append(f"fragment F{i} on Query {{ ...F{i - 1} ...F{i - 1} }}")
-    parts[0] = f"query Q {{ ...F{levels} }}"
-    return "\n".join(parts)
-
-
-async def _graphql_games(api: Api, user: str, phase: Phase, until: float) -> None:
-    aliases = "{ " + " ".join(f"a{i}: me {{ username }}" for i in range(2000)) + " }"
-    nested = "{ " + "packages(limit: 100) { items { functions { versions { id } } } } " * 3 + "}"
-    runs = """{ workflowRuns(limit: 12) { items { planSnapshot
-        nodeStates { nodeKey outputs } workflowVersion { graph } } } }"""
-    documents = [_doubling_fragments(30), aliases, nested, runs]
-    i = 0
-    while time.monotonic() < until:
-        i += 1
-        with contextlib.suppress(httpx.HTTPError):
-            response = await api.http.post(
-                "/graphql",
-                json={"query": documents[i % len(documents)]},
-                headers=api.headers_of(user),
-            )
-            phase.hostile_calls += 1
-            body = response.json()
-            phase.refused += bool(body.get("errors"))
-
-
 async def _publish_hostile(api: Api, user: str) -> str:
     package = f"soak-{uuid.uuid4().hex[:8]}"
     body = {
@@ -363,25 +176,56 @@ def _status_kb(pid: int | None, key: str) -> int:
     return 0
 
 
+async def _client(order: bytes) -> dict[str, Any]:
+    """A client process of `bench.soak_clients`: its orders in, its findings out."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.soak_clients",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate(order)
+    if process.returncode != 0:
+        raise RuntimeError(f"a soak client process failed ({process.returncode})")
+    found: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return found
+
+
+def _orders(api: Api, role: str, seconds: float, **more: Any) -> bytes:
+    idp = api.idp
+    key = idp.keys[idp.current_kid]
+    return soak_clients.orders(
+        role, api.server.base_url, api.package, idp.issuer, idp.current_kid, key, seconds, **more
+    )
+
+
 async def _phase(
     api: Api,
     phase: Phase,
     seconds: float,
     slug: str,
-    hostile: list[Callable[[float], Awaitable[None]]],
+    hostile: dict[str, Any] | None,
 ) -> None:
+    """The honest users here; the `/health` probe and the hostile users (when `hostile` names
+    them and their packages) each in a process of its own."""
     before = await cpu_split(api)
     began = time.monotonic()
     until = began + seconds
-    tasks = [
+    clients = [_client(_orders(api, "health", seconds))]
+    if hostile is not None:
+        clients.append(_client(_orders(api, "hostile", seconds, **hostile)))
+    found, *_ = await asyncio.gather(
+        asyncio.gather(*clients),
         *(_honest(api, slug, f"honest{u:02d}", phase, until) for u in range(HONEST_USERS)),
-        _health(api, phase, until),
-        *(attack(until) for attack in hostile),
-    ]
-    await asyncio.gather(*tasks)
+    )
     phase.seconds = time.monotonic() - began
     phase.cpu = (await cpu_split(api) - before).ours
     phase.load = os.getloadavg()
+    phase.health = found[0]["latencies_ns"]
+    if hostile is not None:
+        phase.hostile_calls = found[1]["hostile_calls"]
+        phase.refused = found[1]["refused"]
 
 
 def _result(phase: Phase, setup: str, extra: dict[str, object]) -> Result:
@@ -425,16 +269,10 @@ async def _soak(minutes: float) -> list[Result]:
         spin_pkg = await _publish_hostile(server, users[3])
         db_before = await _database_bytes()
         quiet = Phase("honest users alone")
-        await _phase(server, quiet, quiet_s, slug, [])
+        await _phase(server, quiet, quiet_s, slug, None)
         loud = Phase("with 5 hostile users")
-        attacks: list[Callable[[float], Awaitable[None]]] = [
-            lambda until: _big_outputs(server, users[0], big_pkg, loud, until),
-            lambda until: _huge_workflows(server, users[1], loud, until),
-            lambda until: _socket_flood(server, users[2], loud, until),
-            lambda until: _threads(server, users[3], spin_pkg, loud, until),
-            lambda until: _graphql_games(server, users[4], loud, until),
-        ]
-        await _phase(server, loud, loud_s, slug, attacks)
+        hostile = {"users": users, "packages": {"big": big_pkg, "spin": spin_pkg}}
+        await _phase(server, loud, loud_s, slug, hostile)
         db_after = await _database_bytes()
         api_hwm = max(_status_kb(pid, "VmHWM") for pid in server.server.api_pids()) / 1024
         worker_hwm = _status_kb(server.worker_pid, "VmHWM") / 1024

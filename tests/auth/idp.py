@@ -23,6 +23,39 @@ def new_key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
+def claims_of(
+    issuer: str, username: str = "alice", roles: Iterable[str] = ("user",)
+) -> dict[str, Any]:
+    """A development user's access token claims, valid 5 minutes from now."""
+    now = int(time.time())
+    return {
+        "iss": issuer,
+        "aud": AUDIENCE,
+        "sub": f"sub-{username}",
+        "iat": now,
+        "exp": now + 300,
+        "typ": "Bearer",
+        "preferred_username": username,
+        "email": f"{username}@example.test",
+        "given_name": username.title(),
+        "family_name": "Tester",
+        "realm_access": {"roles": list(roles)},
+    }
+
+
+def sign_with(
+    key: rsa.RSAPrivateKey,
+    kid: str,
+    claims: Mapping[str, Any],
+    headers: Mapping[str, Any] | None = None,
+    algorithm: str = "RS256",
+) -> str:
+    """`claims` signed as the provider signs them (another process may hold the key)."""
+    return jwt.encode(
+        dict(claims), key, algorithm=algorithm, headers={"kid": kid, **(headers or {})}
+    )
+
+
 class LocalIdentityProvider:
     def __init__(self) -> None:
         self.keys: dict[str, rsa.RSAPrivateKey] = {}
@@ -117,20 +150,7 @@ class LocalIdentityProvider:
         return {"keys": keys}
 
     def claims(self, username: str = "alice", roles: Iterable[str] = ("user",)) -> dict[str, Any]:
-        now = int(time.time())
-        return {
-            "iss": self.issuer,
-            "aud": AUDIENCE,
-            "sub": f"sub-{username}",
-            "iat": now,
-            "exp": now + 300,
-            "typ": "Bearer",
-            "preferred_username": username,
-            "email": f"{username}@example.test",
-            "given_name": username.title(),
-            "family_name": "Tester",
-            "realm_access": {"roles": list(roles)},
-        }
+        return claims_of(self.issuer, username, roles)
 
     def sign(
         self,
@@ -142,10 +162,7 @@ class LocalIdentityProvider:
         algorithm: str = "RS256",
     ) -> str:
         kid = kid or self.current_kid
-        signing_key = key or self.keys[kid]
-        return jwt.encode(
-            dict(claims), signing_key, algorithm=algorithm, headers={"kid": kid, **(headers or {})}
-        )
+        return sign_with(key or self.keys[kid], kid, claims, headers, algorithm)
 
     def token(self, username: str = "alice", roles: Iterable[str] = ("user",)) -> str:
         return self.sign(self.claims(username, roles))
