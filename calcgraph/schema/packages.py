@@ -50,6 +50,11 @@ class Visibility(Enum):
     public = "public"
 
 
+def visibility_value(visibility: Visibility | None) -> str | None:
+    """The services' spelling of an optional `Visibility` argument (None: the default)."""
+    return visibility.value if visibility is not None else None
+
+
 @strawberry.type(name="FunctionVersion", description="An immutable version of a function.")
 class FunctionVersionType(FromView[FunctionVersionView]):
     id: strawberry.ID = strawberry.field(description="Immutable identifier; executes exactly it.")
