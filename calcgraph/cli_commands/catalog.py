@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +263,11 @@ def add_time_range(listing: argparse.ArgumentParser, name: str) -> None:
         )
 
 
+def time_cell(moment: datetime | None) -> str:
+    """A time in a listing's table: to the second, empty when there is none."""
+    return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
 def add_ownership_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--visibility", choices=VISIBILITIES, default=None)
     parser.add_argument("--organization", default=None, help="owning organization slug")
@@ -351,7 +357,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         lambda j: (
             j.id,
             j.status,
-            "" if j.created_at is None else j.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            time_cell(j.created_at),
             j.workflow_run_id,
             j.node_key,
         ),

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
 from rich.console import Console
 
-from calcgraph.cli_commands.catalog import add_listing, add_time_range, suggest_workflow
+from calcgraph.cli_commands.catalog import add_listing, add_time_range, suggest_workflow, time_cell
 from calcgraph.cli_commands.common import (
     FAILED,
     OK,
@@ -123,10 +122,6 @@ def _follow_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=None, help="give up after S seconds")
 
 
-def _when(moment: datetime | None) -> str:
-    return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common = [global_options()]
     runs = command_group(sub, "runs", "start and follow workflow runs")
@@ -189,8 +184,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         lambda r: (
             r.id,
             r.status,
-            _when(r.started_at),
-            _when(r.completed_at),
+            time_cell(r.started_at),
+            time_cell(r.completed_at),
             r.first_failed_node_key,
         ),
     )

@@ -88,20 +88,21 @@ DateLike = datetime.datetime | datetime.date | str
 """A listing's date filter: a datetime (naive: UTC), a date (its midnight UTC) or ISO text."""
 
 
-def _when(value: DateLike | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return value.isoformat()
-
-
-def _statuses(status: str | Sequence[str]) -> tuple[str, ...]:
-    """One status or several (a lone string is one status, not its letters)."""
-    return (status,) if isinstance(status, str) else tuple(status)
-
-
-def _filters(**fields: str | None) -> list[tuple[str, str]]:
-    """The given filters as query parameters (an empty search is sent too: the server says)."""
-    return [(name, value) for name, value in fields.items() if value is not None]
+def _filters(**fields: DateLike | Sequence[str] | None) -> list[tuple[str, str]]:
+    """The given filters as query parameters, in order: a date or a datetime in ISO 8601, a
+    sequence one parameter per item (a lone string is one value, not its letters), None left
+    out (an empty search is sent too: the server says)."""
+    params: list[tuple[str, str]] = []
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if isinstance(value, str):
+            params.append((name, value))
+        elif isinstance(value, datetime.date):  # a datetime is a date too
+            params.append((name, value.isoformat()))
+        else:
+            params.extend((name, item) for item in value)
+    return params
 
 
 def _without_none(**fields: Any) -> dict[str, Any]:
@@ -316,13 +317,10 @@ def list_jobs(
 ) -> Call[m.Page[m.Job]]:
     """`function`: a case-insensitive part of `package/function`; `status`: any of them;
     `created_after` inclusive, `created_before` exclusive (a datetime, a date or ISO text)."""
-    extra = [("status", s) for s in _statuses(status)]
-    extra += _filters(
-        function=function,
-        created_after=_when(created_after),
-        created_before=_when(created_before),
+    where = _filters(
+        status=status, function=function, created_after=created_after, created_before=created_before
     )
-    return _listing("/jobs", m.Job, limit, cursor, extra)
+    return _listing("/jobs", m.Job, limit, cursor, where)
 
 
 def get_job(job_id: str) -> Call[m.Job]:

@@ -19,8 +19,6 @@ from calcgraph.client.operations import (
     _listing,
     _model,
     _segment,
-    _statuses,
-    _when,
     _without_none,
 )
 
@@ -102,13 +100,10 @@ def list_runs(
 ) -> Call[m.Page[m.RunSummary]]:
     """`status`: any of them; `workflow`: its slug; `started_after` inclusive,
     `started_before` exclusive (a datetime, a date or ISO text)."""
-    extra = [("status", s) for s in _statuses(status)]
-    extra += _filters(
-        workflow=workflow,
-        started_after=_when(started_after),
-        started_before=_when(started_before),
+    where = _filters(
+        status=status, workflow=workflow, started_after=started_after, started_before=started_before
     )
-    return _listing("/workflow-runs", m.RunSummary, limit, cursor, extra)
+    return _listing("/workflow-runs", m.RunSummary, limit, cursor, where)
 
 
 def get_run(run_id: str) -> Call[m.Run]:

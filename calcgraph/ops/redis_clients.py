@@ -9,6 +9,9 @@ rate limiter, `/health` saying `redis: unreachable`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 from typing import Any
 
 _RETRIES = 3
@@ -48,3 +51,36 @@ def async_client(url: str, **overrides: Any) -> Any:
     options = {**_options(), **overrides}
     options["retry"] = Retry(options.pop("_backoff"), _RETRIES)
     return redis.asyncio.Redis.from_url(url, **options)
+
+
+class LoopClients:
+    """One `async_client` per event loop that uses it (the API's, a worker runtime's): an
+    asyncio client belongs to the loop it was made on. Clients of loops since closed are
+    dropped when another loop first asks."""
+
+    def __init__(self, url: str, **overrides: Any) -> None:
+        self.url = url
+        self._overrides = overrides
+        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                for closed in [lp for lp in self._clients if lp.is_closed()]:
+                    del self._clients[closed]
+                client = self._clients[loop] = async_client(self.url, **self._overrides)
+            return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client (another loop's can only close on that loop) and
+        forget them all."""
+        with self._lock:
+            clients, self._clients = self._clients, {}
+        loop = asyncio.get_running_loop()
+        for client_loop, client in clients.items():
+            if client_loop is loop:
+                with contextlib.suppress(Exception):
+                    await client.aclose()

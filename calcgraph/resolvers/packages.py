@@ -23,6 +23,7 @@ from calcgraph.schema.packages import (
     PackageType,
     PackageVersionHistoryType,
     Visibility,
+    visibility_value,
 )
 
 
@@ -105,7 +106,7 @@ class PackageMutation:
             publishing_service.publish,
             _manifest(info, manifest),
             _files(files),
-            visibility.value if visibility is not None else None,
+            visibility_value(visibility),
             organization,
         )
         return DeploymentReportType.from_view(report)
@@ -127,7 +128,7 @@ class PackageMutation:
             info.context.services.sources,
             git_url,
             ref,
-            visibility.value if visibility is not None else None,
+            visibility_value(visibility),
             organization,
         )
         return DeploymentReportType.from_view(report)
@@ -158,7 +159,7 @@ class PackageMutation:
             handler=handler,
             inputs=_ports(inputs, "inputs"),
             outputs=_ports(outputs, "outputs"),
-            visibility=visibility.value if visibility is not None else None,
+            visibility=visibility_value(visibility),
             organization=organization,
         )
         services = info.context.services

@@ -18,7 +18,7 @@ from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.resolvers.unit import read, read_page, searched_listing, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
-from calcgraph.schema.packages import Visibility
+from calcgraph.schema.packages import Visibility, visibility_value
 from calcgraph.schema.selection import asks_for_plan
 from calcgraph.schema.workflows import (
     WorkflowPage,
@@ -125,7 +125,7 @@ class WorkflowMutation:
             slug=slug,
             name=name,
             graph=_graph(info, graph),
-            visibility=visibility.value if visibility is not None else None,
+            visibility=visibility_value(visibility),
             organization_slug=organization,
             quotas=info.context.settings.quotas,
         )

@@ -155,6 +155,10 @@ class Body(BaseModel):
 
 
 VisibilityValue = Literal["private", "internal", "public"]
+OrganizationSlug = Annotated[
+    str | None, Field(max_length=100, description="owning organization's slug")
+]
+"""The organization that is to own a new package or workflow (unset: its creator alone)."""
 
 
 class PageQuery(Query):

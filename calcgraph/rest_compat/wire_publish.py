@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasPath, ConfigDict, Field, model_validator
 
@@ -20,6 +20,7 @@ from calcgraph.domain.packages.views import (
 )
 from calcgraph.rest_compat.wire import (
     Body,
+    OrganizationSlug,
     Out,
     Timestamp,
     VisibilityValue,
@@ -174,6 +175,12 @@ class PackageDiffOut(Out):
     changes: list[InterfaceChangeOut]
 
 
+PackageVisibility = Annotated[
+    VisibilityValue | None,
+    Field(description="new package: default private; existing: unchanged if unset"),
+]
+
+
 class PublishPackageBody(Body):
     model_config = ConfigDict(json_schema_extra={"examples": [_PACKAGE_EXAMPLE]})
 
@@ -181,12 +188,8 @@ class PublishPackageBody(Body):
         description="calcgraph.yaml as an object (its JSON form) or as YAML text"
     )
     files: dict[str, str] = Field(description="path of each package file to its source text")
-    visibility: VisibilityValue | None = Field(
-        default=None, description="new package: default private; existing: unchanged if unset"
-    )
-    organization: str | None = Field(
-        default=None, max_length=100, description="owning organization's slug"
-    )
+    visibility: PackageVisibility = None
+    organization: OrganizationSlug = None
 
 
 class PublishFromGitBody(Body):
@@ -208,12 +211,8 @@ class PublishFromGitBody(Body):
         description="https:// URL, or a file:// URL or path inside CALCGRAPH_GIT_LOCAL_ROOTS",
     )
     ref: str = Field(min_length=1, max_length=255, description="tag, branch or commit SHA")
-    visibility: VisibilityValue | None = Field(
-        default=None, description="new package: default private; existing: unchanged if unset"
-    )
-    organization: str | None = Field(
-        default=None, max_length=100, description="owning organization's slug"
-    )
+    visibility: PackageVisibility = None
+    organization: OrganizationSlug = None
 
 
 class PatchPackageBody(Body):

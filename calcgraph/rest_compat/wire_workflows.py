@@ -11,6 +11,7 @@ from calcgraph.domain.workflows.validation import Report
 from calcgraph.domain.workflows.views import WorkflowDetailView
 from calcgraph.rest_compat.wire import (
     Body,
+    OrganizationSlug,
     Out,
     TimestampZ,
     ValidationReport,
@@ -56,9 +57,7 @@ class CreateWorkflowBody(Body):
     name: str = Field(min_length=1, max_length=255, description="display name")
     graph: dict[str, Any] = Field(description='the graph document {"nodes": [...]}')
     visibility: VisibilityValue | None = Field(default=None, description="default private")
-    organization: str | None = Field(
-        default=None, max_length=100, description="owning organization's slug"
-    )
+    organization: OrganizationSlug = None
 
 
 class WorkflowGraphBody(Body):

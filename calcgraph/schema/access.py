@@ -23,6 +23,7 @@ from calcgraph.domain.quotas.views import UsageView
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.context import Info
+from calcgraph.schema.viewed import FromView
 
 if TYPE_CHECKING:
     from calcgraph.schema.packages import PackageType
@@ -70,13 +71,9 @@ class MemberRole(Enum):
 
 
 @strawberry.type(name="Member", description="A member of an organization.")
-class MemberType:
+class MemberType(FromView[MemberView]):
     username: str = strawberry.field(description="The member's username.")
     role: str = strawberry.field(description="`owner` or `member`.")
-
-    @classmethod
-    def from_view(cls, member: MemberView) -> MemberType:
-        return from_attributes(cls, member)
 
 
 @strawberry.type(name="Organization", description="An organization; readable by its members.")

@@ -16,20 +16,17 @@ from calcgraph.domain.packages.views import (
     PinnedDependencyView,
 )
 from calcgraph.domain.read_models import from_attributes
+from calcgraph.schema.viewed import FromView
 
 
 @strawberry.type(name="DeploymentHistoryEntry", description="One change of the current version.")
-class DeploymentHistoryEntryType:
+class DeploymentHistoryEntryType(FromView[DeploymentHistoryEntry]):
     version: str = strawberry.field(description="The version the change concerns.")
     action: str = strawberry.field(
         description="`deployed`, `canary_started`, `promoted` or `rolled_back`."
     )
     at: datetime = strawberry.field(description="When.")
     reason: str | None = strawberry.field(description="Why, and by whom.")
-
-    @classmethod
-    def from_view(cls, entry: DeploymentHistoryEntry) -> DeploymentHistoryEntryType:
-        return from_attributes(cls, entry)
 
 
 @strawberry.type(name="DeploymentState", description="Which version unpinned calls get.")
@@ -64,7 +61,7 @@ class DeploymentStateType:
 @strawberry.type(
     name="PinnedDependency", description="A package a deployment pinned (contract 11)."
 )
-class PinnedDependencyType:
+class PinnedDependencyType(FromView[PinnedDependencyView]):
     name: str = strawberry.field(description="The dependency's package name.")
     version: str = strawberry.field(description="The pinned version.")
     package_id: str = strawberry.field(description="The dependency's package.")
@@ -72,10 +69,6 @@ class PinnedDependencyType:
         description="Declared by this version; false: brought along by a dependency's pins."
     )
     range: str | None = strawberry.field(description="The declared range, for a direct one.")
-
-    @classmethod
-    def from_view(cls, view: PinnedDependencyView) -> PinnedDependencyType:
-        return from_attributes(cls, view)
 
 
 @strawberry.type(name="PackageVersionDetail", description="One package version in detail.")

@@ -11,11 +11,11 @@ from strawberry.types.lazy_type import LazyType
 
 from calcgraph.domain.errors import PermissionDenied
 from calcgraph.domain.jobs.views import JobView
-from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access import loaders_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import FunctionType, PackageType, package_or_denied
 from calcgraph.schema.pages import Page
+from calcgraph.schema.viewed import FromView
 
 if TYPE_CHECKING:
     from calcgraph.schema.workflows import WorkflowRunType
@@ -24,7 +24,7 @@ _RUN_TYPE: LazyType[Any, Any] = LazyType("WorkflowRunType", "calcgraph.schema.wo
 
 
 @strawberry.type(name="Job", description="One execution of a function.")
-class JobType:
+class JobType(FromView[JobView]):
     id: str = strawberry.field(description="Identifier.")
     status: str = strawberry.field(description="`queued`, `running`, `success` or `failed`.")
     function_id: str = strawberry.field(description="Function executed.")
@@ -82,10 +82,6 @@ class JobType:
         if function is None:
             raise PermissionDenied(f"you may not access function {self.function_id!r}")
         return FunctionType.from_view(function)
-
-    @classmethod
-    def from_view(cls, job: JobView) -> JobType:
-        return from_attributes(cls, job)
 
 
 @strawberry.type(description="A page of jobs.")

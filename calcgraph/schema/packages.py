@@ -32,6 +32,7 @@ from calcgraph.schema.access import OrganizationType, loaders_of, principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.package_loaders import PackageLoaders
 from calcgraph.schema.pages import Page
+from calcgraph.schema.viewed import FromView
 
 
 def package_loaders_of(info: Info) -> PackageLoaders:
@@ -49,8 +50,13 @@ class Visibility(Enum):
     public = "public"
 
 
+def visibility_value(visibility: Visibility | None) -> str | None:
+    """The services' spelling of an optional `Visibility` argument (None: the default)."""
+    return visibility.value if visibility is not None else None
+
+
 @strawberry.type(name="FunctionVersion", description="An immutable version of a function.")
-class FunctionVersionType:
+class FunctionVersionType(FromView[FunctionVersionView]):
     id: strawberry.ID = strawberry.field(description="Immutable identifier; executes exactly it.")
     function_id: str = strawberry.field(description="The function this is a version of.")
     package_version_id: str = strawberry.field(
@@ -85,13 +91,9 @@ class FunctionVersionType:
         )
         return [FunctionVersionType.from_view(v) for v in rows]
 
-    @classmethod
-    def from_view(cls, v: FunctionVersionView) -> FunctionVersionType:
-        return from_attributes(cls, v)
-
 
 @strawberry.type(name="DeployedFunction", description="A function as one deployment carried it.")
-class DeployedFunctionType:
+class DeployedFunctionType(FromView[DeployedFunctionView]):
     name: str = strawberry.field(description="Function name.")
     function_id: str = strawberry.field(description="Immutable function identifier.")
     version: str = strawberry.field(description="The function version carried.")
@@ -103,10 +105,6 @@ class DeployedFunctionType:
     async def function_version(self, info: Info) -> FunctionVersionType | None:
         row = await package_loaders_of(info).function_version_by_id.load(self.version_id)
         return FunctionVersionType.from_view(row) if row is not None else None
-
-    @classmethod
-    def from_view(cls, d: DeployedFunctionView) -> DeployedFunctionType:
-        return from_attributes(cls, d)
 
 
 @strawberry.type(name="PackageVersion", description="One deployment of a package.")
@@ -149,7 +147,7 @@ class PackageVersionHistoryType:
 @strawberry.type(
     name="FunctionVersionEntry", description="A function version as one deployment carried it."
 )
-class FunctionVersionEntryType:
+class FunctionVersionEntryType(FromView[FunctionVersionEntry]):
     version: str = strawberry.field(description="Function version.")
     version_id: str = strawberry.field(description="Identifier of the function version.")
     deployed_at: datetime = strawberry.field(description="Time of the deployment.")
@@ -158,10 +156,6 @@ class FunctionVersionEntryType:
     changelog: str | None = strawberry.field(description="Changes of the function version.")
     deprecated: bool = strawberry.field(description="Deprecated by its author.")
     is_breaking_change: bool = strawberry.field(description="Breaks callers of the previous.")
-
-    @classmethod
-    def from_view(cls, e: FunctionVersionEntry) -> FunctionVersionEntryType:
-        return from_attributes(cls, e)
 
 
 @strawberry.type(
@@ -313,7 +307,7 @@ async def package_or_denied(info: Info, package_id: str) -> PackageType:
 
 
 @strawberry.type(name="Function", description="A function of a package.")
-class FunctionType:
+class FunctionType(FromView[FunctionView]):
     id: str = strawberry.field(description="Immutable identifier.")
     name: str = strawberry.field(description="Name within its package.")
     package_id: str = strawberry.field(description="Identifier of its package.")
@@ -329,10 +323,6 @@ class FunctionType:
     async def versions(self, info: Info) -> list[FunctionVersionType]:
         rows = await package_loaders_of(info).function_versions_by_function_id.load(self.id)
         return [FunctionVersionType.from_view(v) for v in rows]
-
-    @classmethod
-    def from_view(cls, function: FunctionView) -> FunctionType:
-        return from_attributes(cls, function)
 
 
 @strawberry.type(description="A page of packages.")

@@ -98,7 +98,7 @@ class Workers:
         self.canary_judge = CanaryJudge(self.runtime).start()
         self.heartbeat = Heartbeat(self.runtime).start()
         # Retention cleanup is idempotent, so a timer in every worker process costs only queries.
-        self.retention = RetentionTimer(broker, settings).start()
+        self.retention = RetentionTimer(self.runtime, broker).start()
         # Event fan-out, webhook attempts and event retention (guarded: one timer per process).
         self.webhooks = WebhookTimer(self.runtime).start()
         if isinstance(self.runtime, CodeRuntime):

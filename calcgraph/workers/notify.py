@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
 from calcgraph.ops import tasks
+from calcgraph.ops.redis_clients import LoopClients
 
 log = logging.getLogger("calcgraph.workers.notify")
 _RECENT = 10_000
@@ -190,10 +191,7 @@ class RedisNotifier:
         self.channel = f"{prefix}calcgraph:jobs:finished"
         self.events_channel = f"{prefix}calcgraph:events:recorded"
         self._publisher = sync_client(url)
-        # One asyncio client per event loop that announces events (the API's, a worker
-        # runtime's): a client belongs to the loop it was made on.
-        self._publishers: dict[asyncio.AbstractEventLoop, Any] = {}
-        self._publishers_lock = threading.Lock()
+        self._publishers = LoopClients(url, socket_timeout=1.0)
         self._waiters = _Waiters()
         self._events = _Signal()
         self._task: asyncio.Task[None] | None = None
@@ -235,21 +233,9 @@ class RedisNotifier:
         self._events.wake(types, runs)
         payload = events_payload(types, runs)
         try:
-            await self._async_publisher().publish(self.events_channel, payload)
+            await self._publishers.get().publish(self.events_channel, payload)
         except Exception as exc:  # redis.RedisError, OSError
             self._down("no event notifications", exc)
-
-    def _async_publisher(self) -> Any:
-        from calcgraph.ops.redis_clients import async_client
-
-        loop = asyncio.get_running_loop()
-        with self._publishers_lock:
-            client = self._publishers.get(loop)
-            if client is None:
-                for closed in [lp for lp in self._publishers if lp.is_closed()]:
-                    del self._publishers[closed]
-                client = self._publishers[loop] = async_client(self.url, socket_timeout=1.0)
-            return client
 
     @contextlib.asynccontextmanager
     async def listen_events(
@@ -325,13 +311,7 @@ class RedisNotifier:
         await tasks.stop(self._task)
         self._task = None
         self._publisher.close()
-        with self._publishers_lock:
-            publishers, self._publishers = self._publishers, {}
-        loop = asyncio.get_running_loop()
-        for client_loop, client in publishers.items():
-            if client_loop is loop:
-                with contextlib.suppress(Exception):
-                    await client.aclose()
+        await self._publishers.aclose()
 
 
 Notifier = LocalNotifier | RedisNotifier

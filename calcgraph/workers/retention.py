@@ -12,8 +12,6 @@ Registered in `calcgraph.workers.registry.ACTORS`.
 from __future__ import annotations
 
 import logging
-import threading
-from typing import TYPE_CHECKING
 
 import dramatiq
 
@@ -23,9 +21,7 @@ from calcgraph.domain.jobs.enqueue import Message
 from calcgraph.workers.actor import ActorSpec
 from calcgraph.workers.broker import send
 from calcgraph.workers.runtime import WorkerRuntime
-
-if TYPE_CHECKING:
-    from calcgraph.settings import Settings
+from calcgraph.workers.sweeper import Timer
 
 CLEANUP_ACTOR = "builds.cleanup"
 log = logging.getLogger("calcgraph.builds.retention")
@@ -40,26 +36,15 @@ def cleanup_actor(runtime: WorkerRuntime) -> None:
 ACTORS = [ActorSpec(CLEANUP_ACTOR, cleanup_actor, {"time_limit": 15 * 60 * 1000, "max_retries": 0})]
 
 
-class RetentionTimer:
-    """Sends `builds.cleanup` every `retention_interval_seconds` until stopped."""
+class RetentionTimer(Timer):
+    """Sends `builds.cleanup` every `retention_interval_seconds` until stopped (the broker may
+    be down for a while: the next interval tries again)."""
 
-    def __init__(self, broker: dramatiq.Broker, settings: Settings) -> None:
+    def __init__(self, runtime: WorkerRuntime, broker: dramatiq.Broker) -> None:
+        super().__init__(
+            runtime, "calcgraph-retention", runtime.settings.retention_interval_seconds
+        )
         self.broker = broker
-        self.interval = settings.retention_interval_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="calcgraph-retention", daemon=True)
 
-    def start(self) -> RetentionTimer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                send(self.broker, Message(CLEANUP_ACTOR, {}))
-            except Exception:  # the broker may be down for a while; try next interval
-                log.exception("could not send %s", CLEANUP_ACTOR)
+    def tick(self) -> None:
+        send(self.broker, Message(CLEANUP_ACTOR, {}))

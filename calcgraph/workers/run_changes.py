@@ -11,8 +11,6 @@ warning: the tick's kept answers are dropped after `ANSWER_MAX_AGE_S` whatever t
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import logging
 import os
@@ -25,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.runs.changes import EVERYTHING, RunChanges, Token, collecting
+from calcgraph.ops.redis_clients import LoopClients
 
 log = logging.getLogger("calcgraph.workers.run_changes")
 _KEEP_S = 24 * 3600
@@ -78,18 +77,9 @@ class RedisRunChanges:
         self.url = url
         self._prefix = f"{prefix}calcgraph:run-changes:"
         self._epoch_key = f"{self._prefix}epoch"
-        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._clients = LoopClients(url, socket_timeout=1.0)
         self._down_until = 0.0
         self._warned = 0.0
-
-    def _client(self) -> Any:
-        from calcgraph.ops.redis_clients import async_client
-
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = async_client(self.url, socket_timeout=1.0)
-        return client
 
     def _down(self, what: str, exc: Exception) -> None:
         now = time.monotonic()
@@ -102,7 +92,7 @@ class RedisRunChanges:
         if time.monotonic() < self._down_until:
             return None
         try:
-            run, epoch = await self._client().mget(self._prefix + run_id, self._epoch_key)
+            run, epoch = await self._clients.get().mget(self._prefix + run_id, self._epoch_key)
         except Exception as exc:  # redis.RedisError, OSError
             self._down("ticks read the database", exc)
             return None
@@ -116,13 +106,13 @@ class RedisRunChanges:
     async def issue(self, run_id: str) -> None:
         key = self._epoch_key if run_id == EVERYTHING else self._prefix + run_id
         try:
-            await self._client().set(key, _fresh(), nx=True, ex=_KEEP_S)
+            await self._clients.get().set(key, _fresh(), nx=True, ex=_KEEP_S)
         except Exception as exc:  # redis.RedisError, OSError
             self._down("ticks read the database", exc)
 
     async def mark(self, run_ids: set[str]) -> None:
         try:
-            pipeline = self._client().pipeline(transaction=False)
+            pipeline = self._clients.get().pipeline(transaction=False)
             for run_id in sorted(run_ids):
                 key = self._epoch_key if run_id == EVERYTHING else self._prefix + run_id
                 pipeline.set(key, _fresh(), ex=_KEEP_S)
@@ -131,12 +121,7 @@ class RedisRunChanges:
             self._down("a run's change was not marked (its kept ticks expire)", exc)
 
     async def close(self) -> None:
-        clients, self._clients = self._clients, {}
-        loop = asyncio.get_running_loop()
-        for client_loop, client in clients.items():
-            if client_loop is loop:
-                with contextlib.suppress(Exception):
-                    await client.aclose()
+        await self._clients.aclose()
 
 
 def _fresh() -> str:

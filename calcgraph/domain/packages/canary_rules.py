@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from calcgraph.domain.errors import FieldError, ValidationError
+from calcgraph.domain.packages.manifest_package import SuccessCriteria
 from calcgraph.domain.packages.semver_rules import sort_versions
 from calcgraph.domain.read_models import attributes
 
@@ -131,10 +132,8 @@ def observe(finished: Sequence[FinishedJob]) -> Observed:
     )
 
 
-@dataclass(frozen=True)
-class Criteria:
-    error_rate_max: float | None = None
-    latency_p95_max_ms: float | None = None
+Criteria = SuccessCriteria
+"""What a verdict judges by is what the manifest declared: one declaration of the two maxima."""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import case, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import disk_bytes, json_list_length
 from calcgraph.domain.access.models import User
 from calcgraph.domain.jobs.models import Job
@@ -16,13 +16,8 @@ from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 
 
-class QuotaRepository:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
-
-    @classmethod
-    def from_session(cls, session: AsyncSession) -> QuotaRepository:
-        return cls(session)
+class QuotaRepository(RepositoryBase[User]):
+    model = User
 
     def _job_bytes(self) -> Any:
         dialect = self.session.get_bind().dialect.name

@@ -255,10 +255,10 @@ class BwrapBackend(SandboxBackend):
         # /code comes from, which must not be the worker's code cache.
         try:
             staged = stage_code(spec.code_dir, self.stage_dir)
-        except OSError as exc:
+        except SandboxError:
             if group:
                 group.remove()
-            raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
+            raise
         # bwrap is pid 1 of the sandbox: its arguments (host paths among them) would be in the
         # job's /proc/1/cmdline. They go through a memory file instead (`--args`).
         arguments = _memory_file("\0".join(self._args(spec, staged / "code")) + "\0")

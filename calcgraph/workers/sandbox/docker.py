@@ -255,10 +255,7 @@ class DockerBackend(SandboxBackend):
         limits = spec.limits
         image = spec.image or self.base_image
         self.ensure_image(image)
-        try:
-            staged = stage_code(spec.code_dir, self.stage_dir, gid=SANDBOX_GID)
-        except OSError as exc:
-            raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
+        staged = stage_code(spec.code_dir, self.stage_dir, gid=SANDBOX_GID)
         volumes = {str(staged / "code"): {"bind": "/code", "mode": "ro"}}
         if spec.deps_dir is not None:
             volumes[str(spec.deps_dir.resolve())] = {"bind": "/deps", "mode": "ro"}

@@ -149,10 +149,7 @@ class ProcessBackend(SandboxBackend):
         self.fail_closed()
         limits = spec.limits
         uid = allocate_uid(self.uid_base) if self.as_root else os.getuid()
-        try:
-            staged = stage_code(spec.code_dir, self.stage_dir, gid=uid if self.as_root else None)
-        except OSError as exc:
-            raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
+        staged = stage_code(spec.code_dir, self.stage_dir, gid=uid if self.as_root else None)
         tmp = staged / "tmp"
         tmp.mkdir(mode=0o700)
         if self.as_root:

@@ -13,6 +13,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from calcgraph.workers.sandbox.base import SandboxError
+
 _PREFIX = "calcgraph-sbx-"
 STAGE_DIR = Path("/var/lib/calcgraph/sandboxes")
 """Where a root-run worker stages code (bwrap, process): outside /tmp, under a neutral path."""
@@ -27,7 +29,15 @@ def stage_code(code_dir: Path, parent: Path | None = None, gid: int | None = Non
     copy stays owned by the worker; with `gid` (the sandbox's group, when the worker is root) it
     is readable by that group only, so one function's sandbox cannot read another's code.
     Without `gid` (the sandbox runs as the worker's own uid) it is the worker's alone: 0700/0600.
+    A copy that fails is the job's `infrastructure_error` (SandboxError), for every backend.
     """
+    try:
+        return _stage(code_dir, parent, gid)
+    except OSError as exc:
+        raise SandboxError("infrastructure_error", f"cannot stage the code: {exc}") from exc
+
+
+def _stage(code_dir: Path, parent: Path | None, gid: int | None) -> Path:
     if not code_dir.is_dir():
         raise FileNotFoundError(f"code directory {code_dir} does not exist")
     # The worker's pid in the name lets a later worker remove what a crashed one left.

@@ -9,10 +9,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, case, null, select, type_coerce
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from calcgraph.db.base import JSONType
+from calcgraph.db.base import JSONType, RepositoryBase
 from calcgraph.db.dialect import stored_bytes
 from calcgraph.domain import answers
 from calcgraph.domain.access.principal import Principal
@@ -47,13 +46,8 @@ _SUMMARY_COLUMNS = tuple(c for c in _VIEW_COLUMNS if c != "plan_snapshot") + (
 )
 
 
-class RunListRepository:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
-
-    @classmethod
-    def from_session(cls, session: AsyncSession) -> RunListRepository:
-        return cls(session)
+class RunListRepository(RepositoryBase[WorkflowRun]):
+    model = WorkflowRun
 
     async def list_visible(
         self,
