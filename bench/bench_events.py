@@ -14,10 +14,12 @@ delivers the webhooks).
   Then the same with 100 diamond runs at once (`events_recorded_100_runs_http`): the events
   recorded per second alongside 100 running diamond runs.
 - `events_flood_http` (production shape): the p50 of a plain tick and of an execute (a real
-  job, waited for) without, then with 1,000 events recorded per second (by the product's own
+  job, waited for) without and with 1,000 events recorded per second (by the product's own
   recording, `record_rows`, in 20 units of 50 a second, through the same PostgreSQL and Redis,
-  from a process of its own, `bench/event_flood.py`; read by a `GET /events?wait=25` follower
-  and matched against a webhook), their ratio, and the server's CPU per second in each phase.
+  from a process of its own started before its phase, `bench/event_flood.py`; read by a
+  `GET /events?wait=25` follower and matched against a webhook), in phases that alternate
+  (without, with, without, with; each kind pooled), their ratio, and the server's CPU per
+  second in each kind.
 - `events_pages_http`: 200 open run pages, blind against event-driven (`bench/event_pages.py`).
 
 Every figure gives the load average beside it (the machine is shared).
@@ -33,6 +35,7 @@ import random
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -59,6 +62,9 @@ JOB_SUCCEEDED = "calcgraph.job.succeeded"
 JOB_ENDED = ("calcgraph.job.succeeded", "calcgraph.job.failed")
 _ENV = {"CALCGRAPH_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
 FLOOD_PHASE_S = 12.0
+FLOOD_ROUNDS = 2
+FLOOD_LEAD_S = 3.0
+"""The flood's process is started this long before its phase and floods from the phase's start."""
 PAGES = 200
 PAGES_PHASE_S = 30.0
 BLIND_TICK_S = 2.0
@@ -269,9 +275,38 @@ def recorded_100_runs(options: Options) -> list[Result]:
 # --- a flood of events against ticks and executes -------------------------------------------
 
 
-async def _flood(prefix: str, user_id: str, seconds: float) -> dict[str, float]:
-    """The flood (`bench.event_flood`) in a process of its own, for `seconds`: what it
-    recorded, the seconds it took and its CPU seconds."""
+@dataclass
+class _FloodPhase:
+    """The pooled samples of one kind of phase (with or without the flood)."""
+
+    ticks: list[int] = field(default_factory=list)
+    executes: list[int] = field(default_factory=list)
+    server_s: float = 0.0
+    postgres_s: float = 0.0
+    elapsed: float = 0.0
+    flooded: dict[str, float] = field(default_factory=dict)
+
+    def add(
+        self,
+        ticks: list[int],
+        executes: list[int],
+        spent: CpuSplit,
+        elapsed: float,
+        flooded: dict[str, float],
+    ) -> None:
+        self.ticks += ticks
+        self.executes += executes
+        self.server_s += _server_s(spent)
+        self.postgres_s += spent.postgres
+        self.elapsed += elapsed
+        for key, value in flooded.items():
+            self.flooded[key] = self.flooded.get(key, 0.0) + value
+
+
+async def _flood(prefix: str, user_id: str, seconds: float, start_at: float) -> dict[str, float]:
+    """The flood (`bench.event_flood`) in a process of its own, for `seconds` from the wall
+    clock's `start_at`: what it recorded, the seconds it took and its CPU seconds (its start
+    included)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -279,6 +314,7 @@ async def _flood(prefix: str, user_id: str, seconds: float) -> dict[str, float]:
         prefix,
         user_id,
         str(seconds),
+        str(start_at),
         stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await process.communicate()
@@ -347,40 +383,50 @@ def flood(options: Options) -> list[Result]:
 
                 follower = asyncio.create_task(follow())
                 await _measure(bench, slug, 3.0)  # warm: code cached, pools open
-                figures: dict[
-                    str, tuple[list[int], list[int], CpuSplit, float, dict[str, float]]
-                ] = {}
-                for phase in ("without", "with"):
+                # Phases alternate (without, with, without, with) so that neither kind gets
+                # the quieter half of a drifting machine; each kind's samples are pooled.
+                figures: dict[str, _FloodPhase] = {
+                    "without": _FloodPhase(),
+                    "with": _FloodPhase(),
+                }
+                for phase in ("without", "with") * FLOOD_ROUNDS:
                     flooding = (
-                        asyncio.create_task(_flood(prefix, user_id, FLOOD_PHASE_S))
+                        asyncio.create_task(
+                            _flood(prefix, user_id, FLOOD_PHASE_S, time.time() + FLOOD_LEAD_S)
+                        )
                         if phase == "with"
                         else None
                     )
+                    if flooding is not None:
+                        # The flood's process starts (imports, connects) before the phase.
+                        await asyncio.sleep(FLOOD_LEAD_S)
                     before, t0 = await cpu_split(bench), time.perf_counter()
                     ticks, executes = await _measure(bench, slug, FLOOD_PHASE_S)
                     elapsed = time.perf_counter() - t0
                     spent = await cpu_split(bench) - before
                     flooded = await flooding if flooding is not None else {}
-                    figures[phase] = (ticks, executes, spent, elapsed, flooded)
+                    figures[phase].add(ticks, executes, spent, elapsed, flooded)
                 await asyncio.sleep(3.0)
                 follower.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await follower
                 results = []
-                base_tick = percentile(sorted(figures["without"][0]), 50)
-                base_exec = percentile(sorted(figures["without"][1]), 50)
-                _, _, base_spent, base_elapsed, _ = figures["without"]
-                base_cpu = _server_s(base_spent) / base_elapsed
-                for phase, (ticks, executes, spent, elapsed, flooded) in figures.items():
+                base_tick = percentile(sorted(figures["without"].ticks), 50)
+                base_exec = percentile(sorted(figures["without"].executes), 50)
+                without = figures["without"]
+                base_cpu = without.server_s / without.elapsed
+                for phase, found in figures.items():
+                    ticks, executes, elapsed = found.ticks, found.executes, found.elapsed
                     tick_p50 = percentile(sorted(ticks), 50)
                     exec_p50 = percentile(sorted(executes), 50)
-                    recorded = flooded.get("recorded", 0.0)
-                    server_cpu = _server_s(spent) / elapsed
+                    recorded = found.flooded.get("recorded", 0.0)
+                    flood_s = found.flooded.get("seconds", 1.0)
+                    server_cpu = found.server_s / elapsed
                     extra: dict[str, object] = {
                         "events_flooded": int(recorded),
-                        "flood_events_per_s": round(recorded / flooded.get("seconds", 1.0), 1),
+                        "flood_events_per_s": round(recorded / flood_s, 1),
                         "flood_process_cpu_s_per_s": round(
-                            flooded.get("cpu_s", 0.0) / flooded.get("seconds", 1.0), 3
+                            found.flooded.get("cpu_s", 0.0) / flood_s, 3
                         ),
                         "server_cpu_ratio_to_without": round(server_cpu / max(1e-9, base_cpu), 3),
                         "server_extra_cpu_ms_per_flood_event": round(
@@ -392,7 +438,8 @@ def flood(options: Options) -> list[Result]:
                         "execute_p50_ratio_to_without": round(exec_p50 / base_exec, 3),
                         "executes": len(executes),
                         "server_cpu_s_per_s": round(server_cpu, 3),
-                        "postgres_cpu_s_per_s": round(spent.postgres / elapsed, 3),
+                        "postgres_cpu_s_per_s": round(found.postgres_s / elapsed, 3),
+                        "phases": FLOOD_ROUNDS,
                         "follower_saw": seen,
                         "loadavg": [round(x, 2) for x in os.getloadavg()],
                     }
@@ -402,7 +449,8 @@ def flood(options: Options) -> list[Result]:
                             f"plain tick (executes in extra), {phase} a "
                             f"{FLOOD_PER_S} events/s flood",
                             f"{bench.setup}, one tick loop and one execute loop at once for "
-                            f"{FLOOD_PHASE_S:g} s, a GET /events follower, a webhook",
+                            f"{FLOOD_PHASE_S:g} s x {FLOOD_ROUNDS} phases alternating, a GET "
+                            "/events follower, a webhook",
                             ticks,
                             elapsed,
                             extra=extra,

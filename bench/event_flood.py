@@ -1,5 +1,5 @@
-"""`python -m bench.event_flood PREFIX USER_ID SECONDS`: the flood of `events_flood_http`, in a
-process of its own.
+"""`python -m bench.event_flood PREFIX USER_ID SECONDS [START_AT]`: the flood of
+`events_flood_http`, in a process of its own, from the wall clock's START_AT.
 
 `FLOOD_PER_S` `calcgraph.user.login` events of USER_ID a second for SECONDS, recorded by the
 product's `record_rows` in `FLOOD_UNITS_PER_S` units of work a second whose hook numbers them
@@ -17,6 +17,9 @@ import asyncio
 import json
 import os
 import sys
+import time
+
+from sqlalchemy import text
 
 from bench.bench_scale_tick import REDIS_URL
 from bench.scale_client import POSTGRES_URL
@@ -30,11 +33,17 @@ FLOOD_PER_S = 1000
 FLOOD_UNITS_PER_S = 20
 
 
-async def flood(prefix: str, user_id: str, seconds: float) -> tuple[int, float]:
-    """(events recorded, seconds taken)."""
+async def flood(
+    prefix: str, user_id: str, seconds: float, start_at: float = 0.0
+) -> tuple[int, float]:
+    """(events recorded, seconds taken), flooding from the wall clock's `start_at` (this
+    process's start and its connections made before, outside the flood's seconds)."""
     database = Database(POSTGRES_URL)
     notifier = RedisNotifier(REDIS_URL, prefix)
     attach_signal(database, notifier)
+    async with database.read_session() as session:
+        await session.execute(text("SELECT 1"))
+    await asyncio.sleep(max(0.0, start_at - time.time()))
     per_unit = FLOOD_PER_S // FLOOD_UNITS_PER_S
     recorded = 0
     loop = asyncio.get_running_loop()
@@ -58,7 +67,8 @@ async def flood(prefix: str, user_id: str, seconds: float) -> tuple[int, float]:
 
 def main(argv: list[str]) -> None:
     prefix, user_id, seconds = argv[0], argv[1], float(argv[2])
-    recorded, took = asyncio.run(flood(prefix, user_id, seconds))
+    start_at = float(argv[3]) if len(argv) > 3 else 0.0
+    recorded, took = asyncio.run(flood(prefix, user_id, seconds, start_at))
     cpu = sum(os.times()[:2])
     sys.stdout.write(
         json.dumps({"recorded": recorded, "seconds": round(took, 3), "cpu_s": round(cpu, 3)}) + "\n"
