@@ -22,8 +22,16 @@ export interface FlowNodeData extends Record<string, unknown> {
 
 export type FlowNodeType = Node<FlowNodeData, "calc">;
 
-/** The handle size of app.css (`.react-flow__handle`). */
-const HANDLE = 12;
+/** The handle's box in app.css (`.react-flow__handle`: 12 px and a 2 px border, content-box), as
+ * React Flow measures it. */
+const HANDLE = 16;
+
+/** Where a plain node's edges start (its source handle's outer side, the right) and end (its
+ * target handle's, the left), at a box of `width` x `height` placed at `at`. */
+export function plainEnds(at: { x: number; y: number }, width: number, height: number): { source: { x: number; y: number }; target: { x: number; y: number } } {
+  const y = at.y + height / 2;
+  return { source: { x: at.x + width + HANDLE / 2, y }, target: { x: at.x - HANDLE / 2, y } };
+}
 
 /** Where a plain node's two handles are (React Flow's default CSS centres a handle on its side),
  * given with the node (React Flow's server-side rendering path): its edges are drawn in the
@@ -34,6 +42,15 @@ export function plainHandles(width: number, height: number): NodeHandle[] {
     { type: "target", position: Position.Left, x: -HANDLE / 2, y, width: HANDLE, height: HANDLE },
     { type: "source", position: Position.Right, x: width - HANDLE / 2, y, width: HANDLE, height: HANDLE },
   ];
+}
+
+/** A plain node's handle as React Flow's `<Handle>` draws it (the classes and `data-handlepos`
+ * its measuring reads), without `<Handle>`'s two store subscriptions for drawing a connection:
+ * the run page connects nothing, and a 1,000-node run had 2,000 of them, each run again on
+ * every store update (its measuring pass and each live update). */
+function PlainHandle({ type }: { type: "source" | "target" }) {
+  const position = type === "source" ? Position.Right : Position.Left;
+  return <div className={`react-flow__handle react-flow__handle-${position} nodrag nopan ${type}`} data-handlepos={position} />;
 }
 
 type Zoomed = "full" | "compact" | "tiny";
@@ -57,8 +74,8 @@ function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
     // whose node has none is not drawn.
     return (
       <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status} title={data.status ? `${data.key}: ${data.status}` : data.key}>
-        <Handle type="target" position={Position.Left} isConnectable={false} />
-        <Handle type="source" position={Position.Right} isConnectable={false} />
+        <PlainHandle type="target" />
+        <PlainHandle type="source" />
       </div>
     );
   }
@@ -77,8 +94,8 @@ function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
       )}
       {data.plain && (
         <>
-          <Handle type="target" position={Position.Left} isConnectable={false} />
-          <Handle type="source" position={Position.Right} isConnectable={false} />
+          <PlainHandle type="target" />
+          <PlainHandle type="source" />
         </>
       )}
       <div className="calc-node-ports">

@@ -1,10 +1,11 @@
 // The run page: the plan as a laid-out graph with its edges and status colours, a timeline,
 // the selected node (in the URL as ?node=, the failed node by default) and its values in units.
-import { Background, ReactFlow, ReactFlowProvider, type Edge, type ReactFlowProps } from "@xyflow/react";
+import { Background, ReactFlow, ReactFlowProvider, type ReactFlowProps } from "@xyflow/react";
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { nodeTypes, plainHandles, type FlowNodeType } from "../components/FlowNode";
+import { nodeTypes, plainEnds, plainHandles, type FlowNodeType } from "../components/FlowNode";
+import { runEdgePath, runEdgeTypes, type RunEdgeType } from "../components/RunEdge";
 import { GraphTools } from "../components/GraphTools";
 import { ErrorView, Logs } from "../components/ErrorView";
 import { RunControls } from "../components/RunControls";
@@ -16,7 +17,7 @@ import { useCatalog } from "../lib/catalog";
 import { useAsync } from "../lib/hooks";
 import { duration, ports, when } from "../lib/format";
 import { sourceOf, type GraphNode } from "../lib/graph";
-import { boxHeight, fittedViewport, layout } from "../lib/layout";
+import { boxHeight, fittedViewport, layout, type Link as LayoutLink } from "../lib/layout";
 import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "../lib/quantity";
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
@@ -70,13 +71,27 @@ function planNodes(run: RunPlan): GraphNode[] {
   return [...naturalSort([...inputs.values()], (n) => n.node_key), ...naturalSort(others, (n) => n.node_key)];
 }
 
-function planEdges(nodes: readonly GraphNode[]): Edge[] {
+type PlanLink = LayoutLink & { label: string };
+
+/** The plan's bindings, each a link from the node it reads to the node reading it. */
+function planLinks(nodes: readonly GraphNode[]): PlanLink[] {
   return nodes.flatMap((n) => {
     const from = Object.entries(n.input_bindings ?? {}).map(([port, b]) => ({ source: sourceOf(b), label: `${b.from_port}→${port}` }));
     if (n.kind === "extract" && n.from_node_key) from.push({ source: n.from_node_key, label: "bundle" });
-    // No interaction path (an invisible 20 px wide copy of each edge): the run's edges are
-    // read, not clicked.
-    return from.map((e) => ({ id: `${e.source}->${n.node_key}:${e.label}`, source: e.source, target: n.node_key, ariaLabel: `${e.source} to ${n.node_key} (${e.label})`, focusable: false, interactionWidth: 0 }));
+    return from.map((e) => ({ source: e.source, target: n.node_key, label: e.label }));
+  });
+}
+
+/** React Flow's edges of the laid-out plan, each with its curve (components/RunEdge). No
+ * interaction path (an invisible 20 px wide copy of each edge): the run's edges are read, not
+ * clicked. */
+function planEdges(links: readonly PlanLink[], positions: Map<string, Position> | null): RunEdgeType[] {
+  if (positions === null) return [];
+  return links.map((l) => {
+    const from = positions.get(l.source) ?? { x: 0, y: 0 };
+    const to = positions.get(l.target) ?? { x: 0, y: 0 };
+    const path = runEdgePath(plainEnds(from, NODE_WIDTH, NODE_HEIGHT).source, plainEnds(to, NODE_WIDTH, NODE_HEIGHT).target);
+    return { id: `${l.source}->${l.target}:${l.label}`, type: "run", source: l.source, target: l.target, ariaLabel: `${l.source} to ${l.target} (${l.label})`, focusable: false, interactionWidth: 0, data: { path } };
   });
 }
 
@@ -150,10 +165,10 @@ const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
 
 /** dagre's positions of the plan's boxes. A run's plan never changes: laid out once per run, not
  * on each live update (a 1,000-node layout is hundreds of ms). */
-function usePositions(runId: string | undefined, nodes: readonly GraphNode[], edges: readonly Edge[]): Map<string, Position> | null {
+function usePositions(runId: string | undefined, nodes: readonly GraphNode[], links: readonly LayoutLink[]): Map<string, Position> | null {
   return useMemo(
-    () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: NODE_HEIGHT })), edges, RANK_GAP) : null),
-    [runId, nodes, edges],
+    () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: NODE_HEIGHT })), links, RANK_GAP) : null),
+    [runId, nodes, links],
   );
 }
 
@@ -197,8 +212,9 @@ export function RunPage() {
   // A run's plan never changes (read once, not with the ticks): the plan, its edges and
   // dagre's layout are keyed by the plan, not by the run's state.
   const nodes = useMemo(() => (plan ? planNodes(plan) : []), [plan]);
-  const edges = useMemo(() => planEdges(nodes), [nodes]);
-  const positions = usePositions(plan?.id, nodes, edges);
+  const links = useMemo(() => planLinks(nodes), [nodes]);
+  const positions = usePositions(plan?.id, nodes, links);
+  const edges = useMemo(() => planEdges(links, positions), [links, positions]);
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
   const versions = useMemo(() => new Map((run?.functionVersions ?? []).map((v) => [v.id, v])), [run?.functionVersions]);
   const flowNodes = useStableFlowNodes(nodes, positions, states, run?.firstFailedNodeKey ?? null, selected);
@@ -258,13 +274,14 @@ export function RunPage() {
       </dl>
       {error && <ErrorBox error={error} />}
       <div className="run-body">
-        <div className="flow" aria-label="Run graph" data-edges={edges.length} ref={paneRef}>
+        <div className="flow" aria-label="Run graph" data-edges={links.length} ref={paneRef}>
           {positions === null || pane === null ? <Loading /> : <RunFlow
             key={plan?.id}
             pane={pane}
             nodes={flowNodes}
             edges={edges}
             nodeTypes={nodeTypes}
+            edgeTypes={runEdgeTypes}
             onlyRenderVisibleElements={big}
             nodesDraggable={false}
             nodesConnectable={false}
