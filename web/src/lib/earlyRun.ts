@@ -1,5 +1,6 @@
-// Imported first by main.tsx: at a run's address the run page's first read goes out before the
-// rest of the app's modules are evaluated and its first page is drawn (lib/liveRun).
+// Imported first by main.tsx, the app's entry: at a run's address the run page's first read goes
+// out before the rest of the app (boot.tsx, a chunk of its own) is fetched, evaluated and its
+// first page drawn (lib/liveRun).
 import { readRunEarly } from "./liveRun";
 
 readRunEarly(location.pathname);
