@@ -49,28 +49,47 @@ export async function request<TResult, TVariables>(
   document: TypedDocumentString<TResult, TVariables>,
   ...[variables]: TVariables extends Record<string, never> ? [] : [TVariables]
 ): Promise<TResult> {
+  return authorised(document, variables, true);
+}
+
+/** `request`, but a refusal that names a wait is thrown at once (its `retryAfter` set): for a
+ * caller that shows the wait and keeps its own schedule, as the run page's ticker does. */
+export async function requestOnce<TResult, TVariables>(
+  document: TypedDocumentString<TResult, TVariables>,
+  ...[variables]: TVariables extends Record<string, never> ? [] : [TVariables]
+): Promise<TResult> {
+  return authorised(document, variables, false);
+}
+
+async function authorised<TResult, TVariables>(
+  document: TypedDocumentString<TResult, TVariables>,
+  variables: TVariables | undefined,
+  waitOut: boolean,
+): Promise<TResult> {
   if (sessionHasExpired()) {
     // Back to the sign-in before sending: the page comes back with its drafts.
     sessionExpired();
     throw new ApiError("your session has ended: signing in again", "Unauthenticated");
   }
-  const answer = await send(document, variables ?? {}, currentSession()?.accessToken ?? null);
+  const answer = await send(document, variables ?? {}, currentSession()?.accessToken ?? null, waitOut);
   if (isMutation(document.toString())) for (const listener of mutationListeners) listener();
   return answer;
 }
 
-/** One request, tried again when the server asks for a short wait (lib/retryPolicy). */
+/** One request, tried again when the server asks for a short wait (lib/retryPolicy) unless
+ * `waitOut` is false (the caller shows the wait and waits it out itself: the run page's ticks). */
 async function send<TResult, TVariables>(
   document: TypedDocumentString<TResult, TVariables>,
   variables: unknown,
   token: string | null,
+  waitOut = true,
 ): Promise<TResult> {
   const mutation = isMutation(document.toString());
   for (let attempt = 0; ; attempt++) {
     try {
       return await sendOnce(document, variables, token);
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
+      if (!(e instanceof ApiError) || !waitOut) throw e;
       const wait = retryDelay({ status: e.status ?? 0, code: e.code, retryAfter: e.retryAfter, mutation }, attempt);
       if (wait === null) throw e;
       await new Promise((resolve) => setTimeout(resolve, wait * 1000));

@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { RunFieldsFragment, RunPlanFieldsFragment } from "../gql/graphql";
 import { LiveRunQuery, RunEventsSubscription, RunPlanQuery, TickMutation } from "./liveRun.graphql";
-import { ApiError, request, subscribe } from "./api";
+import { ApiError, request, requestOnce, subscribe } from "./api";
 import { currentSession } from "./auth";
 import { SAFETY_MS, Ticker } from "./ticker";
 
@@ -106,7 +106,7 @@ export function useLiveRun(id: string) {
     const ticker = new Ticker({
       tick: async () => {
         await firstDrawn;
-        const { tickRun } = await request(TickMutation, { id });
+        const { tickRun } = await requestOnce(TickMutation, { id });
         const terminal = TERMINAL.has(tickRun.status);
         if (live) {
           apply(tickRun);
