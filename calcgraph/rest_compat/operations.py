@@ -99,6 +99,18 @@ class Reply:
     """Response headers beyond those of the JSON body."""
 
 
+def serialiser(model: type[BaseModel]) -> Callable[[object], bytes]:
+    """What writes a value as `model`'s JSON: what an operation answering `model` does."""
+    return _serialiser(model)
+
+
+async def written(value: object, serialise: Callable[[object], bytes]) -> bytes:
+    """`serialise(value)`, off the event loop when the value is large (its `size_hint`)."""
+    if getattr(value, "size_hint", 0) > LARGE_ANSWER_BYTES:
+        return await off_loop(serialise, value)
+    return serialise(value)
+
+
 def _serialiser(model: type[BaseModel]) -> Callable[[object], bytes]:
     # The response models read the domain's views by attribute (see wire.py); pydantic
     # validates and writes JSON in Rust, which is faster than building dicts for json.dumps.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import Field
+from starlette.responses import Response
 
 from calcgraph.domain.commit_wait.waits import TICK_WAIT
 from calcgraph.domain.listing.paging import Page
@@ -16,7 +17,7 @@ from calcgraph.domain.runs.views import RunView, shown
 from calcgraph.domain.workflows.service import workflow_service
 from calcgraph.domain.workflows.validation import Report
 from calcgraph.domain.workflows.views import WorkflowDetailView, WorkflowView
-from calcgraph.rest_compat.operations import Call, Operations
+from calcgraph.rest_compat.operations import Call, Operations, serialiser, written
 from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, Refusal
 from calcgraph.rest_compat.routes_execute import WAIT
 from calcgraph.rest_compat.wire import INSTANT_HELP, PageQuery, SearchQuery
@@ -192,8 +193,28 @@ async def get_plan(call: Call[None, None]) -> RunView:
     return shown(await call.read(run_service.get, call.path("run_id")))
 
 
+_RUN_JSON = serialiser(RunOut)
+KEPT_JSON_MAX_BYTES = 256 * 1024
+"""A tick's answer up to this size is kept written with its view (`RunView.encoded`)."""
+
+
+async def _run_json(view: RunView) -> bytes:
+    """The view as a tick answers it (`shown`, then RunOut's JSON), written once per view: a
+    tick that changed nothing answers the view a tick kept (`RunService.kept`), the same
+    object until the run changes, and its polled ticks answer these bytes without validating
+    and writing the view again. Kept only up to `KEPT_JSON_MAX_BYTES`: the memo's bounds count
+    nodes, not bytes."""
+    found = view.encoded.get("rest")
+    if found is not None:
+        return found
+    body = await written(shown(view), _RUN_JSON)
+    if len(body) <= KEPT_JSON_MAX_BYTES:
+        view.encoded["rest"] = body
+    return body
+
+
 @rest("POST", "/workflow-runs/{run_id}/tick", {200: RunOut}, errors=(409,), tag="runs")
-async def tick_run(call: Call[None, TickQuery]) -> RunView:
+async def tick_run(call: Call[None, TickQuery]) -> Response:
     """Advance a run: collect finished jobs, submit ready nodes
 
     `?wait=S` (up to 30): first wait until a job of the run finishes or S pass, then tick;
@@ -201,8 +222,7 @@ async def tick_run(call: Call[None, TickQuery]) -> RunView:
     `revision` of an earlier answer): only the node states changed after N, and no plan; a
     poller of a 10,000-node run gets what changed instead of the whole run each time."""
     execution = call.services.execution
-    return shown(
-        await execution.tick(
-            call.principal, call.path("run_id"), call.query.wait, since=call.query.since, where=WAIT
-        )
+    view = await execution.tick(
+        call.principal, call.path("run_id"), call.query.wait, since=call.query.since, where=WAIT
     )
+    return Response(await _run_json(view), media_type="application/json")

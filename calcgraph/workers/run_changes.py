@@ -3,10 +3,13 @@ in Redis when it is configured; and the unit-of-work hook that renews them after
 
 In Redis a run's token is a key holding a random value (`SET`, never `INCR`: a key that
 expired or a Redis that restarted empty must not bring an old value back), kept a day after
-its last change; the epoch is one more key. A tick reads both in one `MGET`. While Redis does
-not answer, a run has no token (every tick reads the database) and a mark is lost, with a
-warning: the tick's kept answers are dropped after `ANSWER_MAX_AGE_S` whatever their token
-(`calcgraph.domain.runs.memo`), which bounds what a mark lost to a Redis outage can hide.
+its last change; the epoch is one more key. A tick reads both in one `MGET`. A mark reads the
+epoch in the round trip that sets the tokens, and the process remembers the tokens it set
+(`marked`): a tick that changed its run notes the token after its commit without reading it.
+While Redis does not answer, a run has no token (every tick reads the database) and a mark is
+lost, with a warning: the tick's kept answers are dropped after `ANSWER_MAX_AGE_S` whatever
+their token (`calcgraph.domain.runs.memo`), which bounds what a mark lost to a Redis outage
+can hide.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ log = logging.getLogger("calcgraph.workers.run_changes")
 _KEEP_S = 24 * 3600
 _DOWN_S = 1.0
 _DOWN_LOG_S = 60.0
+_MARKED = 10_000
 
 
 class LocalRunChanges:
@@ -59,6 +63,10 @@ class LocalRunChanges:
                 else:
                     self._put(run_id)
 
+    def marked(self, run_id: str) -> Token | None:
+        found = self._runs.get(run_id)
+        return None if found is None else (found, self._epoch)
+
     async def close(self) -> None:
         pass
 
@@ -80,6 +88,9 @@ class RedisRunChanges:
         self._clients = LoopClients(url, socket_timeout=1.0)
         self._down_until = 0.0
         self._warned = 0.0
+        self._lock = threading.Lock()
+        self._marked: OrderedDict[str, Token] = OrderedDict()
+        """The tokens this process's marks set, the last `_MARKED` runs (any thread)."""
 
     def _down(self, what: str, exc: Exception) -> None:
         now = time.monotonic()
@@ -111,14 +122,36 @@ class RedisRunChanges:
             self._down("ticks read the database", exc)
 
     async def mark(self, run_ids: set[str]) -> None:
+        values = {run_id: _fresh() for run_id in sorted(run_ids)}
         try:
             pipeline = self._clients.get().pipeline(transaction=False)
-            for run_id in sorted(run_ids):
+            for run_id, value in values.items():
                 key = self._epoch_key if run_id == EVERYTHING else self._prefix + run_id
-                pipeline.set(key, _fresh(), ex=_KEEP_S)
-            await pipeline.execute()
+                pipeline.set(key, value, ex=_KEEP_S)
+            pipeline.get(self._epoch_key)  # the same round trip
+            *_, epoch = await pipeline.execute()
         except Exception as exc:  # redis.RedisError, OSError
+            self._remember({run_id: None for run_id in values})
             self._down("a run's change was not marked (its kept ticks expire)", exc)
+            return
+        tokens: dict[str, Token | None] = {}
+        for run_id, value in values.items():
+            if run_id != EVERYTHING:
+                tokens[run_id] = None if epoch is None else (value, epoch.decode())
+        self._remember(tokens)
+
+    def marked(self, run_id: str) -> Token | None:
+        with self._lock:
+            return self._marked.get(run_id)
+
+    def _remember(self, tokens: dict[str, Token | None]) -> None:
+        with self._lock:
+            for run_id, token in tokens.items():
+                self._marked.pop(run_id, None)
+                if token is not None:
+                    self._marked[run_id] = token
+            while len(self._marked) > _MARKED:
+                self._marked.popitem(last=False)
 
     async def close(self) -> None:
         await self._clients.aclose()

@@ -11,6 +11,7 @@ process running the jobs.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import httpx
@@ -20,6 +21,7 @@ from calcgraph.domain.runs import changes
 from calcgraph.domain.runs.memo import ANSWER_MAX_AGE_S, KeptAnswer, RunMemo
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.views import RunView
+from calcgraph.rest_compat import routes_workflows
 from calcgraph.workers.run_changes import LocalRunChanges, RedisRunChanges
 from tests.execution.conftest import Platform
 from tests.execution.test_redis import REDIS_URL, _redis_or_skip, redis_platform  # noqa: F401
@@ -97,6 +99,32 @@ def test_a_kept_answer_is_dropped_when_its_token_changes_or_it_ages() -> None:
     assert memo.answer("r", ("1", "0"), 100.0 + ANSWER_MAX_AGE_S + 1) is None
 
 
+async def test_through_redis_a_mark_is_known_here_without_a_read() -> None:
+    """The token a mark set is the one a read finds (a tick that changed its run notes it
+    without a second round trip); one this process did not set is not known here."""
+    _redis_or_skip()
+    prefix = f"test-{uuid.uuid4().hex[:8]}:"
+    store = RedisRunChanges(REDIS_URL, prefix)
+    try:
+        await store.mark({"a"})  # no epoch yet (a fresh Redis): its token is not known
+        assert store.marked("a") is None
+        assert await store.token("a") is None  # nor read: the read gives the epoch
+        await store.mark({"a", "b"})
+        a = await store.token("a")
+        assert a is not None
+        assert store.marked("a") == a
+        assert store.marked("b") == await store.token("b")
+        await store.mark({"a", changes.EVERYTHING})  # a fresh epoch: read back with the mark
+        assert store.marked("a") == await store.token("a")
+        assert store.marked("a") != a
+        elsewhere = RedisRunChanges(REDIS_URL, prefix)
+        await elsewhere.mark({"b"})  # another process: this one still knows its own mark only
+        assert store.marked("b") != await store.token("b")
+        await elsewhere.close()
+    finally:
+        await store.close()
+
+
 # --- through the API, one process, both databases ---
 
 db = pytest.mark.db
@@ -137,6 +165,42 @@ async def test_an_unchanged_tick_reads_nothing_and_answers_what_the_database_doe
     assert (await client.post(path, params={"since": 0}, headers=bearer("alice"))).json()[
         "node_states"
     ] == submit.json()["node_states"]
+
+
+@db
+async def test_a_kept_answer_is_written_once(
+    client: httpx.AsyncClient,
+    bearer: Bearer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ticks answered from a kept answer answer the bytes written for it the first time:
+    the view is not validated and written again at every tick."""
+    written: list[bytes] = []
+    serialise = routes_workflows._RUN_JSON
+
+    def counting(value: object) -> bytes:
+        written.append(serialise(value))
+        return written[-1]
+
+    monkeypatch.setattr(routes_workflows, "_RUN_JSON", counting)
+    await publish(client, bearer("alice"), small_body("wide", "1.0.0"))
+    run_id = await _run(client, bearer, 2)
+    path = f"/workflow-runs/{run_id}/tick"
+    await client.post(path, headers=bearer("alice"))  # submits: changes the run
+    for params in ({}, {"since": 1}):
+        written.clear()
+        first = await client.post(path, params=params, headers=bearer("alice"))  # kept
+        answers = [await client.post(path, params=params, headers=bearer("alice"))]
+        answers.append(await client.post(path, params=params, headers=bearer("mallory")))
+        assert [a.status_code for a in answers] == [200, 403]
+        assert answers[0].content == first.content
+        assert answers[0].headers["content-type"] == "application/json"
+        assert len(written) == 1, "kept answers are written once"
+    vendor = await client.post(
+        path, headers={**bearer("alice"), "Accept": "application/vnd.service.v1+json"}
+    )
+    assert vendor.headers["content-type"] == "application/vnd.service.v1+json"
+    assert vendor.json() == (await client.post(path, headers=bearer("alice"))).json()
 
 
 @db

@@ -143,8 +143,9 @@ class CommitWait:
             elif self.changes is not None and run_service.awaits_token(run_id):
                 # This tick changed the run, its commit renewed the token: noted, the next
                 # tick goes straight to the run's lock when a job's end renewed it again,
-                # without the unlocked read that would only find that work first.
-                after = await self.changes.token(run_id)
+                # without the unlocked read that would only find that work first. The token
+                # the commit's mark set, without a round trip (read when not known).
+                after = self.changes.marked(run_id) or await self.changes.token(run_id)
                 if after is not None:
                     run_service.note_token(run_id, after)
             return view

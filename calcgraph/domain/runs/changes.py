@@ -69,3 +69,8 @@ class RunChanges(Protocol):
     async def mark(self, run_ids: set[str]) -> None:
         """Fresh tokens for these runs (`EVERYTHING` among them: a fresh epoch)."""
         ...
+
+    def marked(self, run_id: str) -> Token | None:
+        """The token this process's last mark of the run gave it, as the store held it then,
+        without asking the store (None: not known). A tick that changed the run notes it."""
+        ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +40,13 @@ class RunView:
     would pass its bound; contract 8b)."""
     size_hint: int = 0
     """The answer's bytes as `shown` counted them (a large one is written off the loop)."""
+    encoded: dict[str, bytes] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    """A door's serialisation of this very view, by the door's name, kept with it: the
+    answer a tick that changed nothing kept (`calcgraph.domain.runs.memo`) is this same
+    object at every tick until the run changes, so it is written once, not at every tick.
+    Not copied by `replace`: a view made from it is another answer."""
 
     def sort_key(self) -> tuple[str, str]:
         return (self.started_at.isoformat(), self.id)
