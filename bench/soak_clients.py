@@ -128,6 +128,16 @@ def health(base_url: str, seconds: float) -> list[int]:
     return latencies
 
 
+async def _execute(api: Remote, user: str, package: str, function: str, x: float) -> httpx.Response:
+    """One of the hostile package's functions, run and waited for (30 s at most)."""
+    return await api.http.post(
+        f"/packages/{package}/functions/{function}/execute",
+        json={"inputs": {"x": x}},
+        params={"wait": 30},
+        headers=api.headers_of(user),
+    )
+
+
 def _count(tally: Tally, response: httpx.Response) -> None:
     tally.hostile_calls += 1
     if 400 <= response.status_code < 500:
@@ -159,15 +169,7 @@ async def _big_outputs(api: Remote, user: str, package: str, tally: Tally, until
         headers = api.headers_of(user)
         n += 1
         with contextlib.suppress(httpx.HTTPError):
-            _count(
-                tally,
-                await api.http.post(
-                    f"/packages/{package}/functions/big/execute",
-                    json={"inputs": {"x": n}},
-                    params={"wait": 30},
-                    headers=headers,
-                ),
-            )
+            _count(tally, await _execute(api, user, package, "big", n))
             _count(tally, await api.http.get("/jobs", params={"limit": 500}, headers=headers))
             if run_id is None:
                 started = await api.http.post(
@@ -261,15 +263,7 @@ async def _threads(api: Remote, user: str, package: str, tally: Tally, until: fl
     while time.monotonic() < until:
         n += 1
         with contextlib.suppress(httpx.HTTPError):
-            _count(
-                tally,
-                await api.http.post(
-                    f"/packages/{package}/functions/spin/execute",
-                    json={"inputs": {"x": n}},
-                    params={"wait": 30},
-                    headers=api.headers_of(user),
-                ),
-            )
+            _count(tally, await _execute(api, user, package, "spin", n))
 
 
 def _doubling_fragments(levels: int) -> str:

@@ -53,8 +53,15 @@ def platform(
     else:
         url = f"{POSTGRES_URL}_web"
         asyncio.run(_reset_postgres(url))
-    settings = Settings(
-        database_url=url,
+    with InProcessPlatform(web_settings(url)) as running:
+        _publish_demo(running)
+        yield running
+
+
+def web_settings(database_url: str, **overrides: Any) -> Settings:
+    """The web tests' platform: quick sandboxes, the development provider, no Redis."""
+    return Settings(
+        database_url=database_url,
         sandbox=quick_sandbox(),
         oidc_issuer=None,
         redis_url=None,
@@ -63,10 +70,8 @@ def platform(
         oidc_client_secret="development",
         # The Webhooks page's tests deliver to a receiver on loopback.
         webhook_allowed_hosts=["127.0.0.1"],
+        **overrides,
     )
-    with InProcessPlatform(settings) as running:
-        _publish_demo(running)
-        yield running
 
 
 def _publish_demo(platform: InProcessPlatform) -> None:

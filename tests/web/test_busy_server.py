@@ -16,27 +16,16 @@ from playwright.sync_api import expect
 
 from calcgraph import webui
 from calcgraph.demo.platform import InProcessPlatform
-from calcgraph.settings import Settings
-from tests.execution.conftest import quick_sandbox
-from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, sign_in
+from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, sign_in, web_settings
 
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessPlatform]:
     if not (webui.DIST / "index.html").is_file():
         pytest.fail("the web app is not built: run `make install` (or `make web`)")
-    settings = Settings(
-        database_url=f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('busy') / 'web.db'}",
-        sandbox=quick_sandbox(),
-        oidc_issuer=None,
-        redis_url=None,
-        oidc_client_id="calcgraph-dev",
-        oidc_client_secret="development",
-        webhook_allowed_hosts=["127.0.0.1"],
-        # One request a second per user, in bursts of 8: a test can empty the bucket.
-        rate_limit_per_minute=60,
-        rate_limit_burst=8,
-    )
+    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('busy') / 'web.db'}"
+    # One request a second per user, in bursts of 8: a test can empty the bucket.
+    settings = web_settings(url, rate_limit_per_minute=60, rate_limit_burst=8)
     with InProcessPlatform(settings) as running:
         yield running
 

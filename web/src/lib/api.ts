@@ -29,7 +29,7 @@ interface GraphQLResponse<T> {
 export async function publicRequest<TResult>(
   document: TypedDocumentString<TResult, Record<string, never>>,
 ): Promise<TResult> {
-  return send(document, {}, null);
+  return send(document, {}, null, { mutation: false });
 }
 
 const mutationListeners = new Set<() => void>();
@@ -71,26 +71,26 @@ async function authorised<TResult, TVariables>(
     sessionExpired();
     throw new ApiError("your session has ended: signing in again", "Unauthenticated");
   }
-  const answer = await send(document, variables ?? {}, currentSession()?.accessToken ?? null, waitOut);
-  if (isMutation(document.toString())) for (const listener of mutationListeners) listener();
+  const mutation = isMutation(document.toString());
+  const answer = await send(document, variables ?? {}, currentSession()?.accessToken ?? null, waitOut ? { mutation } : null);
+  if (mutation) for (const listener of mutationListeners) listener();
   return answer;
 }
 
-/** One request, tried again when the server asks for a short wait (lib/retryPolicy) unless
- * `waitOut` is false (the caller shows the wait and waits it out itself: the run page's ticks). */
+/** One request, tried again when the server asks for a short wait (lib/retryPolicy); `retry`
+ * null: never (the caller shows the wait and waits it out itself: the run page's ticks). */
 async function send<TResult, TVariables>(
   document: TypedDocumentString<TResult, TVariables>,
   variables: unknown,
   token: string | null,
-  waitOut = true,
+  retry: { mutation: boolean } | null,
 ): Promise<TResult> {
-  const mutation = isMutation(document.toString());
   for (let attempt = 0; ; attempt++) {
     try {
       return await sendOnce(document, variables, token);
     } catch (e) {
-      if (!(e instanceof ApiError) || !waitOut) throw e;
-      const wait = retryDelay({ status: e.status ?? 0, code: e.code, retryAfter: e.retryAfter, mutation }, attempt);
+      if (!(e instanceof ApiError) || retry === null) throw e;
+      const wait = retryDelay({ status: e.status ?? 0, code: e.code, retryAfter: e.retryAfter, mutation: retry.mutation }, attempt);
       if (wait === null) throw e;
       await new Promise((resolve) => setTimeout(resolve, wait * 1000));
     }
