@@ -28,6 +28,7 @@ from calcgraph.cli_commands.common import (
     table,
 )
 from calcgraph.client import models as m
+from calcgraph.client.sync import Client
 from calcgraph.progress import format_value
 
 VISIBILITIES = ("private", "internal", "public")
@@ -255,6 +256,26 @@ def add_listing(
     return listing
 
 
+def add_searched_listing(
+    group: Subcommands,
+    help: str,
+    lister: Callable[[Client], Callable[[int | None, str | None, str | None], Any]],
+    search_help: str,
+    columns: Sequence[str],
+    row: Callable[[Any], Sequence[Any]],
+) -> None:
+    """`GROUP list` (see `add_listing`) of a catalog searched by text: `--search`, which
+    `lister` (the client's listing, given the client) receives after the limit and cursor."""
+    listing = add_listing(
+        group,
+        help,
+        lambda context, args: lister(context.client)(args.limit, args.cursor, args.search),
+        columns,
+        row,
+    )
+    listing.add_argument("--search", default=None, help=search_help)
+
+
 def add_time_range(listing: argparse.ArgumentParser, name: str) -> None:
     """`--NAME-after` (inclusive) and `--NAME-before` (exclusive): ISO dates or date-times."""
     for side, bound in (("after", "inclusive"), ("before", "exclusive")):
@@ -298,14 +319,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diff.add_argument("from_version", metavar="A", help="the older version")
     diff.add_argument("to_version", metavar="B", help="the newer version")
     diff.set_defaults(func=command(_diff))
-    listing = add_listing(
+    add_searched_listing(
         packages,
         "packages you can see",
-        lambda context, args: context.client.list_packages(args.limit, args.cursor, args.search),
+        lambda client: client.list_packages,
+        "only names holding this text",
         ("name", "version", "visibility", "owner", "id"),
         lambda p: (p.name, p.current_version, p.visibility, p.owner, p.id),
     )
-    listing.add_argument("--search", default=None, help="only names holding this text")
 
     functions = command_group(sub, "functions", "execute and list functions")
     execute = functions.add_parser("execute", parents=common, help="run a function as a job")
@@ -324,14 +345,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="never answer from the result cache (the new result is stored)",
     )
     execute.set_defaults(func=command(_execute, suggest_function))
-    listing = add_listing(
+    add_searched_listing(
         functions,
         "functions you can see",
-        lambda context, args: context.client.list_functions(args.limit, args.cursor, args.search),
+        lambda client: client.list_functions,
+        "only package/name holding this text",
         ("function", "version", "id"),
         lambda f: (f"{f.package}/{f.name}", f.current_version, f.id),
     )
-    listing.add_argument("--search", default=None, help="only package/name holding this text")
 
     jobs = command_group(sub, "jobs", "list, read and cancel jobs")
     show = jobs.add_parser("show", parents=common, help="a job: status, outputs, error")
@@ -380,11 +401,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show = workflows.add_parser("show", parents=common, help="a workflow's latest version")
     show.add_argument("slug", metavar="SLUG")
     show.set_defaults(func=command(_show_workflow, suggest_workflow))
-    listing = add_listing(
+    add_searched_listing(
         workflows,
         "workflows you can see",
-        lambda context, args: context.client.list_workflows(args.limit, args.cursor, args.search),
+        lambda client: client.list_workflows,
+        "only slugs or names holding this text",
         ("slug", "name", "version", "visibility", "owner"),
         lambda w: (w.slug, w.name, w.latest_version, w.visibility, w.owner),
     )
-    listing.add_argument("--search", default=None, help="only slugs or names holding this text")
