@@ -17,7 +17,7 @@ from calcgraph.domain.functions.views import (
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.listing.repository import ViewRepository, name_contains
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
-from calcgraph.domain.packages.repository import visible_clause
+from calcgraph.domain.packages.repository import carried_versions, visible_clause
 from calcgraph.domain.read_models import from_attributes
 
 
@@ -135,11 +135,7 @@ class FunctionVersionRepository(ViewRepository[FunctionVersion, FunctionVersionV
 
     async def deployments_of(self, function_id: str) -> list[FunctionVersionEntry]:
         rows = await self.session.execute(
-            select(PackageVersionFunction, FunctionVersion, PackageVersion.version)
-            .join(
-                FunctionVersion,
-                FunctionVersion.id == PackageVersionFunction.function_version_id,
-            )
+            carried_versions(PackageVersion.version)
             .join(PackageVersion, PackageVersion.id == PackageVersionFunction.package_version_id)
             .where(FunctionVersion.function_id == function_id)
             .order_by(PackageVersionFunction.deployed_at, PackageVersion.created_at)

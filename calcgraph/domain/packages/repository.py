@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, and_, func, select, update
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import InstrumentedAttribute, aliased
 
 from calcgraph.db.base import RepositoryBase, utcnow
 from calcgraph.db.dialect import insert_ignoring_duplicates
@@ -37,6 +37,19 @@ def visible_clause(principal: Principal) -> ColumnElement[bool]:
     """`policy.can_see_package` as SQL, so hidden rows never load."""
     return visible_clause_on(
         principal, Package.owner_id, Package.visibility, Package.organization_id
+    )
+
+
+T = TypeVar("T")
+
+
+def carried_versions(
+    column: InstrumentedAttribute[T],
+) -> Select[PackageVersionFunction, FunctionVersion, T]:
+    """Each link of a deployment to a function version it carried, with that version and
+    `column` (for a join the caller adds)."""
+    return select(PackageVersionFunction, FunctionVersion, column).join(
+        FunctionVersion, FunctionVersion.id == PackageVersionFunction.function_version_id
     )
 
 
@@ -159,11 +172,7 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
         if not package_version_ids:
             return []
         rows = await self.session.execute(
-            select(PackageVersionFunction, FunctionVersion, Function.name)
-            .join(
-                FunctionVersion,
-                FunctionVersion.id == PackageVersionFunction.function_version_id,
-            )
+            carried_versions(Function.name)
             .join(Function, Function.id == FunctionVersion.function_id)
             .where(PackageVersionFunction.package_version_id.in_(package_version_ids))
             .order_by(Function.name)
