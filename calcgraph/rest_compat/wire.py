@@ -6,6 +6,7 @@ the document."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from datetime import datetime
 from types import UnionType
@@ -26,6 +27,7 @@ from calcgraph.domain.workflows.validation import Report
 from calcgraph.rest_compat.parsing import BlankIsAbsent, Query, page_size, page_size_refusal
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 _DATE_TIME = WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization")
 
@@ -69,6 +71,17 @@ def as_viewed(view: type, *, exclude: tuple[str, ...] = (), **types: Any) -> dic
         for f in fields(view)
         if f.name not in exclude
     }
+
+
+def read_from(source: type[S], convert: Callable[[S], Any]) -> Any:
+    """An answer's `before` validator: a domain value of type `source` is read as `convert`
+    turns it (a dict of the answer's fields); anything else (a dict, a model) as it is. Assign
+    it to a name in the model's body."""
+
+    def read(cls: type[BaseModel], value: Any) -> Any:
+        return convert(value) if isinstance(value, source) else value
+
+    return model_validator(mode="before")(read)
 
 
 def view_attributes(view: object) -> dict[str, Any]:
@@ -121,10 +134,7 @@ class ValidationReport(Out):
         description="nodes on deprecated function versions: a notice, the graph stays valid",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_report(cls, value: Any) -> Any:
-        return value.as_dict() if isinstance(value, Report) else value
+    _from_report = read_from(Report, Report.as_dict)
 
 
 class ErrorBody(Out):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 from calcgraph.domain.builds.service import BuildOutcome
 from calcgraph.domain.builds.submission import format_duration, format_size
-from calcgraph.rest_compat.wire import Body, Out, VisibilityValue, view_attributes
+from calcgraph.rest_compat.wire import Body, Out, VisibilityValue, read_from, view_attributes
 from calcgraph.rest_compat.wire_publish import BEAM_SOURCE
 
 _FUNCTION_EXAMPLE: dict[str, Any] = {
@@ -37,6 +37,15 @@ class SubmitFunctionBody(Body):
     organization: str | None = Field(default=None, description="owning organization slug")
 
 
+def _answer(outcome: BuildOutcome) -> dict[str, Any]:
+    return {
+        **view_attributes(outcome),
+        "image_size": format_size(outcome.image_size_bytes or 0),
+        "build_time": format_duration(outcome.build_seconds),
+        "log": f"/functions/{outcome.function_id}/builds/{outcome.build_id}/log",
+    }
+
+
 class BuildOut(Out):
     """The specification's build response, plus the identifiers a client needs next."""
 
@@ -53,14 +62,4 @@ class BuildOut(Out):
     package_version: str | None
     log: str = Field(description="path of the build log")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_outcome(cls, value: Any) -> Any:
-        if not isinstance(value, BuildOutcome):
-            return value
-        return {
-            **view_attributes(value),
-            "image_size": format_size(value.image_size_bytes or 0),
-            "build_time": format_duration(value.build_seconds),
-            "log": f"/functions/{value.function_id}/builds/{value.build_id}/log",
-        }
+    _from_outcome = read_from(BuildOutcome, _answer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AliasPath, ConfigDict, Field, model_validator
+from pydantic import AliasPath, ConfigDict, Field
 
 from calcgraph.domain.functions.views import (
     FunctionDetailView,
@@ -25,6 +25,7 @@ from calcgraph.rest_compat.wire import (
     Timestamp,
     VisibilityValue,
     as_viewed,
+    read_from,
     view_attributes,
 )
 from calcgraph.rest_compat.wire_packages import FunctionOut
@@ -57,25 +58,24 @@ class FunctionVersionOut(Out):
     __annotations__ = as_viewed(FunctionVersionView)
 
 
+def _function_detail(detail: FunctionDetailView) -> dict[str, Any]:
+    current = detail.current
+    return {
+        **view_attributes(detail.function),
+        "current": current,
+        "inputs": current.inputs_schema if current is not None else None,
+        "outputs": current.outputs_schema if current is not None else None,
+        "typed": current.typed if current is not None else False,
+    }
+
+
 class FunctionDetailOut(FunctionOut):
     current: FunctionVersionOut | None
     inputs: dict[str, Any] | None
     outputs: dict[str, Any] | None
     typed: bool
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_view(cls, value: Any) -> Any:
-        if not isinstance(value, FunctionDetailView):
-            return value
-        current = value.current
-        return {
-            **view_attributes(value.function),
-            "current": current,
-            "inputs": current.inputs_schema if current is not None else None,
-            "outputs": current.outputs_schema if current is not None else None,
-            "typed": current.typed if current is not None else False,
-        }
+    _from_view = read_from(FunctionDetailView, _function_detail)
 
 
 class FunctionVersionEntryOut(Out):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from calcgraph.domain.runs.state import NodeStatus, RunStatus
 from calcgraph.domain.workflows.validation import Report
@@ -18,6 +18,7 @@ from calcgraph.rest_compat.wire import (
     Visibility,
     VisibilityValue,
     is_none,
+    read_from,
     view_attributes,
 )
 from calcgraph.rest_compat.wire_jobs import JobErrorOut
@@ -120,6 +121,19 @@ class InputNodeOut(Out):
     type_expr: str | dict[str, Any] | None
 
 
+def _workflow_detail(detail: WorkflowDetailView) -> dict[str, Any]:
+    version = detail.version
+    return {
+        **view_attributes(detail.workflow),
+        "version": version.version,
+        "version_id": version.id,
+        "version_created_at": version.created_at,
+        "graph": version.graph,
+        "input_nodes": version.input_nodes(),
+        "resolved_functions": version.resolved_functions,
+    }
+
+
 class WorkflowDetailOut(WorkflowOut):
     version: int
     version_id: str
@@ -128,31 +142,14 @@ class WorkflowDetailOut(WorkflowOut):
     input_nodes: list[InputNodeOut]
     resolved_functions: dict[str, Any] = Field(description="node_key to the pinned version")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_view(cls, value: Any) -> Any:
-        if not isinstance(value, WorkflowDetailView):
-            return value
-        version = value.version
-        return {
-            **view_attributes(value.workflow),
-            "version": version.version,
-            "version_id": version.id,
-            "version_created_at": version.created_at,
-            "graph": version.graph,
-            "input_nodes": version.input_nodes(),
-            "resolved_functions": version.resolved_functions,
-        }
+    _from_view = read_from(WorkflowDetailView, _workflow_detail)
 
 
 class ValidateOut(Out):
     valid: bool
     report: ValidationReport
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_report(cls, value: Any) -> Any:
-        return {"valid": value.valid, "report": value} if isinstance(value, Report) else value
+    _from_report = read_from(Report, lambda report: {"valid": report.valid, "report": report})
 
 
 class AttemptOut(Out):
