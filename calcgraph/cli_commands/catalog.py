@@ -19,6 +19,7 @@ from calcgraph.cli_commands.common import (
     OK,
     Context,
     Subcommands,
+    add_command_on,
     add_input_options,
     closest,
     command,
@@ -355,14 +356,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
 
     jobs = command_group(sub, "jobs", "list, read and cancel jobs")
-    show = jobs.add_parser("show", parents=common, help="a job: status, outputs, error")
-    show.add_argument("job_id", metavar="ID")
-    show.set_defaults(func=command(_show_job))
-    cancel = jobs.add_parser(
-        "cancel", parents=common, help="cancel a queued or running job (its sandbox is killed)"
+    add_command_on(jobs, "show", "a job: status, outputs, error", "job_id", _show_job)
+    add_command_on(
+        jobs,
+        "cancel",
+        "cancel a queued or running job (its sandbox is killed)",
+        "job_id",
+        _cancel_job,
     )
-    cancel.add_argument("job_id", metavar="ID")
-    cancel.set_defaults(func=command(_cancel_job))
     listing = add_listing(
         jobs,
         "your jobs, newest first",
@@ -398,9 +399,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     create.add_argument("--name", default=None, help="display name (else the document's)")
     add_ownership_options(create)
     create.set_defaults(func=command(_create_workflow))
-    show = workflows.add_parser("show", parents=common, help="a workflow's latest version")
-    show.add_argument("slug", metavar="SLUG")
-    show.set_defaults(func=command(_show_workflow, suggest_workflow))
+    add_command_on(
+        workflows,
+        "show",
+        "a workflow's latest version",
+        "slug",
+        _show_workflow,
+        suggest_workflow,
+        metavar="SLUG",
+    )
     add_searched_listing(
         workflows,
         "workflows you can see",

@@ -236,6 +236,23 @@ def command(
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+def add_command_on(
+    group: Subcommands,
+    name: str,
+    help: str,
+    target: str,
+    function: Command,
+    suggest: Suggest | None = None,
+    metavar: str = "ID",
+) -> argparse.ArgumentParser:
+    """`GROUP NAME ID`: a command on one thing, which `function` reads as `args.<target>`;
+    the caller adds any further options to the parser returned."""
+    parser = group.add_parser(name, parents=[global_options()], help=help)
+    parser.add_argument(target, metavar=metavar)
+    parser.set_defaults(func=command(function, suggest))
+    return parser
+
+
 def command_group(sub: Subcommands, name: str, help: str) -> Subcommands:
     """`calcgraph NAME ...`: a group whose subcommand is required (`args.NAME_command`)."""
     return sub.add_parser(name, help=help).add_subparsers(dest=f"{name}_command", required=True)

@@ -8,7 +8,14 @@ import json
 import sys
 
 from calcgraph.cli_commands.catalog import add_listing
-from calcgraph.cli_commands.common import OK, Context, command, command_group, global_options
+from calcgraph.cli_commands.common import (
+    OK,
+    Context,
+    add_command_on,
+    command,
+    command_group,
+    global_options,
+)
 
 
 def _tail(context: Context, args: argparse.Namespace) -> int:
@@ -114,9 +121,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     deliveries.add_argument("--cursor", default=None, help="next_cursor of the previous page")
     deliveries.set_defaults(func=command(_deliveries))
     deliveries.add_argument("webhook_id", metavar="ID")
-    test = hooks.add_parser("test", parents=common, help="send a calcgraph.webhook.test event")
-    test.add_argument("webhook_id", metavar="ID")
-    test.set_defaults(func=command(_test))
-    delete = hooks.add_parser("delete", parents=common, help="delete a webhook")
-    delete.add_argument("webhook_id", metavar="ID")
-    delete.set_defaults(func=command(_delete))
+    add_command_on(hooks, "test", "send a calcgraph.webhook.test event", "webhook_id", _test)
+    add_command_on(hooks, "delete", "delete a webhook", "webhook_id", _delete)

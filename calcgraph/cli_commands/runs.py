@@ -11,6 +11,7 @@ from calcgraph.cli_commands.common import (
     FAILED,
     OK,
     Context,
+    add_command_on,
     add_input_options,
     command,
     command_group,
@@ -139,17 +140,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="never answer a node from the result cache (new results are stored)",
     )
     start.set_defaults(func=command(_start, suggest_workflow))
-    cancel = runs.add_parser(
-        "cancel", parents=common, help="cancel a run: its running jobs are stopped"
-    )
-    cancel.add_argument("run_id", metavar="ID")
-    cancel.set_defaults(func=command(_cancel))
-    rerun = runs.add_parser(
+    add_command_on(runs, "cancel", "cancel a run: its running jobs are stopped", "run_id", _cancel)
+    rerun = add_command_on(
+        runs,
         "rerun",
-        parents=common,
-        help="start a new run from a finished one, reusing what succeeded",
+        "start a new run from a finished one, reusing what succeeded",
+        "run_id",
+        _rerun,
     )
-    rerun.add_argument("run_id", metavar="ID")
     rerun.add_argument(
         "--from",
         dest="start_from",
@@ -165,10 +163,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_input_options(rerun, "override an input of the original run; repeatable")
     _follow_options(rerun)
-    rerun.set_defaults(func=command(_rerun))
-    show = runs.add_parser("show", parents=common, help="a run's node states and outputs")
-    show.add_argument("run_id", metavar="ID")
-    show.set_defaults(func=command(_show))
+    add_command_on(runs, "show", "a run's node states and outputs", "run_id", _show)
     listing = add_listing(
         runs,
         "your runs",
