@@ -245,11 +245,15 @@ class EventRepository(RepositoryBase[Event]):
         types: TypeFilter,
         subject: str | None,
         run: str | None = None,
+        upto: int | None = None,
     ) -> list[Event]:
-        """Sequenced events after `after`, in position order, that `principal` may see (None:
-        every event, for the fan-out, which checks each webhook owner's sight itself); with
-        `run`, only that run's own and its jobs' (still each by its subject's rule)."""
+        """Sequenced events after `after` (and at most `upto`), in position order, that
+        `principal` may see (None: every event, for the fan-out, which checks each webhook
+        owner's sight itself); with `run`, only that run's own and its jobs' (still each by its
+        subject's rule)."""
         query = select(Event).where(Event.position > after, type_clause(types))
+        if upto is not None:
+            query = query.where(Event.position <= upto)
         if principal is not None:
             query = query.where(visible_event_clause(principal))
         if subject is not None:
