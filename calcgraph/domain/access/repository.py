@@ -38,9 +38,20 @@ def visible_clause_on(
     is what makes a departure from an organization take effect at once."""
     if principal.is_admin:
         return true()
-    member_orgs = select(Membership.organization_id).where(Membership.user_id == principal.user_id)
+    return visible_to(principal.user_id, owner_id, visibility, organization_id)
+
+
+def visible_to(
+    user_id: str | ColumnElement[str],
+    owner_id: SQLColumnExpression[str],
+    visibility: SQLColumnExpression[str],
+    organization_id: SQLColumnExpression[str | None],
+) -> ColumnElement[bool]:
+    """`visible_clause_on` for a user who is not an admin; `user_id` may be a bound parameter
+    (a clause built once, its user given at each execution)."""
+    member_orgs = select(Membership.organization_id).where(Membership.user_id == user_id)
     return or_(
-        owner_id == principal.user_id,
+        owner_id == user_id,
         visibility == "public",
         and_(visibility == "internal", organization_id.in_(member_orgs)),
     )

@@ -33,15 +33,14 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.principal import Principal
+from calcgraph.domain.access.repository import visible_to
 from calcgraph.domain.events.catalog import TypeFilter
 from calcgraph.domain.events.models import Event, EventCursor, Webhook
 from calcgraph.domain.functions.models import Function
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.packages.models import Package
-from calcgraph.domain.packages.repository import visible_clause
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.workflows.models import Workflow
-from calcgraph.domain.workflows.repository import visible_workflow_clause
 
 _EVENTS = cast(Table, Event.__table__)
 _JOBS = cast(Table, Job.__table__)
@@ -106,34 +105,33 @@ _INSERT_NUMBERED_POSTGRES = text(
 _MOVE_CURSOR_SQLITE = text(_MOVE_CURSOR).bindparams(_COUNT)
 
 
-def visible_runs(principal: Principal) -> Select[str]:
-    """The ids of the runs a non-admin may GET: their own, while the workflow stays visible."""
+_VIEWER = "event_viewer"
+"""The bound parameter that names the reader in the visibility clauses built once below."""
+
+
+def _runs_of(me: str | ColumnElement[str]) -> Select[str]:
     return (
         select(WorkflowRun.id)
         .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-        .where(WorkflowRun.user_id == principal.user_id, visible_workflow_clause(principal))
+        .where(
+            WorkflowRun.user_id == me,
+            visible_to(me, Workflow.owner_id, Workflow.visibility, Workflow.organization_id),
+        )
     )
 
 
-def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
-    """Who sees an event, by the rules of its subject as they stand now (contract section 9):
-    job events by who may GET the job, run events by who may GET the run, package and file
-    events by who may GET the package, build events by the function's owner, login and
-    webhook events by that user; admins all."""
-    if principal.is_admin:
-        return true()
-    me = principal.user_id
+def _visible_to(me: str | ColumnElement[str]) -> ColumnElement[bool]:
+    def packages_seen() -> ColumnElement[bool]:
+        return visible_to(me, Package.owner_id, Package.visibility, Package.organization_id)
+
     jobs = (
         select(Job.id)
         .join(Package, Package.id == Job.package_id)
-        .where(Job.user_id == me, visible_clause(principal))
+        .where(Job.user_id == me, packages_seen())
     )
-    runs = visible_runs(principal)
-    packages = select(Package.id).where(visible_clause(principal))
+    packages = select(Package.id).where(packages_seen())
     functions = (
-        select(Function.id)
-        .join(Package, Package.id == Function.package_id)
-        .where(visible_clause(principal))
+        select(Function.id).join(Package, Package.id == Function.package_id).where(packages_seen())
     )
     owned_functions = (
         select(Function.id)
@@ -144,13 +142,34 @@ def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
     kind, subject = Event.subject_kind, Event.subject
     return or_(
         and_(kind == "job", subject.in_(jobs)),
-        and_(kind == "run", subject.in_(runs)),
+        and_(kind == "run", subject.in_(_runs_of(me))),
         and_(kind == "package", subject.in_(packages)),
         and_(kind == "function", subject.in_(functions)),
         and_(kind == "build", subject.in_(owned_functions)),
         and_(kind == "user", subject == me),
         and_(kind == "webhook", subject.in_(webhooks)),
     )
+
+
+# Built once, the reader bound at each execution (`viewer`): building the clause cost a
+# long-poll's page more CPU than running it (every page of a follower woken by each unit that
+# recorded events, 20 a second in issue 23's flood).
+_VISIBLE_RUNS = _runs_of(bindparam(_VIEWER, type_=String()))
+_VISIBLE_EVENT = _visible_to(bindparam(_VIEWER, type_=String()))
+
+
+def viewer(principal: Principal | None) -> dict[str, str]:
+    """The parameters of a statement that holds `visible_event_clause(principal)`."""
+    return {} if principal is None or principal.is_admin else {_VIEWER: principal.user_id}
+
+
+def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
+    """Who sees an event, by the rules of its subject as they stand now (contract section 9):
+    job events by who may GET the job, run events by who may GET the run, package and file
+    events by who may GET the package, build events by the function's owner, login and
+    webhook events by that user; admins all. A statement that holds it is executed with
+    `viewer(principal)`."""
+    return true() if principal.is_admin else _VISIBLE_EVENT
 
 
 def type_clause(types: TypeFilter) -> ColumnElement[bool]:
@@ -290,18 +309,23 @@ class EventRepository(RepositoryBase[Event]):
         types: TypeFilter,
         subject: str | None,
         run: str | None = None,
+        upto: int | None = None,
     ) -> list[Event]:
-        """Sequenced events after `after`, in position order, that `principal` may see (None:
-        every event, for the fan-out, which checks each webhook owner's sight itself); with
-        `run`, only that run's own and its jobs' (still each by its subject's rule)."""
+        """Sequenced events after `after` (and at most `upto`), in position order, that
+        `principal` may see (None: every event, for the fan-out, which checks each webhook
+        owner's sight itself); with `run`, only that run's own and its jobs' (still each by its
+        subject's rule)."""
         query = select(Event).where(Event.position > after, type_clause(types))
+        if upto is not None:
+            query = query.where(Event.position <= upto)
         if principal is not None:
             query = query.where(visible_event_clause(principal))
         if subject is not None:
             query = query.where(Event.subject == subject)
         if run is not None:
             query = query.where(Event.run_id == run)
-        return list(await self.session.scalars(query.order_by(Event.position).limit(limit)))
+        query = query.order_by(Event.position).limit(limit)
+        return list(await self.session.scalars(query, viewer(principal)))
 
     async def latest(
         self, principal: Principal, upto: int, limit: int, types: TypeFilter
@@ -314,21 +338,23 @@ class EventRepository(RepositoryBase[Event]):
             type_clause(types),
             visible_event_clause(principal),
         )
-        return list(await self.session.scalars(query.order_by(Event.position.desc()).limit(limit)))
+        query = query.order_by(Event.position.desc()).limit(limit)
+        return list(await self.session.scalars(query, viewer(principal)))
 
     async def run_visible(self, principal: Principal, run_id: str) -> bool:
         query = (
             select(WorkflowRun.id).where(WorkflowRun.id == run_id)
             if principal.is_admin
-            else visible_runs(principal).where(WorkflowRun.id == run_id)
+            else _VISIBLE_RUNS.where(WorkflowRun.id == run_id)
         )
-        return await self.session.scalar(query.limit(1)) is not None
+        return await self.session.scalar(query.limit(1), viewer(principal)) is not None
 
     async def visible_ids(self, principal: Principal, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
         rows = await self.session.scalars(
-            select(Event.id).where(Event.id.in_(ids), visible_event_clause(principal))
+            select(Event.id).where(Event.id.in_(ids), visible_event_clause(principal)),
+            viewer(principal),
         )
         return set(rows)
 

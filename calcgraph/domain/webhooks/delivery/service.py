@@ -21,7 +21,7 @@ attempt made, and the listing (`GET /webhooks/{id}/deliveries`) shows only attem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,7 +31,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import new_id
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.repository import UserRepository
-from calcgraph.domain.events.catalog import WEBHOOK_DISABLED, WEBHOOK_TEST, parse_types
+from calcgraph.domain.events.catalog import (
+    WEBHOOK_DISABLED,
+    WEBHOOK_TEST,
+    TypeFilter,
+    parse_types,
+)
 from calcgraph.domain.events.repository import EventRepository
 from calcgraph.domain.events.schedule import MAX_FAILED_IN_A_ROW, retry_delay
 from calcgraph.domain.events.service import record
@@ -54,7 +59,8 @@ def _owner(user_id: str, roles: Sequence[Any]) -> Principal:
 @dataclass
 class FannedOut:
     events: int
-    """How many events the batch held (0: nothing new)."""
+    """How many positions the batch passed (0: nothing new), whether or not a webhook wanted
+    their events."""
     taken: list[Attempt] = field(default_factory=list)
     """The attempts 1 written leased to the caller, ready to send after the commit."""
 
@@ -72,24 +78,36 @@ async def fan_out(
     unit then writes nothing)."""
     events = EventRepository.from_session(session)
     position = await events.cursor(FAN_OUT)
-    batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
-    if not batch:
+    # Every event numbered up to the sequencer's cursor has committed (they are numbered in
+    # the unit that moves it): the batch is the next FAN_OUT_BATCH positions, of which only the
+    # events some webhook wants are read. A flood of events no webhook asked for costs the
+    # fan-out a cursor move per batch, not the loading of each event.
+    end = await events.last_position()
+    if end <= position:
         # The unit that recorded them numbers events in its own commit; one recorded by a
         # unit without the hook is numbered here.
         if not await events.sequence():
             return FannedOut(0)
-        batch = await events.page(None, position, FAN_OUT_BATCH, parse_types([]), None)
-        if not batch:
+        end = await events.last_position()
+        if end <= position:
             return FannedOut(0)
+    last = min(end, position + FAN_OUT_BATCH)
+    webhooks = await WebhookRepository.from_session(session).enabled_with_owners()
+    filters = {webhook.id: parse_types(webhook.types) for webhook, _ in webhooks}
+    batch = (
+        await events.page(
+            None, position, FAN_OUT_BATCH, wanted_types(filters.values()), None, upto=last
+        )
+        if webhooks
+        else []
+    )
     until = now + timedelta(seconds=lease_seconds)
     taken: list[Attempt] = []
-    last = int(batch[-1].position or position)
-    webhooks = await WebhookRepository.from_session(session).enabled_with_owners()
     rows: list[dict[str, Any]] = []
     ids = [e.id for e in batch]
     seen: dict[str, set[str]] = {}
     for webhook, roles in webhooks:
-        types = parse_types(webhook.types)
+        types = filters[webhook.id]
         # A test event goes to its webhook only, whatever types it asked for.
         wanted = [
             e
@@ -127,7 +145,20 @@ async def fan_out(
     if not await events.move_cursor(FAN_OUT, position, last):
         raise Raced()
     await WebhookRepository.from_session(session).add_deliveries(rows)
-    return FannedOut(len(batch), taken)
+    return FannedOut(last - position, taken)
+
+
+def wanted_types(filters: Iterable[TypeFilter]) -> TypeFilter:
+    """The types some webhook of `filters` wants, and the test events (each sent to its own
+    webhook whatever it asked for)."""
+    exact: set[str] = {WEBHOOK_TEST}
+    prefixes: list[str] = []
+    for types in filters:
+        if types.everything:
+            return types
+        exact |= types.exact
+        prefixes += [p for p in types.prefixes if p not in prefixes]
+    return TypeFilter(frozenset(exact), tuple(prefixes))
 
 
 class Raced(Exception):
