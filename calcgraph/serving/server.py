@@ -22,9 +22,8 @@ asks for it (Python's default: 5 ms). Work sent off the loop (planning a 12,000-
 writing an 8 MiB answer: domain.spend.off_loop) holds it for seconds, and the loop asks for
 it back after every wait, each database round trip of every request: a tick's ten round trips
 waited up to 50 ms for it, and every connection it held was held that much longer. At 1 ms a
-loop of ten loopback round trips beside a thread planning 12,000-node runs answered in p99
-21-29 ms instead of 39-55 ms (load 8), 6-7 ms instead of 17-20 ms (load 6), and turned twice
-as often (issue 27)."""
+loop of ten loopback round trips beside a thread planning 12,000-node runs answered in
+p99 21-29 ms instead of 39-55 ms and turned twice as often (issue 27)."""
 
 
 def create_served_app() -> StartingApp:
