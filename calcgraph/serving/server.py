@@ -7,7 +7,6 @@ up logging itself before building the app, or its records would go nowhere. Each
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from calcgraph import heap
@@ -16,19 +15,8 @@ from calcgraph.ops.logs import setup_logging
 from calcgraph.serving.starting import StartingApp
 from calcgraph.settings import Settings, get_settings
 
-LOOP_SWITCH_INTERVAL_S = 0.001
-"""How long another thread of a serve process may hold the interpreter once the event loop
-asks for it (Python's default: 5 ms). Work sent off the loop (planning a 12,000-node run,
-writing an 8 MiB answer: domain.spend.off_loop) holds it for seconds, and the loop asks for
-it back after every wait, each database round trip of every request: a tick's ten round trips
-waited up to 50 ms for it, and every connection it held was held that much longer. At 1 ms a
-loop of ten loopback round trips beside a thread planning 12,000-node runs answered in
-p99 21-29 ms instead of 39-55 ms and turned twice as often (issue 27)."""
-
 
 def create_served_app() -> StartingApp:
-    # Each process of `serve --workers N` runs this: the interval is the process's.
-    sys.setswitchinterval(LOOP_SWITCH_INTERVAL_S)
     heap.pause_until_settled()  # spawned processes too; the application's lifespan settles
     settings = get_settings()
     setup_logging(settings)

@@ -11,7 +11,6 @@ from pathlib import Path
 from alembic.script import ScriptDirectory
 
 from calcgraph.migrations.runner import alembic_config, script_heads
-from calcgraph.serving.server import LOOP_SWITCH_INTERVAL_S
 
 # Each costs a tenth of a second or more to import, and none is needed to answer /health.
 HEAVY = ("alembic", "docker", "requests", "pint", "strawberry", "graphql")
@@ -71,32 +70,6 @@ def test_the_served_app_answers_health_before_importing_the_application(tmp_path
         "create_served_app()"
     )
     assert _loaded(code, env, AFTER_HEALTH) == []
-
-
-def test_a_served_process_gives_its_event_loop_the_interpreter_back_within_a_millisecond(
-    tmp_path: Path,
-) -> None:
-    """Work on a thread (a 12,000-node plan) held the interpreter 5 ms, Python's default,
-    each time the loop asked for it back (issue 27)."""
-    env = {
-        "CALCGRAPH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'served.db'}",
-        "CALCGRAPH_SANDBOX": "process",
-    }
-    code = (
-        "import sys\n"
-        "from calcgraph.serving.server import create_served_app\n"
-        "create_served_app()\n"
-        "print(sys.getswitchinterval())"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert float(done.stdout.strip().splitlines()[-1]) == LOOP_SWITCH_INTERVAL_S < 0.005
 
 
 def test_the_command_line_loads_no_server_stack() -> None:
