@@ -72,9 +72,6 @@ class Outbox:
         buffer = manager.__enter__()
         return manager, buffer
 
-    def opened(self, session: AsyncSession, state: Any) -> None:
-        pass
-
     async def before_commit(self, session: AsyncSession, state: Any) -> None:
         pass
 

@@ -43,9 +43,6 @@ class _Probe:
     def begin(self) -> Any:
         return None
 
-    def opened(self, session: AsyncSession, state: Any) -> None:
-        pass
-
     async def before_commit(self, session: AsyncSession, state: Any) -> None:
         pass
 
