@@ -7,6 +7,7 @@ REST request, per GraphQL mutation field, per actor message) or rolls it back on
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections.abc import AsyncIterator
@@ -31,6 +32,8 @@ from calcgraph.db.defaults import (
     SQLITE_BUSY_TIMEOUT_MS,
 )
 from calcgraph.db.dialect import SQLITE_BEGIN_MODE, configure_sqlite, private_sqlite_file
+
+log = logging.getLogger("calcgraph.db")
 
 
 class DatabaseSettings(Protocol):
@@ -83,6 +86,32 @@ class UnitHook(Protocol):
     async def committed(self, state: Any) -> None: ...
 
     def end(self, state: Any) -> None: ...
+
+
+async def _tell_committed(states: list[tuple[UnitHook, Any]]) -> None:
+    """Tell every hook that the unit committed, each whatever an earlier one did, to the end
+    even when the caller is cancelled meanwhile (a client gone, a timeout): the rows are
+    committed, and a hook left untold loses what it owes them (the outbox's messages: a job
+    row `queued` whose message never leaves, waiting for the sweeper). A hook that fails is
+    logged; the unit's caller gets its answer, which is true. A cancellation that came
+    during the hooks is raised once they are done."""
+    telling = asyncio.ensure_future(_each_committed(states))
+    cancelled = False
+    while not telling.done():
+        try:
+            await asyncio.shield(telling)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled or telling.cancelled():
+        raise asyncio.CancelledError
+
+
+async def _each_committed(states: list[tuple[UnitHook, Any]]) -> None:
+    for hook, state in states:
+        try:
+            await hook.committed(state)
+        except Exception:
+            log.exception("%s failed after a unit of work committed", type(hook).__name__)
 
 
 class Database:
@@ -212,8 +241,7 @@ class Database:
                     await session.rollback()
                     raise
             # Only reached after a successful commit: jobs go out after the rows they name.
-            for hook, state in states:
-                await hook.committed(state)
+            await _tell_committed(states)
         finally:
             for hook, state in reversed(states):
                 hook.end(state)

@@ -12,6 +12,7 @@ import pytest
 
 from calcgraph.client import AsyncClient, Client
 from calcgraph.client.errors import Conflict, NotFound, PermissionDenied
+from calcgraph.client.models import Run
 from calcgraph.client.values import quantity
 from tests.client.conftest import unique
 from tests.client.packages import tools_package
@@ -60,6 +61,20 @@ def _workflow(cli: Cli, tmp_path: Path) -> tuple[str, str]:  # noqa: F811
     code, _, err = cli("workflows", "create", str(path))
     assert code == 0, err
     return name, slug
+
+
+def _until_done(client: Client, run_id: str) -> Run:
+    """The run followed to its end within two minutes (the token lives five); one that does
+    not end fails with its node states and their jobs, not with an expired token."""
+    try:
+        return client.run_until_done(run_id, timeout=120)
+    except TimeoutError:
+        run = client.get_run(run_id)
+        jobs = {
+            key: state.job_id and client.get_job(state.job_id).model_dump(mode="json")
+            for key, state in run.node_states.items()
+        }
+        pytest.fail(f"run {run_id} did not end: {run.model_dump(mode='json')}; jobs {jobs}")
 
 
 def test_rerun_and_cancel_a_run(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
@@ -129,7 +144,7 @@ def test_the_python_client(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
     name, slug = _workflow(cli, tmp_path)
     url = cli.served.url
     with Client(url, cli.served.token("alice")) as client:
-        first = client.run_until_done(client.start_run(slug, {"x": 2, "len": quantity(1, "m")}).id)
+        first = _until_done(client, client.start_run(slug, {"x": 2, "len": quantity(1, "m")}).id)
         assert first.status == "failed"
         again = client.rerun(first.id, workflow_version="latest", inputs={"x": 3})
         assert again.rerun_of == first.id
@@ -155,8 +170,9 @@ def test_the_python_client(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
         client.create_workflow(scaled, "Scaled", graph)
         hits = []
         for refresh in (False, False, True, False):
-            run = client.run_until_done(
-                client.start_run(scaled, {"x": 7, "len": quantity(2, "m")}, refresh=refresh).id
+            run = _until_done(
+                client,
+                client.start_run(scaled, {"x": 7, "len": quantity(2, "m")}, refresh=refresh).id,
             )
             assert run.status == "completed", run
             job_id = run.node_states["s"].job_id
