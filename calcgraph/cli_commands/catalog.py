@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from calcgraph.cli_commands.common import (
     FAILED,
     OK,
     Context,
-    Subcommands,
     add_command_on,
     add_input_options,
     closest,
@@ -28,8 +26,13 @@ from calcgraph.cli_commands.common import (
     inputs_of,
     table,
 )
+from calcgraph.cli_commands.listing import (
+    add_listing,
+    add_searched_listing,
+    add_time_range,
+    time_cell,
+)
 from calcgraph.client import models as m
-from calcgraph.client.sync import Client
 from calcgraph.progress import format_value
 
 VISIBILITIES = ("private", "internal", "public")
@@ -233,61 +236,6 @@ def _show_workflow(context: Context, args: argparse.Namespace) -> int:
     workflow = context.client.get_workflow(args.slug)
     context.emit(workflow, lambda: show_workflow(context.console, workflow))
     return OK
-
-
-def add_listing(
-    group: Subcommands,
-    help: str,
-    lister: Callable[[Context, argparse.Namespace], Any],
-    columns: Sequence[str],
-    row: Callable[[Any], Sequence[Any]],
-) -> argparse.ArgumentParser:
-    """`GROUP list`: one page of what `lister` lists (`--limit`, `--cursor`), for people a
-    table of `columns`, one `row` an item."""
-
-    def run(context: Context, args: argparse.Namespace) -> int:
-        page = lister(context, args)
-        context.emit_table(page, columns, (row(item) for item in page.items))
-        return OK
-
-    listing = group.add_parser("list", parents=[global_options()], help=help)
-    listing.add_argument("--limit", type=int, default=None, help="items per page (max 500)")
-    listing.add_argument("--cursor", default=None, help="next_cursor of the previous page")
-    listing.set_defaults(func=command(run))
-    return listing
-
-
-def add_searched_listing(
-    group: Subcommands,
-    help: str,
-    lister: Callable[[Client], Callable[[int | None, str | None, str | None], Any]],
-    search_help: str,
-    columns: Sequence[str],
-    row: Callable[[Any], Sequence[Any]],
-) -> None:
-    """`GROUP list` (see `add_listing`) of a catalog searched by text: `--search`, which
-    `lister` (the client's listing, given the client) receives after the limit and cursor."""
-    listing = add_listing(
-        group,
-        help,
-        lambda context, args: lister(context.client)(args.limit, args.cursor, args.search),
-        columns,
-        row,
-    )
-    listing.add_argument("--search", default=None, help=search_help)
-
-
-def add_time_range(listing: argparse.ArgumentParser, name: str) -> None:
-    """`--NAME-after` (inclusive) and `--NAME-before` (exclusive): ISO dates or date-times."""
-    for side, bound in (("after", "inclusive"), ("before", "exclusive")):
-        listing.add_argument(
-            f"--{name}-{side}", default=None, help=f"ISO date or date-time, {bound} (UTC)"
-        )
-
-
-def time_cell(moment: datetime | None) -> str:
-    """A time in a listing's table: to the second, empty when there is none."""
-    return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def add_ownership_options(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,6 @@ import argparse
 import json
 import sys
 
-from calcgraph.cli_commands.catalog import add_listing
 from calcgraph.cli_commands.common import (
     OK,
     Context,
@@ -16,6 +15,7 @@ from calcgraph.cli_commands.common import (
     command_group,
     global_options,
 )
+from calcgraph.cli_commands.listing import add_listing
 
 
 def _tail(context: Context, args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 
 from rich.console import Console
 
-from calcgraph.cli_commands.catalog import add_listing, add_time_range, suggest_workflow, time_cell
+from calcgraph.cli_commands.catalog import suggest_workflow
 from calcgraph.cli_commands.common import (
     FAILED,
     OK,
@@ -18,6 +18,7 @@ from calcgraph.cli_commands.common import (
     global_options,
     inputs_of,
 )
+from calcgraph.cli_commands.listing import add_listing, add_time_range, time_cell
 from calcgraph.client import CalcgraphError
 from calcgraph.client import models as m
 from calcgraph.client.sync import Client
