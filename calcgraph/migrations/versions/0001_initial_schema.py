@@ -7,10 +7,27 @@ import calcgraph.db.base
 
 revision = "0001"
 down_revision = None
+TABLES = (
+    "code_blobs",
+    "organizations",
+    "users",
+    "memberships",
+    "packages",
+    "workflows",
+    "functions",
+    "package_versions",
+    "workflow_versions",
+    "function_versions",
+    "workflow_runs",
+    "builds",
+    "jobs",
+    "node_states",
+    "package_version_functions",
+)
+"""Created in this order."""
 
 
 def upgrade() -> None:
-
     op.create_table(
         "code_blobs",
         sa.Column("sha256", sa.String(length=64), nullable=False),
@@ -59,9 +76,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("organization_id", "user_id", name=op.f("pk_memberships")),
     )
-    with op.batch_alter_table("memberships", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_memberships_user_id"), ["user_id"], unique=False)
-
+    op.create_index(op.f("ix_memberships_user_id"), "memberships", ["user_id"])
     op.create_table(
         "packages",
         sa.Column("name", sa.String(length=200), nullable=False),
@@ -83,15 +98,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_packages")),
         sa.UniqueConstraint("name", name=op.f("uq_packages_name")),
     )
-    with op.batch_alter_table("packages", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_packages_organization_id"), ["organization_id"], unique=False
-        )
-        batch_op.create_index(batch_op.f("ix_packages_owner_id"), ["owner_id"], unique=False)
-        batch_op.create_index(
-            "ix_packages_visibility_org", ["visibility", "organization_id"], unique=False
-        )
-
+    op.create_index(op.f("ix_packages_organization_id"), "packages", ["organization_id"])
+    op.create_index(op.f("ix_packages_owner_id"), "packages", ["owner_id"])
+    op.create_index("ix_packages_visibility_org", "packages", ["visibility", "organization_id"])
     op.create_table(
         "workflows",
         sa.Column("slug", sa.String(length=100), nullable=False),
@@ -114,9 +123,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_workflows")),
         sa.UniqueConstraint("slug", name=op.f("uq_workflows_slug")),
     )
-    with op.batch_alter_table("workflows", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_workflows_owner_id"), ["owner_id"], unique=False)
-
+    op.create_index(op.f("ix_workflows_owner_id"), "workflows", ["owner_id"])
     op.create_table(
         "functions",
         sa.Column("name", sa.String(length=200), nullable=False),
@@ -211,13 +218,11 @@ def upgrade() -> None:
             "function_id", "version", name=op.f("uq_function_versions_function_id_version")
         ),
     )
-    with op.batch_alter_table("function_versions", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_function_versions_package_version_id"),
-            ["package_version_id"],
-            unique=False,
-        )
-
+    op.create_index(
+        op.f("ix_function_versions_package_version_id"),
+        "function_versions",
+        ["package_version_id"],
+    )
     op.create_table(
         "workflow_runs",
         sa.Column("workflow_id", sa.String(length=36), nullable=False),
@@ -250,15 +255,11 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_workflow_runs")),
     )
-    with op.batch_alter_table("workflow_runs", schema=None) as batch_op:
-        batch_op.create_index("ix_workflow_runs_status", ["status"], unique=False)
-        batch_op.create_index(
-            "ix_workflow_runs_user_started", ["user_id", "started_at"], unique=False
-        )
-        batch_op.create_index(
-            "ix_workflow_runs_workflow_started", ["workflow_id", "started_at"], unique=False
-        )
-
+    op.create_index("ix_workflow_runs_status", "workflow_runs", ["status"])
+    op.create_index("ix_workflow_runs_user_started", "workflow_runs", ["user_id", "started_at"])
+    op.create_index(
+        "ix_workflow_runs_workflow_started", "workflow_runs", ["workflow_id", "started_at"]
+    )
     op.create_table(
         "builds",
         sa.Column("function_id", sa.String(length=36), nullable=False),
@@ -287,9 +288,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_builds")),
     )
-    with op.batch_alter_table("builds", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_builds_function_id"), ["function_id"], unique=False)
-
+    op.create_index(op.f("ix_builds_function_id"), "builds", ["function_id"])
     op.create_table(
         "jobs",
         sa.Column("function_id", sa.String(length=36), nullable=False),
@@ -337,12 +336,10 @@ def upgrade() -> None:
             name=op.f("uq_jobs_workflow_run_id_node_key_attempt"),
         ),
     )
-    with op.batch_alter_table("jobs", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_jobs_function_id"), ["function_id"], unique=False)
-        batch_op.create_index(batch_op.f("ix_jobs_package_id"), ["package_id"], unique=False)
-        batch_op.create_index("ix_jobs_status_created", ["status", "created_at"], unique=False)
-        batch_op.create_index("ix_jobs_user_created", ["user_id", "created_at"], unique=False)
-
+    op.create_index(op.f("ix_jobs_function_id"), "jobs", ["function_id"])
+    op.create_index(op.f("ix_jobs_package_id"), "jobs", ["package_id"])
+    op.create_index("ix_jobs_status_created", "jobs", ["status", "created_at"])
+    op.create_index("ix_jobs_user_created", "jobs", ["user_id", "created_at"])
     op.create_table(
         "node_states",
         sa.Column("run_id", sa.String(length=36), nullable=False),
@@ -363,9 +360,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("run_id", "node_key", name=op.f("pk_node_states")),
     )
-    with op.batch_alter_table("node_states", schema=None) as batch_op:
-        batch_op.create_index("ix_node_states_run_status", ["run_id", "status"], unique=False)
-
+    op.create_index("ix_node_states_run_status", "node_states", ["run_id", "status"])
     op.create_table(
         "package_version_functions",
         sa.Column("package_version_id", sa.String(length=36), nullable=False),
@@ -387,62 +382,14 @@ def upgrade() -> None:
             "package_version_id", "function_version_id", name=op.f("pk_package_version_functions")
         ),
     )
-    with op.batch_alter_table("package_version_functions", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_package_version_functions_function_version_id"),
-            ["function_version_id"],
-            unique=False,
-        )
+    op.create_index(
+        op.f("ix_package_version_functions_function_version_id"),
+        "package_version_functions",
+        ["function_version_id"],
+    )
 
 
 def downgrade() -> None:
-
-    with op.batch_alter_table("package_version_functions", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_package_version_functions_function_version_id"))
-
-    op.drop_table("package_version_functions")
-    with op.batch_alter_table("node_states", schema=None) as batch_op:
-        batch_op.drop_index("ix_node_states_run_status")
-
-    op.drop_table("node_states")
-    with op.batch_alter_table("jobs", schema=None) as batch_op:
-        batch_op.drop_index("ix_jobs_user_created")
-        batch_op.drop_index("ix_jobs_status_created")
-        batch_op.drop_index(batch_op.f("ix_jobs_package_id"))
-        batch_op.drop_index(batch_op.f("ix_jobs_function_id"))
-
-    op.drop_table("jobs")
-    with op.batch_alter_table("builds", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_builds_function_id"))
-
-    op.drop_table("builds")
-    with op.batch_alter_table("workflow_runs", schema=None) as batch_op:
-        batch_op.drop_index("ix_workflow_runs_workflow_started")
-        batch_op.drop_index("ix_workflow_runs_user_started")
-        batch_op.drop_index("ix_workflow_runs_status")
-
-    op.drop_table("workflow_runs")
-    with op.batch_alter_table("function_versions", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_function_versions_package_version_id"))
-
-    op.drop_table("function_versions")
-    op.drop_table("workflow_versions")
-    op.drop_table("package_versions")
-    op.drop_table("functions")
-    with op.batch_alter_table("workflows", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_workflows_owner_id"))
-
-    op.drop_table("workflows")
-    with op.batch_alter_table("packages", schema=None) as batch_op:
-        batch_op.drop_index("ix_packages_visibility_org")
-        batch_op.drop_index(batch_op.f("ix_packages_owner_id"))
-        batch_op.drop_index(batch_op.f("ix_packages_organization_id"))
-
-    op.drop_table("packages")
-    with op.batch_alter_table("memberships", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_memberships_user_id"))
-
-    op.drop_table("memberships")
-    op.drop_table("users")
-    op.drop_table("organizations")
-    op.drop_table("code_blobs")
+    # A table takes its indexes with it; the newest first (foreign keys).
+    for table in reversed(TABLES):
+        op.drop_table(table)
