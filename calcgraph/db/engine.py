@@ -89,29 +89,22 @@ class UnitHook(Protocol):
 
 
 async def _tell_committed(states: list[tuple[UnitHook, Any]]) -> None:
-    """Tell every hook that the unit committed, each whatever an earlier one did, to the end
-    even when the caller is cancelled meanwhile (a client gone, a timeout): the rows are
-    committed, and a hook left untold loses what it owes them (the outbox's messages: a job
-    row `queued` whose message never leaves, waiting for the sweeper). A hook that fails is
-    logged; the unit's caller gets its answer, which is true. A cancellation that came
-    during the hooks is raised once they are done."""
-    telling = asyncio.ensure_future(_each_committed(states))
-    cancelled = False
-    while not telling.done():
-        try:
-            await asyncio.shield(telling)
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled or telling.cancelled():
-        raise asyncio.CancelledError
-
-
-async def _each_committed(states: list[tuple[UnitHook, Any]]) -> None:
+    """Tell every hook that the unit committed, in order, each whatever happened to the one
+    before: the rows are committed, and a hook left untold loses what it owes them (the
+    outbox, told last: its messages, and so a job row `queued` whose message never leaves,
+    waiting for the sweeper). A hook that fails is logged, and the unit's caller gets its
+    answer, which is true. A cancellation (a client gone, a timeout) cuts short the hook it
+    reaches, and is raised once the hooks after it were told too."""
+    cancelled: asyncio.CancelledError | None = None
     for hook, state in states:
         try:
             await hook.committed(state)
+        except asyncio.CancelledError as exc:
+            cancelled = exc
         except Exception:
             log.exception("%s failed after a unit of work committed", type(hook).__name__)
+    if cancelled is not None:
+        raise cancelled
 
 
 class Database:

@@ -109,15 +109,14 @@ async def test_a_failing_hook_neither_loses_the_messages_nor_fails_the_caller(
 async def test_a_caller_cancelled_after_the_commit_still_sends_its_messages(
     database: Database,
 ) -> None:
+    """The cancellation cuts short the hook it reaches; the outbox after it is still told,
+    then the caller sees its cancellation."""
     announcer = Announcer()
     sent, _ = _hooks(database, announcer)
     unit = asyncio.create_task(_unit(database, "a"))
     await asyncio.wait_for(announcer.waiting.wait(), 10)
-    unit.cancel()  # while the hook ahead of the outbox awaits
-    await asyncio.sleep(0.05)
-    assert not unit.done()  # the hooks are told to the end first
     assert sent == []
-    announcer.gate.set()
+    unit.cancel()  # while the hook ahead of the outbox awaits
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(unit, 10)
     assert sent == ["a"]
