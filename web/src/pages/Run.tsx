@@ -163,8 +163,8 @@ function useStableFlowNodes(
 
 const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
 
-/** dagre's positions of the plan's boxes. A run's plan never changes: laid out once per run, not
- * on each live update (a 1,000-node layout is hundreds of ms). */
+/** The positions of the plan's boxes (lib/layout). A run's plan never changes: laid out once per
+ * run, not on each live update. */
 function usePositions(runId: string | undefined, nodes: readonly GraphNode[], links: readonly LayoutLink[]): Map<string, Position> | null {
   return useMemo(
     () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: NODE_HEIGHT })), links, RANK_GAP) : null),
@@ -210,7 +210,7 @@ export function RunPage() {
   const selected = chosen ?? run?.firstFailedNodeKey ?? null;
   const select = useCallback((key: string | null) => setParams(key ? { node: key } : {}, { replace: true }), [setParams]);
   // A run's plan never changes (read once, not with the ticks): the plan, its edges and
-  // dagre's layout are keyed by the plan, not by the run's state.
+  // its layout are keyed by the plan, not by the run's state.
   const nodes = useMemo(() => (plan ? planNodes(plan) : []), [plan]);
   const links = useMemo(() => planLinks(nodes), [nodes]);
   const positions = usePositions(plan?.id, nodes, links);
