@@ -4,8 +4,8 @@ import { Background, ReactFlow, ReactFlowProvider, type ReactFlowProps } from "@
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { nodeTypes, plainEnds, plainHandles, type FlowNodeType } from "../components/FlowNode";
-import { runEdgePath, runEdgeTypes, type RunEdgeType } from "../components/RunEdge";
+import { nodeTypes, plainEnds, type FlowNodeType } from "../components/FlowNode";
+import { RunEdges, runEdgePath, type RunEdgeLine } from "../components/RunEdge";
 import { GraphTools } from "../components/GraphTools";
 import { ErrorView, Logs } from "../components/ErrorView";
 import { RunControls } from "../components/RunControls";
@@ -28,10 +28,11 @@ const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
 const NODE_HEIGHT = boxHeight(0);
 const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
-// Every run node's size and handles, given to React Flow (as for server-side rendering): the
-// first commit draws the edges and knows what is in view before React Flow has measured a node.
+// Every run node's size and handles (none: the edges are the page's own, components/RunEdge),
+// given to React Flow (as for server-side rendering): the first commit knows what is in view
+// before React Flow has measured a node.
 const MEASURED = { width: NODE_WIDTH, height: NODE_HEIGHT };
-const HANDLES = plainHandles(NODE_WIDTH, NODE_HEIGHT);
+const HANDLES: NonNullable<FlowNodeType["handles"]> = [];
 
 type Run = LiveRun;
 type Position = { x: number; y: number };
@@ -82,16 +83,14 @@ function planLinks(nodes: readonly GraphNode[]): PlanLink[] {
   });
 }
 
-/** React Flow's edges of the laid-out plan, each with its curve (components/RunEdge). No
- * interaction path (an invisible 20 px wide copy of each edge): the run's edges are read, not
- * clicked. */
-function planEdges(links: readonly PlanLink[], positions: Map<string, Position> | null): RunEdgeType[] {
+/** The edges of the laid-out plan, each with its curve (components/RunEdge): read, not clicked. */
+function planEdges(links: readonly PlanLink[], positions: Map<string, Position> | null): RunEdgeLine[] {
   if (positions === null) return [];
   return links.map((l) => {
     const from = positions.get(l.source) ?? { x: 0, y: 0 };
     const to = positions.get(l.target) ?? { x: 0, y: 0 };
     const path = runEdgePath(plainEnds(from, NODE_WIDTH, NODE_HEIGHT).source, plainEnds(to, NODE_WIDTH, NODE_HEIGHT).target);
-    return { id: `${l.source}->${l.target}:${l.label}`, type: "run", source: l.source, target: l.target, ariaLabel: `${l.source} to ${l.target} (${l.label})`, focusable: false, interactionWidth: 0, data: { path } };
+    return { id: `${l.source}->${l.target}:${l.label}`, label: `${l.source} to ${l.target} (${l.label})`, path };
   });
 }
 
@@ -279,9 +278,7 @@ export function RunPage() {
             key={plan?.id}
             pane={pane}
             nodes={flowNodes}
-            edges={edges}
             nodeTypes={nodeTypes}
-            edgeTypes={runEdgeTypes}
             onlyRenderVisibleElements={big}
             nodesDraggable={false}
             nodesConnectable={false}
@@ -290,6 +287,7 @@ export function RunPage() {
             proOptions={{ hideAttribution: true }}
           >
             <Background />
+            <RunEdges edges={edges} />
             <GraphTools keys={keys} onFind={select} label="run graph" />
           </RunFlow>}
         </div>
