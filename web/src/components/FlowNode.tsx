@@ -3,7 +3,7 @@
 // run page's node (no ports) is a box filled with its status colour: its text would be under
 // 3 px there, and a 1,000-node run shown whole draws a fifth of the elements.
 import { Handle, Position, useStore, type Node, type NodeProps } from "@xyflow/react";
-import { memo } from "react";
+import { createContext, memo, useContext, type ReactNode } from "react";
 
 export interface FlowNodeData extends Record<string, unknown> {
   key: string;
@@ -37,9 +37,19 @@ export function plainEnds(at: { x: number; y: number }, width: number, height: n
 type Zoomed = "full" | "compact" | "tiny";
 const zoomSelector = (s: { transform: [number, number, number] }): Zoomed =>
   s.transform[2] < 0.2 ? "tiny" : s.transform[2] < 0.4 ? "compact" : "full";
+const ZoomContext = createContext<Zoomed>("full");
+
+/** How near the graph is (`Zoomed`), read from React Flow's store once for all its nodes and
+ * given to them as a context: a store subscription in every node was run again on every store
+ * update (1,000 of them on a 1,000-node run, its first draw has several). Around `<ReactFlow>`,
+ * inside its provider. */
+export function ZoomLevel({ children }: { children: ReactNode }) {
+  const zoomed = useStore(zoomSelector);
+  return <ZoomContext.Provider value={zoomed}>{children}</ZoomContext.Provider>;
+}
 
 function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
-  const zoomed = useStore(zoomSelector);
+  const zoomed = useContext(ZoomContext);
   const compact = zoomed !== "full";
   const tiny = zoomed === "tiny" && data.plain === true;
   const classes = ["calc-node", `kind-${data.kind}`];

@@ -4,7 +4,7 @@ import { Background, ReactFlow, ReactFlowProvider, type ReactFlowProps } from "@
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { nodeTypes, plainEnds, type FlowNodeType } from "../components/FlowNode";
+import { nodeTypes, plainEnds, ZoomLevel, type FlowNodeType } from "../components/FlowNode";
 import { RunEdges, runEdgePath, type RunEdgeLine } from "../components/RunEdge";
 import { GraphTools } from "../components/GraphTools";
 import { ErrorView, Logs } from "../components/ErrorView";
@@ -191,7 +191,9 @@ function RunFlow({ nodes, pane, ...flow }: ReactFlowProps<FlowNodeType> & { node
   const [viewport] = useState(() => fittedViewport(nodes, pane, FIT_VIEW));
   return (
     <ReactFlowProvider initialNodes={nodes} initialWidth={pane.width} initialHeight={pane.height} fitView initialFitViewOptions={FIT_VIEW} initialMinZoom={FIT_VIEW.minZoom} initialMaxZoom={FIT_VIEW.maxZoom}>
-      <ReactFlow nodes={nodes} defaultViewport={viewport} minZoom={FIT_VIEW.minZoom} {...flow} />
+      <ZoomLevel>
+        <ReactFlow nodes={nodes} defaultViewport={viewport} minZoom={FIT_VIEW.minZoom} {...flow} />
+      </ZoomLevel>
     </ReactFlowProvider>
   );
 }
