@@ -66,7 +66,7 @@ def test_the_run_page_draws_edges_a_timeline_and_values_in_units(
     # Every binding is an edge on the page, laid out (not stacked at one point).
     edges = int(graph.get_attribute("data-edges") or "0")
     assert edges >= 12
-    expect(graph.locator(".react-flow__edge")).to_have_count(edges)
+    expect(graph.locator(".run-edge")).to_have_count(edges)
     boxes = [n.bounding_box() for n in graph.locator(".react-flow__node").all()]
     xs = {box["x"] for box in boxes if box}
     assert len(xs) >= 4, xs  # inputs, beam, checks, verdict in their own ranks
@@ -254,7 +254,7 @@ def test_a_200_node_graph_fits_is_searchable_and_sorted_naturally(
         timeout=20_000
     )
     run_flow = page.get_by_label("Run graph", exact=True)
-    expect(run_flow.locator(".react-flow__edge")).to_have_count(workday.WIDE, timeout=20_000)
+    expect(run_flow.locator(".run-edge")).to_have_count(workday.WIDE, timeout=20_000)
     area = run_flow.locator(".react-flow__renderer").bounding_box()
     for key in ("x", "b_0_0", f"b_0_{workday.WIDE - 1}"):
         assert _inside(page.locator(f'[data-node-key="{key}"]').bounding_box(), area), key

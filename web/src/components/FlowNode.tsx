@@ -2,8 +2,8 @@
 // draws only its key and status (ports stay as handles, so edges still attach). Below 20 % a
 // run page's node (no ports) is a box filled with its status colour: its text would be under
 // 3 px there, and a 1,000-node run shown whole draws a fifth of the elements.
-import { Handle, Position, useStore, type Node, type NodeHandle, type NodeProps } from "@xyflow/react";
-import { memo } from "react";
+import { Handle, Position, useStore, type Node, type NodeProps } from "@xyflow/react";
+import { createContext, memo, useContext, type ReactNode } from "react";
 
 export interface FlowNodeData extends Record<string, unknown> {
   key: string;
@@ -16,14 +16,15 @@ export interface FlowNodeData extends Record<string, unknown> {
   deprecated?: string;
   inPorts: { name: string; type: string }[];
   outPorts: { name: string; type: string }[];
-  /** One handle each side, no ports (the run page: edges join boxes, not ports). */
+  /** No ports, no React Flow handles (the run page: its edges are its own, components/RunEdge,
+   * joining boxes, not ports): a handle each side drawn by CSS. */
   plain?: boolean;
 }
 
 export type FlowNodeType = Node<FlowNodeData, "calc">;
 
-/** The handle's box in app.css (`.react-flow__handle`: 12 px and a 2 px border, content-box), as
- * React Flow measures it. */
+/** The handle's box in app.css (`.react-flow__handle`: 12 px and a 2 px border, content-box); a
+ * plain node draws its two as CSS (`.calc-node.plain`), centred on its sides as React Flow's. */
 const HANDLE = 16;
 
 /** Where a plain node's edges start (its source handle's outer side, the right) and end (its
@@ -33,32 +34,22 @@ export function plainEnds(at: { x: number; y: number }, width: number, height: n
   return { source: { x: at.x + width + HANDLE / 2, y }, target: { x: at.x - HANDLE / 2, y } };
 }
 
-/** Where a plain node's two handles are (React Flow's default CSS centres a handle on its side),
- * given with the node (React Flow's server-side rendering path): its edges are drawn in the
- * first commit, before React Flow has measured the node (it measures each node it mounts). */
-export function plainHandles(width: number, height: number): NodeHandle[] {
-  const y = height / 2 - HANDLE / 2;
-  return [
-    { type: "target", position: Position.Left, x: -HANDLE / 2, y, width: HANDLE, height: HANDLE },
-    { type: "source", position: Position.Right, x: width - HANDLE / 2, y, width: HANDLE, height: HANDLE },
-  ];
-}
-
-/** A plain node's handle as React Flow's `<Handle>` draws it (the classes and `data-handlepos`
- * its measuring reads), without `<Handle>`'s two store subscriptions for drawing a connection:
- * the run page connects nothing, and a 1,000-node run had 2,000 of them, each run again on
- * every store update (its measuring pass and each live update). */
-function PlainHandle({ type }: { type: "source" | "target" }) {
-  const position = type === "source" ? Position.Right : Position.Left;
-  return <div className={`react-flow__handle react-flow__handle-${position} nodrag nopan ${type}`} data-handlepos={position} />;
-}
-
 type Zoomed = "full" | "compact" | "tiny";
 const zoomSelector = (s: { transform: [number, number, number] }): Zoomed =>
   s.transform[2] < 0.2 ? "tiny" : s.transform[2] < 0.4 ? "compact" : "full";
+const ZoomContext = createContext<Zoomed>("full");
+
+/** How near the graph is (`Zoomed`), read from React Flow's store once for all its nodes and
+ * given to them as a context: a store subscription in every node was run again on every store
+ * update (1,000 of them on a 1,000-node run, its first draw has several). Around `<ReactFlow>`,
+ * inside its provider. */
+export function ZoomLevel({ children }: { children: ReactNode }) {
+  const zoomed = useStore(zoomSelector);
+  return <ZoomContext.Provider value={zoomed}>{children}</ZoomContext.Provider>;
+}
 
 function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
-  const zoomed = useStore(zoomSelector);
+  const zoomed = useContext(ZoomContext);
   const compact = zoomed !== "full";
   const tiny = zoomed === "tiny" && data.plain === true;
   const classes = ["calc-node", `kind-${data.kind}`];
@@ -68,16 +59,10 @@ function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
   if (data.deprecated) classes.push("deprecated-node");
   if (selected) classes.push("selected");
   if (compact) classes.push("compact");
+  if (data.plain) classes.push("plain");
   if (tiny) {
     classes.push("tiny");
-    // The handles stay: React Flow measures every node it mounts, handles included, and an edge
-    // whose node has none is not drawn.
-    return (
-      <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status} title={data.status ? `${data.key}: ${data.status}` : data.key}>
-        <PlainHandle type="target" />
-        <PlainHandle type="source" />
-      </div>
-    );
+    return <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status} title={data.status ? `${data.key}: ${data.status}` : data.key} />;
   }
   return (
     <div className={classes.join(" ")} data-node-key={data.key} data-status={data.status}>
@@ -91,12 +76,6 @@ function FlowNodeView({ data, selected }: NodeProps<FlowNodeType>) {
         <p role="note" className="node-deprecated" aria-label={`${data.key} is deprecated`}>
           {data.deprecated}
         </p>
-      )}
-      {data.plain && (
-        <>
-          <PlainHandle type="target" />
-          <PlainHandle type="source" />
-        </>
       )}
       <div className="calc-node-ports">
         <div>

@@ -1,24 +1,35 @@
-// An edge of the run page: a plan's boxes never move, so its curve is drawn once from the
-// layout (`data.path`, React Flow's own bezier between the boxes' handles), not again from the
-// handles React Flow measures after the first draw: on a 1,000-node run that measuring pass gave
-// every edge new coordinates (the handles read back at 5 % zoom differ in the last digits) and
-// redrew all 999 curves for the same picture.
-import { BaseEdge, getBezierPath, Position, type Edge, type EdgeProps } from "@xyflow/react";
+// The run page's edges: a plan's boxes never move, so every edge is a curve drawn once from the
+// layout (React Flow's own bezier between the boxes' sides), all in one SVG in React Flow's
+// viewport (its `ViewportPortal`: panned and zoomed with the nodes), not React Flow edges. On a
+// 1,000-node run React Flow's 999 edges were a store subscription each, their position computed
+// again on every store update of the first draw (its pane's size, its measuring pass), about a
+// third of the page's first render.
+import { getBezierPath, Position, ViewportPortal } from "@xyflow/react";
 import { memo } from "react";
 
-export type RunEdgeType = Edge<{ path: string }, "run">;
+export interface RunEdgeLine {
+  id: string;
+  /** Read by assistive technology, as React Flow's edge label. */
+  label: string;
+  path: string;
+}
 
-/** The curve from a box's source handle (its right side) to the next box's target handle (its
- * left side), as React Flow's default edge draws it between those handles. */
+/** The curve from a box's source side (its right) to the next box's target side (its left), as
+ * React Flow's default edge draws it between those handles. */
 export function runEdgePath(source: { x: number; y: number }, target: { x: number; y: number }): string {
   const [path] = getBezierPath({ sourceX: source.x, sourceY: source.y, sourcePosition: Position.Right, targetX: target.x, targetY: target.y, targetPosition: Position.Left });
   return path;
 }
 
-function RunEdgeView({ data }: EdgeProps<RunEdgeType>) {
-  return data ? <BaseEdge path={data.path} interactionWidth={0} /> : null;
-}
-
-/** Redrawn when its curve changes, not when React Flow's measured coordinates do. */
-export const RunEdge = memo(RunEdgeView, (a, b) => a.data === b.data);
-export const runEdgeTypes = { run: RunEdge };
+/** Every edge of the run, under the nodes; drawn again only when the edges change (once a run). */
+export const RunEdges = memo(function RunEdges({ edges }: { edges: readonly RunEdgeLine[] }) {
+  return (
+    <ViewportPortal>
+      <svg className="run-edges">
+        {edges.map((e) => (
+          <path key={e.id} className="react-flow__edge-path run-edge" d={e.path} role="img" aria-roledescription="edge" aria-label={e.label} />
+        ))}
+      </svg>
+    </ViewportPortal>
+  );
+});

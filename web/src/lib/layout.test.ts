@@ -19,8 +19,26 @@ function graph(): { boxes: Box[]; links: Link[] } {
   return { boxes, links };
 }
 
+/** No two boxes of a column overlap: sorted by row, neighbours are a box (and dagre's 24 px
+ * gap) apart, to a float's last bits. */
+function expectNoOverlap(boxes: readonly Box[], placed: Map<string, { x: number; y: number }>): void {
+  const byColumn = new Map<number, Box[]>();
+  for (const b of boxes) {
+    const x = placed.get(b.id)?.x ?? NaN;
+    byColumn.set(x, [...(byColumn.get(x) ?? []), b]);
+  }
+  for (const column of byColumn.values()) {
+    const y = (b: Box) => placed.get(b.id)?.y ?? NaN;
+    column.sort((p, q) => y(p) - y(q));
+    column.slice(1).forEach((b, i) => {
+      const above = column[i] as Box;
+      expect(y(b) - y(above), `${above.id} above ${b.id}`).toBeGreaterThanOrEqual(above.height + 24 - 1e-9);
+    });
+  }
+}
+
 describe("layout", () => {
-  it("fast: dagre's first order through customOrder, the same places as disableOptimalOrderHeuristic", () => {
+  it("fast (layered): dagre's longest-path ranks, each link going right, no overlap in a rank", () => {
     const { boxes, links } = graph();
     const g = new dagre.graphlib.Graph({ multigraph: true });
     g.setGraph({ rankdir: "LR", nodesep: 24, ranksep: 50, marginx: 10, marginy: 10, ranker: "longest-path" });
@@ -29,10 +47,43 @@ describe("layout", () => {
     links.forEach((l, i) => g.setEdge(l.source, l.target, {}, String(i)));
     dagre.layout(g, { disableOptimalOrderHeuristic: true });
     const fast = layout(boxes, links, 50, true);
-    for (const b of boxes) {
-      const n = g.node(b.id) as { x: number; y: number };
-      expect(fast.get(b.id), b.id).toEqual({ x: n.x - b.width / 2, y: n.y - b.height / 2 });
-    }
+    const at = (id: string) => fast.get(id) ?? { x: NaN, y: NaN };
+    // The same columns as dagre's (its boxes all 180 wide: the same x).
+    for (const b of boxes) expect(at(b.id).x, b.id).toBe((g.node(b.id) as { x: number }).x - b.width / 2);
+    for (const l of links) expect(at(l.target).x - at(l.source).x, `${l.source}->${l.target}`).toBeGreaterThanOrEqual(180 + 50);
+    expectNoOverlap(boxes, fast);
+  });
+
+  it("fast (layered): a cycle is laid out all the same, every box placed once and apart", () => {
+    const boxes: Box[] = ["a", "b", "c", "d", "e"].map((id, i) => ({ id, width: 180, height: 58 + 10 * i }));
+    const links: Link[] = [
+      { source: "a", target: "b" },
+      { source: "b", target: "c" },
+      { source: "c", target: "a" },
+      { source: "c", target: "d" },
+      { source: "d", target: "d" },
+      { source: "zz", target: "e" },
+    ];
+    const placed = layout(boxes, links, 50, true);
+    expect([...placed.keys()].sort()).toEqual(["a", "b", "c", "d", "e"]);
+    for (const p of placed.values()) expect(Number.isFinite(p.x) && Number.isFinite(p.y)).toBe(true);
+    expect((placed.get("d")?.x ?? 0) - (placed.get("c")?.x ?? 0)).toBeGreaterThanOrEqual(230);
+    expectNoOverlap(boxes, placed);
+  });
+
+  it("fast (layered): a column as wide as its widest box, narrower boxes centred in it", () => {
+    const boxes: Box[] = [
+      { id: "a", width: 100, height: 58 },
+      { id: "b", width: 300, height: 58 },
+      { id: "c", width: 180, height: 58 },
+    ];
+    const placed = layout(boxes, [{ source: "a", target: "c" }, { source: "b", target: "c" }], 50, true);
+    expect(placed.get("a")?.x).toBe(110);
+    expect(placed.get("b")?.x).toBe(10);
+    expect(placed.get("c")?.x).toBe(10 + 300 + 50);
+    // The reader centred between its two sources.
+    const centre = (id: string) => (placed.get(id)?.y ?? NaN) + 29;
+    expect(centre("c")).toBeCloseTo((centre("a") + centre("b")) / 2);
   });
 
   it("a 301-box fan-out (fast by default): one rank, no two boxes overlap", () => {
@@ -61,13 +112,9 @@ describe("layout", () => {
     for (const l of links) expect(at(l.target).x - at(l.source).x, `${l.source}->${l.target}`).toBeGreaterThanOrEqual(180 + 50);
     // One rank per step: the chains' i-th steps share a column.
     for (let i = 0; i < 111; i++) expect(new Set(Array.from({ length: 9 }, (_, c) => at(`c${c}_${i}`).x)).size).toBe(1);
-    // No overlap: sorted by column then row, neighbours in a column are a box apart.
-    const byColumn = new Map<number, number[]>();
-    for (const b of boxes) byColumn.set(at(b.id).x, [...(byColumn.get(at(b.id).x) ?? []), at(b.id).y]);
-    for (const ys of byColumn.values()) {
-      ys.sort((p, q) => p - q);
-      ys.slice(1).forEach((y, i) => expect(y - (ys[i] ?? NaN)).toBeGreaterThanOrEqual(h));
-    }
+    // Each chain on one row.
+    for (let c = 0; c < 9; c++) expect(new Set(Array.from({ length: 111 }, (_, i) => at(`c${c}_${i}`).y)).size).toBe(1);
+    expectNoOverlap(boxes, placed);
     // Fit-to-view from the first draw: every box inside a 1,000 x 560 pane, as React Flow's fitView.
     const nodes = boxes.map((b) => ({ id: b.id, position: at(b.id), width: b.width, height: b.height, data: {} }));
     const pane = { width: 1000, height: 560 };

@@ -3,7 +3,7 @@
 import { Background, ReactFlow, ReactFlowProvider, useReactFlow, type Connection, type Edge, type EdgeChange, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router";
-import { nodeTypes, type FlowNodeType } from "../components/FlowNode";
+import { nodeTypes, ZoomLevel, type FlowNodeType } from "../components/FlowNode";
 import { GraphTools } from "../components/GraphTools";
 import { AddExtract, AddFunction, AddInput, ConnectForm } from "../components/Palette";
 import { RetryPolicyForm, type RetryPolicy } from "../components/RetryPolicyForm";
@@ -409,24 +409,26 @@ function Editor({ slug, name, version, graph: saved }: { slug: string; name: str
       {report.get("(document)") && <ul className="problem">{report.get("(document)")?.map((p) => <li key={p}>{p}</li>)}</ul>}
       <div className="editor-body">
         <div className="flow" aria-label="Workflow graph" ref={pane}>
-          <ReactFlow
-            nodes={flowNodes}
-            edges={edges}
-            nodeTypes={nodeTypes}
-            fitView
-            fitViewOptions={{ padding: 0.05, minZoom: graph.nodes.length <= SMALL_GRAPH ? READABLE_ZOOM : 0.01, maxZoom: 1 }}
-            minZoom={0.01}
-            onlyRenderVisibleElements={graph.nodes.length > 200}
-            onNodesChange={onNodesChange}
-            onEdgesChange={onEdgesChange}
-            onConnect={(c) => void connect(c)}
-            onDelete={({ nodes, edges: gone }) => remove(gone.map((e) => e.id), nodes.map((n) => n.id))}
-            deleteKeyCode={["Delete", "Backspace"]}
-            proOptions={{ hideAttribution: true }}
-          >
-            <Background />
-            <GraphTools keys={graph.nodes.map((n) => n.node_key)} onFind={(k) => setSelection({ nodes: [k], edges: [] })} label="workflow graph" />
-          </ReactFlow>
+          <ZoomLevel>
+            <ReactFlow
+              nodes={flowNodes}
+              edges={edges}
+              nodeTypes={nodeTypes}
+              fitView
+              fitViewOptions={{ padding: 0.05, minZoom: graph.nodes.length <= SMALL_GRAPH ? READABLE_ZOOM : 0.01, maxZoom: 1 }}
+              minZoom={0.01}
+              onlyRenderVisibleElements={graph.nodes.length > 200}
+              onNodesChange={onNodesChange}
+              onEdgesChange={onEdgesChange}
+              onConnect={(c) => void connect(c)}
+              onDelete={({ nodes, edges: gone }) => remove(gone.map((e) => e.id), nodes.map((n) => n.id))}
+              deleteKeyCode={["Delete", "Backspace"]}
+              proOptions={{ hideAttribution: true }}
+            >
+              <Background />
+              <GraphTools keys={graph.nodes.map((n) => n.node_key)} onFind={(k) => setSelection({ nodes: [k], edges: [] })} label="workflow graph" />
+            </ReactFlow>
+          </ZoomLevel>
         </div>
         <aside className="palette" aria-label="Add and connect">
           {retryNode && (

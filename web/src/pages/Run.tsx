@@ -4,8 +4,8 @@ import { Background, ReactFlow, ReactFlowProvider, type ReactFlowProps } from "@
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { nodeTypes, plainEnds, plainHandles, type FlowNodeType } from "../components/FlowNode";
-import { runEdgePath, runEdgeTypes, type RunEdgeType } from "../components/RunEdge";
+import { nodeTypes, plainEnds, ZoomLevel, type FlowNodeType } from "../components/FlowNode";
+import { RunEdges, runEdgePath, type RunEdgeLine } from "../components/RunEdge";
 import { GraphTools } from "../components/GraphTools";
 import { ErrorView, Logs } from "../components/ErrorView";
 import { RunControls } from "../components/RunControls";
@@ -28,10 +28,11 @@ const NODE_WIDTH = 180;
 const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
 const NODE_HEIGHT = boxHeight(0);
 const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
-// Every run node's size and handles, given to React Flow (as for server-side rendering): the
-// first commit draws the edges and knows what is in view before React Flow has measured a node.
+// Every run node's size and handles (none: the edges are the page's own, components/RunEdge),
+// given to React Flow (as for server-side rendering): the first commit knows what is in view
+// before React Flow has measured a node.
 const MEASURED = { width: NODE_WIDTH, height: NODE_HEIGHT };
-const HANDLES = plainHandles(NODE_WIDTH, NODE_HEIGHT);
+const HANDLES: NonNullable<FlowNodeType["handles"]> = [];
 
 type Run = LiveRun;
 type Position = { x: number; y: number };
@@ -82,16 +83,14 @@ function planLinks(nodes: readonly GraphNode[]): PlanLink[] {
   });
 }
 
-/** React Flow's edges of the laid-out plan, each with its curve (components/RunEdge). No
- * interaction path (an invisible 20 px wide copy of each edge): the run's edges are read, not
- * clicked. */
-function planEdges(links: readonly PlanLink[], positions: Map<string, Position> | null): RunEdgeType[] {
+/** The edges of the laid-out plan, each with its curve (components/RunEdge): read, not clicked. */
+function planEdges(links: readonly PlanLink[], positions: Map<string, Position> | null): RunEdgeLine[] {
   if (positions === null) return [];
   return links.map((l) => {
     const from = positions.get(l.source) ?? { x: 0, y: 0 };
     const to = positions.get(l.target) ?? { x: 0, y: 0 };
     const path = runEdgePath(plainEnds(from, NODE_WIDTH, NODE_HEIGHT).source, plainEnds(to, NODE_WIDTH, NODE_HEIGHT).target);
-    return { id: `${l.source}->${l.target}:${l.label}`, type: "run", source: l.source, target: l.target, ariaLabel: `${l.source} to ${l.target} (${l.label})`, focusable: false, interactionWidth: 0, data: { path } };
+    return { id: `${l.source}->${l.target}:${l.label}`, label: `${l.source} to ${l.target} (${l.label})`, path };
   });
 }
 
@@ -163,8 +162,8 @@ function useStableFlowNodes(
 
 const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
 
-/** dagre's positions of the plan's boxes. A run's plan never changes: laid out once per run, not
- * on each live update (a 1,000-node layout is hundreds of ms). */
+/** The positions of the plan's boxes (lib/layout). A run's plan never changes: laid out once per
+ * run, not on each live update. */
 function usePositions(runId: string | undefined, nodes: readonly GraphNode[], links: readonly LayoutLink[]): Map<string, Position> | null {
   return useMemo(
     () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: NODE_HEIGHT })), links, RANK_GAP) : null),
@@ -192,7 +191,9 @@ function RunFlow({ nodes, pane, ...flow }: ReactFlowProps<FlowNodeType> & { node
   const [viewport] = useState(() => fittedViewport(nodes, pane, FIT_VIEW));
   return (
     <ReactFlowProvider initialNodes={nodes} initialWidth={pane.width} initialHeight={pane.height} fitView initialFitViewOptions={FIT_VIEW} initialMinZoom={FIT_VIEW.minZoom} initialMaxZoom={FIT_VIEW.maxZoom}>
-      <ReactFlow nodes={nodes} defaultViewport={viewport} minZoom={FIT_VIEW.minZoom} {...flow} />
+      <ZoomLevel>
+        <ReactFlow nodes={nodes} defaultViewport={viewport} minZoom={FIT_VIEW.minZoom} {...flow} />
+      </ZoomLevel>
     </ReactFlowProvider>
   );
 }
@@ -210,7 +211,7 @@ export function RunPage() {
   const selected = chosen ?? run?.firstFailedNodeKey ?? null;
   const select = useCallback((key: string | null) => setParams(key ? { node: key } : {}, { replace: true }), [setParams]);
   // A run's plan never changes (read once, not with the ticks): the plan, its edges and
-  // dagre's layout are keyed by the plan, not by the run's state.
+  // its layout are keyed by the plan, not by the run's state.
   const nodes = useMemo(() => (plan ? planNodes(plan) : []), [plan]);
   const links = useMemo(() => planLinks(nodes), [nodes]);
   const positions = usePositions(plan?.id, nodes, links);
@@ -279,9 +280,7 @@ export function RunPage() {
             key={plan?.id}
             pane={pane}
             nodes={flowNodes}
-            edges={edges}
             nodeTypes={nodeTypes}
-            edgeTypes={runEdgeTypes}
             onlyRenderVisibleElements={big}
             nodesDraggable={false}
             nodesConnectable={false}
@@ -290,6 +289,7 @@ export function RunPage() {
             proOptions={{ hideAttribution: true }}
           >
             <Background />
+            <RunEdges edges={edges} />
             <GraphTools keys={keys} onFind={select} label="run graph" />
           </RunFlow>}
         </div>
