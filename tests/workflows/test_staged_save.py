@@ -20,7 +20,7 @@ from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.domain.runs.create import service as create_service
 from calcgraph.domain.spend import OFF_LOOP_NODES
-from calcgraph.domain.workflows import service as workflow_module
+from calcgraph.domain.workflows import checking
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.packages.publishing import small_body
@@ -128,9 +128,9 @@ async def test_a_large_save_validates_holding_no_connection(
     client, database = one_connection
     held = Held(database)
     monkeypatch.setattr(
-        workflow_module,
+        checking,
         "validate",
-        held.wrap(workflow_module.validate, lambda graph, _signatures: len(graph.nodes)),
+        held.wrap(checking.validate, lambda graph, _signatures: len(graph.nodes)),
     )
     pkg = await _published(client, user)
     slug = f"staged-{uuid.uuid4().hex[:8]}"

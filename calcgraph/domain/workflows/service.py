@@ -26,7 +26,6 @@ Decisions where the specification and contract are silent:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError
@@ -40,68 +39,27 @@ from calcgraph.domain.errors import (
     Conflict,
     DomainError,
     FieldError,
-    InvalidRequest,
     NotFound,
     ValidationError,
 )
-from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.functions.service import function_version_service
-from calcgraph.domain.functions.views import FunctionVersionView
 from calcgraph.domain.listing.filters import parse_search
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas, check_nodes
 from calcgraph.domain.spend import OFF_LOOP_NODES, off_loop
-from calcgraph.domain.types.expr import TypeExprError
+from calcgraph.domain.workflows.checking import Checked, Versions, checked, refuse
 from calcgraph.domain.workflows.graph import Graph, parse_graph
 from calcgraph.domain.workflows.models import Workflow, WorkflowVersion
 from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
-from calcgraph.domain.workflows.validation import FunctionSignature, Report, validate
+from calcgraph.domain.workflows.validation import Report
 from calcgraph.domain.workflows.views import (
     WorkflowDetailView,
     WorkflowVersionView,
     WorkflowView,
 )
 
-INVALID_GRAPH = "workflow graph is invalid"
 T = TypeVar("T")
 F = TypeVar("F")
-
-
-@dataclass(frozen=True)
-class Checked:
-    """A graph with its report and, per function node, the function version it resolved to."""
-
-    graph: Graph
-    report: Report
-    resolved: dict[str, str]
-
-
-def report_errors(report: Report) -> list[FieldError]:
-    """The report as the contract's located `errors` list of a 422 body."""
-    return [
-        FieldError(
-            ("body", "graph", problem.category)
-            + ((problem.node_key,) if problem.node_key is not None else ())
-            + ((problem.port,) if problem.port is not None else ()),
-            problem.reason,
-        )
-        for problem in report.problems
-    ]
-
-
-def refuse(report: Report, *, saving: bool) -> None:
-    """Raise the contract's refusal for an invalid report (400 for untyped functions when
-    saving, 422 otherwise); return when the report is clean."""
-    if report.valid:
-        return
-    body = {"report": report.as_dict()}
-    if saving and report.has_untyped_functions:
-        raise InvalidRequest(
-            "workflow graph references functions without typed I/O; only typed functions "
-            "can be workflow nodes",
-            body,
-        )
-    raise ValidationError(INVALID_GRAPH, report_errors(report), body)
 
 
 DEFAULT_QUOTAS = Quotas()
@@ -113,36 +71,6 @@ class _Stale(Exception):
 
 STAGE_ATTEMPTS = 3
 """Reads, validation and write of one save at most this many times (`_Stale`)."""
-
-Versions = dict[str, FunctionVersionView | None]
-"""Each function reference of a graph and the version it resolves to for the caller (None:
-unknown, hidden, or no version matches)."""
-
-
-def checked(graph: Graph, versions: Versions) -> Checked:
-    """Validate `graph` against the resolved versions: pure work, on any thread."""
-    signatures: dict[str, FunctionSignature | None] = {}
-    for ref, version in versions.items():
-        if version is None:
-            signatures[ref] = None
-            continue
-        try:
-            deprecation = deprecation_of(ref, version)
-            signatures[ref] = FunctionSignature.from_schemas(
-                version.inputs_schema,
-                version.outputs_schema,
-                typed=version.typed,
-                deprecation=deprecation.warning if deprecation is not None else None,
-            )
-        except TypeExprError:
-            signatures[ref] = None
-    report = validate(graph, signatures)
-    resolved_ids = {
-        node.node_key: version.id
-        for node in graph.function_nodes()
-        if (version := versions.get(node.function)) is not None
-    }
-    return Checked(graph, report, resolved_ids)
 
 
 def _large(document: object) -> bool:
