@@ -183,3 +183,52 @@ async def test_a_large_run_is_planned_holding_no_connection(
     assert set(started.json()["node_states"]) == {f"n{i}" for i in range(WIDTH)}
     assert held.checked_out == [0]
     assert held.released == [True]
+
+
+async def test_a_version_hidden_while_the_save_validates_is_not_saved(
+    one_connection: tuple[httpx.AsyncClient, Database],
+    identity_provider: LocalIdentityProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The write checks again that every resolved version is still visible to the saver: a
+    package made private while the save validated makes the save start over, and it is
+    refused as any save after that change (422, the reference unknown), not saved with a
+    version its author may no longer see."""
+    client, database = one_connection
+    owner = identity_provider.headers(f"owner-{uuid.uuid4().hex[:8]}")
+    saver = identity_provider.headers(f"saver-{uuid.uuid4().hex[:8]}")
+    pkg = f"staged-{uuid.uuid4().hex[:8]}"
+    body = small_body(pkg, "1.0.0", visibility="public")
+    published = await client.post("/packages", json=body, headers=owner)
+    assert published.status_code == 201, published.text
+    held = Held(database)
+    monkeypatch.setattr(
+        checking,
+        "validate",
+        held.wrap(checking.validate, lambda graph, _signatures: len(graph.nodes)),
+    )
+    slug = f"staged-{uuid.uuid4().hex[:8]}"
+    saving = asyncio.create_task(
+        client.post(
+            "/workflows",
+            json={"slug": slug, "name": slug, "graph": _graph(pkg, WIDTH)},
+            headers=saver,
+        )
+    )
+    try:
+        assert await asyncio.to_thread(held.entered.wait, HOLD_S)
+        hidden = await client.patch(
+            f"/packages/{published.json()['package_id']}",
+            json={"visibility": "private"},
+            headers=owner,
+        )
+        assert hidden.status_code == 200, hidden.text
+    finally:
+        held.release.set()
+        saved = await saving
+    assert saved.status_code == 422, saved.text
+    unknown = saved.json()["report"]["unknown_functions"]
+    assert {p["node_key"] for p in unknown} == {f"n{i}" for i in range(WIDTH)}
+    assert held.checked_out == [0, 0]  # validated twice, each time holding no connection
+    gone = await client.get(f"/workflows/{slug}", headers=saver)
+    assert gone.status_code == 404, gone.text
