@@ -280,8 +280,7 @@ def chain40(options: Options) -> list[Result]:
 async def _runs(bench: Platform, slug: str, count: int) -> list[str]:
     ids = []
     for i in range(count):
-        async with bench.database.write_session() as session:
-            run = await run_service.create(session, bench.owner, slug, {"x": float(i)})
+        run = await run_service.create(bench.database, bench.owner, slug, {"x": float(i)})
         ids.append(run.id)
     return ids
 
@@ -308,16 +307,15 @@ async def _statements(database: Database, owner: Principal, run_id: str, cache: 
 
 async def _create_workflow(bench: Platform, nodes: list[dict[str, Any]]) -> str:
     slug = f"bench-{uuid.uuid4().hex[:8]}"
-    async with bench.database.write_session() as session:
-        await workflow_service.create(
-            session,
-            bench.owner,
-            slug=slug,
-            name=slug,
-            graph={"nodes": nodes},
-            visibility=None,
-            organization_slug=None,
-        )
+    await workflow_service.create(
+        bench.database,
+        bench.owner,
+        slug=slug,
+        name=slug,
+        graph={"nodes": nodes},
+        visibility=None,
+        organization_slug=None,
+    )
     return slug
 
 

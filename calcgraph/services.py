@@ -32,6 +32,12 @@ UseCase = Callable[Concatenate["AsyncSession", "Principal", P], Awaitable[R]]
 """A service use case as every door calls it: `(session, principal, *arguments)`, awaited for
 its answer (REST's `Call.read`/`Call.write`, GraphQL's `resolvers.unit`)."""
 
+StagedUseCase = Callable[Concatenate["Database", "Principal", P], Awaitable[R]]
+"""A use case that opens its own units of work (REST's `Call.staged`, GraphQL's
+`resolvers.unit.staged`): short reads, then CPU-heavy pure work holding no session (and so no
+pooled connection, nor SQLite's write lock), then one write transaction that checks again what
+may have changed meanwhile (saving a workflow: its validation; creating a run: its plan)."""
+
 
 class Probes(Protocol):
     """What /health and /metrics ask of the job backbone (broker, result cache, notifier)."""

@@ -40,3 +40,9 @@ async def off_loop(function: Callable[..., T], *args: object) -> T:
         return await asyncio.to_thread(function, *args)
     finally:
         charge(time.perf_counter() - started)
+
+
+OFF_LOOP_NODES = 500
+"""A graph with more nodes is validated, and a workflow version's is parsed and planned, on a
+thread rather than the event loop (`off_loop`); a smaller one in place, where a thread hop
+would cost more than its work."""

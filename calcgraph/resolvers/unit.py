@@ -13,7 +13,7 @@ from calcgraph.db.engine import wants_one_snapshot
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
-from calcgraph.services import P, R, UseCase
+from calcgraph.services import P, R, StagedUseCase, UseCase
 
 V = TypeVar("V")
 T = TypeVar("T")
@@ -32,6 +32,12 @@ async def write(info: Info, use_case: UseCase[P, R], *args: P.args, **kwargs: P.
     principal = principal_of(info)
     async with info.context.database.write_session() as session:
         return await use_case(session, principal, *args, **kwargs)
+
+
+async def staged(info: Info, use_case: StagedUseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """A use case that opens its own units of work: its write transaction is committed before
+    the field returns (`calcgraph.services.StagedUseCase`)."""
+    return await use_case(info.context.database, principal_of(info), *args, **kwargs)
 
 
 async def read_page(

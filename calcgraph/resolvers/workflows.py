@@ -15,7 +15,7 @@ from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.resolvers.unit import read, read_page, searched_listing, write
+from calcgraph.resolvers.unit import read, read_page, searched_listing, staged, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.packages import Visibility, visibility_value
@@ -65,7 +65,7 @@ class WorkflowQuery:
 
     @strawberry.field(description="Validate a graph document: the report, or a ValidationError.")
     async def validate_workflow(self, info: Info, graph: JSON) -> WorkflowValidationType:
-        report = await read(info, workflow_service.validate_graph, _graph(info, graph))
+        report = await staged(info, workflow_service.validate_graph, _graph(info, graph))
         return WorkflowValidationType(valid=report.valid, report=cast(JSON, report.as_dict()))
 
     @strawberry.field(
@@ -119,7 +119,7 @@ class WorkflowMutation:
         visibility: Visibility | None = None,
         organization: str | None = None,
     ) -> WorkflowType:
-        detail = await write(
+        detail = await staged(
             info,
             workflow_service.create,
             slug=slug,
@@ -133,7 +133,7 @@ class WorkflowMutation:
 
     @strawberry.mutation(description="Save a new latest version of a workflow.")
     async def update_workflow(self, info: Info, slug: str, graph: JSON) -> WorkflowType:
-        detail = await write(
+        detail = await staged(
             info,
             workflow_service.update,
             slug,
@@ -153,7 +153,7 @@ class WorkflowMutation:
         cache: str | None = None,
     ) -> WorkflowRunType:
         refresh = cache_refresh(cache)
-        run = await write(
+        run = await staged(
             info,
             run_service.create,
             workflow,

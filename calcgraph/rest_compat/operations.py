@@ -38,7 +38,7 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.spend import off_loop
 from calcgraph.rest_compat.parsing import Query, parse_body, parse_query
 from calcgraph.rest_compat.state import database_of, services_of
-from calcgraph.services import P, R, Services, UseCase
+from calcgraph.services import P, R, Services, StagedUseCase, UseCase
 
 LARGE_ANSWER_BYTES = 1024 * 1024
 """A listing page whose values take more is serialised on a thread, not the event loop."""
@@ -87,6 +87,11 @@ class Call(Generic[B, Q]):
         answer is written (its jobs leave after the commit)."""
         async with self.database.write_session() as session:
             return await use_case(session, self.principal, *args, **kwargs)
+
+    async def staged(self, use_case: StagedUseCase[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """A service use case that opens its own units of work: reads, then work holding no
+        connection, then one write transaction (`calcgraph.services.StagedUseCase`)."""
+        return await use_case(self.database, self.principal, *args, **kwargs)
 
 
 @dataclass(frozen=True)

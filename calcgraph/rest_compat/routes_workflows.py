@@ -91,7 +91,7 @@ async def list_workflows(call: Call[None, SearchQuery]) -> Page[WorkflowView]:
 async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetailView:
     """Create a workflow with its version 1 (422 or 400 with the validation report)"""
     body = call.body
-    return await call.write(
+    return await call.staged(
         workflow_service.create,
         slug=body.slug,
         name=body.name,
@@ -105,7 +105,7 @@ async def create_workflow(call: Call[CreateWorkflowBody, None]) -> WorkflowDetai
 @rest("POST", "/workflows/validate", {200: ValidateOut}, errors=_GRAPH_ERRORS)
 async def validate_workflow(call: Call[WorkflowGraphBody, None]) -> Report:
     """Validate a graph without saving it"""
-    return await call.read(workflow_service.validate_graph, call.body.graph)
+    return await call.staged(workflow_service.validate_graph, call.body.graph)
 
 
 @rest("GET", "/workflows/{slug}", {200: WorkflowDetailOut})
@@ -117,7 +117,7 @@ async def get_workflow(call: Call[None, None]) -> WorkflowDetailView:
 @rest("PUT", "/workflows/{slug}", {200: WorkflowDetailOut}, errors=_GRAPH_ERRORS)
 async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetailView:
     """Save a new latest version of a workflow's graph"""
-    return await call.write(
+    return await call.staged(
         workflow_service.update,
         call.path("slug"),
         call.body.graph,
@@ -129,7 +129,7 @@ async def update_workflow(call: Call[WorkflowGraphBody, None]) -> WorkflowDetail
 async def create_run(call: Call[CreateRunBody, None]) -> RunView:
     """Start a run of the latest version"""
     return shown(
-        await call.write(
+        await call.staged(
             run_service.create,
             call.path("slug"),
             call.body.inputs,

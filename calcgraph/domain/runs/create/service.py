@@ -1,11 +1,13 @@
 """Run creation: inputs checked, version and plan frozen (retry defaults included), every
 function version a node will run visible to the caller, the run's rows written and its plan
-and first states remembered."""
+and first states remembered. Planning (`prepare_run`) is pure and holds no session, so a run
+creation can read what it needs in a short session, plan holding no pooled connection (issue
+27: a 12,000-node run creation held one 7.8 s), then write (`insert_run`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,7 +25,7 @@ from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, run_view
 from calcgraph.domain.runs.state import NodeState, initial_states
 from calcgraph.domain.runs.views import RunView
-from calcgraph.domain.spend import off_loop
+from calcgraph.domain.spend import OFF_LOOP_NODES, off_loop
 from calcgraph.domain.types.expr import TypeExprError, from_json
 from calcgraph.domain.types.values import normalize
 from calcgraph.domain.workflows.graph import InputNode, parse_graph
@@ -68,6 +70,58 @@ def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dic
     return resolved
 
 
+@dataclass(frozen=True)
+class PreparedRun:
+    """What a run is written from, worked out holding no session: its resolved inputs, its
+    plan (retry defaults frozen in), its first node states and the plan's snapshot."""
+
+    resolved: dict[str, Any]
+    frozen: Plan
+    states: dict[str, NodeState]
+    snapshot: dict[str, Any]
+
+
+async def retry_defaults(
+    session: AsyncSession, memo: RunMemo, version: WorkflowVersionView
+) -> dict[str, dict[str, Any]]:
+    """The retry default of each function version `version` resolved to that declares one
+    (a published version's manifest is never written again: remembered once read)."""
+    ids = set(version.resolved_functions.values())
+    defaults = memo.retry_defaults(ids)
+    if defaults is None:
+        defaults = await RunRepository.from_session(session).retry_defaults(ids)
+        memo.remember_retry_defaults(ids, defaults)
+    return defaults
+
+
+async def prepare_run(
+    version: WorkflowVersionView,
+    inputs: object,
+    defaults: Mapping[str, dict[str, Any]],
+    reuse: Reuse | None = None,
+) -> PreparedRun:
+    """The inputs checked, the plan made and frozen: pure work, on a thread for a large
+    version (contract 8b: planning a 12,000-node graph is a second of pure Python; on a thread
+    the event loop takes its turn every few milliseconds for /health and the other callers)."""
+    if _node_count(version.graph) > OFF_LOOP_NODES:
+        return await off_loop(_prepared, version, inputs, defaults, reuse)
+    return _prepared(version, inputs, defaults, reuse)
+
+
+def _prepared(
+    version: WorkflowVersionView,
+    inputs: object,
+    defaults: Mapping[str, dict[str, Any]],
+    reuse: Reuse | None,
+) -> PreparedRun:
+    _graph, resolved, planned = _planned(version, inputs)
+    frozen = _with_retry_defaults(planned, defaults)
+    states = initial_states(frozen)
+    if reuse is not None:
+        states.update(reuse(frozen, resolved))
+    return PreparedRun(resolved, frozen, states, frozen.as_dict())
+
+
 async def start_run(
     session: AsyncSession,
     memo: RunMemo,
@@ -81,22 +135,42 @@ async def start_run(
     reuse: Reuse | None = None,
     rerun_of: str | None = None,
 ) -> RunView:
-    """Create a run of `version` (run creation and re-run): inputs checked, plan frozen,
-    every function version a node will run visible to the caller. `reuse` gives the nodes
-    that start `success` from another run (a re-run from failure): they run nothing, so
-    they need no access."""
-    large = _node_count(version.graph) > OFF_LOOP_NODES
-    if large:
-        # Contract 8b: planning a 12,000-node graph is a second of pure Python; on a thread
-        # the event loop takes its turn every few milliseconds (/health, the other callers).
-        graph, resolved, planned = await off_loop(_planned, version, inputs)
-    else:
-        graph, resolved, planned = _planned(version, inputs)
+    """Create a run of `version` in the caller's session (a re-run): `prepare_run`, then
+    `insert_run`. `reuse` gives the nodes that start `success` from another run (a re-run
+    from failure): they run nothing, so they need no access."""
+    defaults = await retry_defaults(session, memo, version)
+    prepared = await prepare_run(version, inputs, defaults, reuse)
+    return await insert_run(
+        session,
+        memo,
+        principal,
+        slug,
+        workflow_id,
+        version,
+        inputs,
+        prepared,
+        refresh=refresh,
+        rerun_of=rerun_of,
+    )
+
+
+async def insert_run(
+    session: AsyncSession,
+    memo: RunMemo,
+    principal: Principal,
+    slug: str,
+    workflow_id: str,
+    version: WorkflowVersionView,
+    inputs: object,
+    prepared: PreparedRun,
+    *,
+    refresh: bool = False,
+    rerun_of: str | None = None,
+) -> RunView:
+    """Write the prepared run: every function version a node will run visible to the caller
+    (now, in this transaction), then its rows, its plan and first states remembered."""
     assert isinstance(inputs, dict)
-    frozen = await _with_retry_defaults(RunRepository.from_session(session), memo, planned)
-    states = initial_states(frozen)
-    if reuse is not None:
-        states.update(reuse(frozen, resolved))
+    frozen, states = prepared.frozen, prepared.states
     needed = sorted(
         {
             n.function_version_id
@@ -117,8 +191,8 @@ async def start_run(
         user_id=principal.user_id,
         status="pending",
         inputs=inputs,
-        resolved_inputs=resolved,
-        plan_snapshot=await off_loop(frozen.as_dict) if large else frozen.as_dict(),
+        resolved_inputs=prepared.resolved,
+        plan_snapshot=prepared.snapshot,
         revision=0,
         started_at=utcnow(),
         rerun_of=rerun_of,
@@ -138,10 +212,6 @@ async def start_run(
     return run_view(run, states)
 
 
-OFF_LOOP_NODES = 500
-"""A workflow version with more nodes is parsed and planned on a thread, not the event loop."""
-
-
 def _node_count(graph: object) -> int:
     nodes = graph.get("nodes") if isinstance(graph, dict) else None
     return len(nodes) if isinstance(nodes, list) else 0
@@ -154,25 +224,14 @@ def _planned(version: WorkflowVersionView, inputs: object) -> tuple[Any, dict[st
     return graph, resolved, plan(graph, version.resolved_functions)
 
 
-async def _with_retry_defaults(repository: RunRepository, memo: RunMemo, frozen: Plan) -> Plan:
+def _with_retry_defaults(frozen: Plan, defaults: Mapping[str, dict[str, Any]]) -> Plan:
     """The plan with each function node that carries no retry policy given its function's
-    manifest default, frozen into the run with the rest of the plan (a published version's
-    manifest is never written again: remembered once read)."""
-    bare = {
-        n.function_version_id
-        for n in frozen.nodes.values()
-        if n.kind == "function" and n.retry is None and n.function_version_id
-    }
-    defaults = memo.retry_defaults(bare)
-    if defaults is None:
-        defaults = await repository.retry_defaults(bare)
-        memo.remember_retry_defaults(bare, defaults)
+    manifest default, frozen into the run with the rest of the plan."""
     if not defaults:
         return frozen
-    nodes = {
-        key: replace(node, retry=retry_from_dict(defaults[node.function_version_id]))
-        if node.retry is None and node.function_version_id in defaults
-        else node
-        for key, node in frozen.nodes.items()
-    }
+    nodes = dict(frozen.nodes)
+    for key, node in frozen.nodes.items():
+        default = defaults.get(node.function_version_id or "")
+        if node.kind == "function" and node.retry is None and default is not None:
+            nodes[key] = replace(node, retry=retry_from_dict(default))
     return Plan(frozen.chains, frozen.waves, nodes, frozen.input_keys)
