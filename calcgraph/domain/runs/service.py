@@ -41,15 +41,12 @@ from calcgraph.domain.jobs.cache_key import ResultLookup
 from calcgraph.domain.listing.filters import TimeRange
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas
-from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.authorize.service import authorize
 from calcgraph.domain.runs.changes import Token
 from calcgraph.domain.runs.create.service import (
     Reuse,
-    insert_run,
-    prepare_run,
+    create_run,
     resolve_run_inputs,
-    retry_defaults,
     start_run,
 )
 from calcgraph.domain.runs.listing.repository import RunListRepository
@@ -62,9 +59,8 @@ from calcgraph.domain.runs.snapshot import Lock
 from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState
 from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.runs.views import RunView
-from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
+from calcgraph.domain.workflows.views import WorkflowVersionView
 
 __all__ = ["RUN_STATUSES", "Reuse", "RunService", "resolve_run_inputs", "run_service"]
 
@@ -106,46 +102,10 @@ class RunService(RunLoads):
         refresh: bool = False,
         quotas: Quotas = DEFAULT_QUOTAS,
     ) -> RunView:
-        """A run of the workflow's latest version; `refresh`: its jobs are never answered from
-        the result cache (contract section 10). Staged: the workflow, its version and the
-        retry defaults are read in a short session, the run is planned holding none, then one
-        write transaction checks again what may have changed meanwhile (the caller's sight of
-        the workflow, their room for runs, every function version a node will run still
-        visible to them) and writes it."""
-        async with database.read_session() as session:
-            workflow = await workflow_service.visible(session, principal, slug)
-            await quota_service.require_run_room(session, principal, quotas)
-            version = await self._latest_version(session, workflow)
-            defaults = await retry_defaults(session, self.memo, version)
-        prepared = await prepare_run(version, inputs, defaults)
-        async with database.write_session() as session:
-            await workflow_service.visible(session, principal, slug)
-            await quota_service.require_run_room(session, principal, quotas)
-            return await insert_run(
-                session,
-                self.memo,
-                principal,
-                slug,
-                workflow.id,
-                version,
-                inputs,
-                prepared,
-                refresh=refresh,
-            )
-
-    async def _latest_version(
-        self, session: AsyncSession, workflow: WorkflowView
-    ) -> WorkflowVersionView:
-        # A version is never written again: remembered by its number once read.
-        version = self.memo.workflow_version(workflow.id, workflow.latest_version)
-        if version is None:
-            row = await WorkflowRepository.from_session(session).version(
-                workflow.id, workflow.latest_version
-            )
-            assert row is not None
-            version = version_view(row)
-            self.memo.remember_workflow_version(workflow.id, workflow.latest_version, version)
-        return version
+        """A run of the workflow's latest version (`create_run`)."""
+        return await create_run(
+            database, self.memo, principal, slug, inputs, refresh=refresh, quotas=quotas
+        )
 
     async def start(
         self,

@@ -13,12 +13,15 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
+from calcgraph.db.engine import Database
 from calcgraph.domain.access import policy
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import FieldError, PermissionDenied, ValidationError
 from calcgraph.domain.events.service import record_run
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.inputs import refuse_mismatches
+from calcgraph.domain.quotas.limits import Quotas
+from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs import changes
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
@@ -30,8 +33,10 @@ from calcgraph.domain.types.expr import TypeExprError, from_json
 from calcgraph.domain.types.values import normalize
 from calcgraph.domain.workflows.graph import InputNode, parse_graph
 from calcgraph.domain.workflows.planner import Plan, plan
+from calcgraph.domain.workflows.repository import WorkflowRepository, version_view
 from calcgraph.domain.workflows.retry import from_dict as retry_from_dict
-from calcgraph.domain.workflows.views import WorkflowVersionView
+from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.domain.workflows.views import WorkflowVersionView, WorkflowView
 
 Reuse = Callable[[Plan, Mapping[str, Any]], Mapping[str, NodeState]]
 """A re-run's rule: given the new run's plan and resolved inputs, the nodes that start
@@ -235,3 +240,56 @@ def _with_retry_defaults(frozen: Plan, defaults: Mapping[str, dict[str, Any]]) -
         if node.kind == "function" and node.retry is None and default is not None:
             nodes[key] = replace(node, retry=retry_from_dict(default))
     return Plan(frozen.chains, frozen.waves, nodes, frozen.input_keys)
+
+
+async def create_run(
+    database: Database,
+    memo: RunMemo,
+    principal: Principal,
+    slug: str,
+    inputs: object,
+    *,
+    refresh: bool,
+    quotas: Quotas,
+) -> RunView:
+    """A run of the workflow's latest version; `refresh`: its jobs are never answered from
+    the result cache (contract section 10). Staged: the workflow, its version and the
+    retry defaults are read in a short session, the run is planned holding none, then one
+    write transaction checks again what may have changed meanwhile (the caller's sight of
+    the workflow, their room for runs, every function version a node will run still
+    visible to them) and writes it."""
+    async with database.read_session() as session:
+        workflow = await workflow_service.visible(session, principal, slug)
+        await quota_service.require_run_room(session, principal, quotas)
+        version = await latest_version(session, memo, workflow)
+        defaults = await retry_defaults(session, memo, version)
+    prepared = await prepare_run(version, inputs, defaults)
+    async with database.write_session() as session:
+        await workflow_service.visible(session, principal, slug)
+        await quota_service.require_run_room(session, principal, quotas)
+        return await insert_run(
+            session,
+            memo,
+            principal,
+            slug,
+            workflow.id,
+            version,
+            inputs,
+            prepared,
+            refresh=refresh,
+        )
+
+
+async def latest_version(
+    session: AsyncSession, memo: RunMemo, workflow: WorkflowView
+) -> WorkflowVersionView:
+    # A version is never written again: remembered by its number once read.
+    version = memo.workflow_version(workflow.id, workflow.latest_version)
+    if version is None:
+        row = await WorkflowRepository.from_session(session).version(
+            workflow.id, workflow.latest_version
+        )
+        assert row is not None
+        version = version_view(row)
+        memo.remember_workflow_version(workflow.id, workflow.latest_version, version)
+    return version
