@@ -157,14 +157,22 @@ class WebhookRepository(RepositoryBase[Webhook]):
         return _count(result) == 1
 
     async def count_failure(self, webhook_id: str, failed: bool) -> int:
-        """Events ended failed in a row, after this outcome (0 after a delivered one)."""
-        values: dict[str, Any] = (
-            {"failed_in_a_row": Webhook.failed_in_a_row + 1} if failed else {"failed_in_a_row": 0}
-        )
+        """Events ended failed in a row, after this outcome (0 after a delivered one). A
+        delivered one writes the webhook's row only when failures were counted: the attempts
+        in flight to one webhook, each ending in its own unit, would otherwise queue on that
+        row's lock, one commit after another."""
+        if not failed:
+            await self.session.execute(
+                update(Webhook)
+                .where(Webhook.id == webhook_id, Webhook.failed_in_a_row != 0)
+                .values(failed_in_a_row=0)
+                .execution_options(synchronize_session=False)
+            )
+            return 0
         await self.session.execute(
             update(Webhook)
             .where(Webhook.id == webhook_id)
-            .values(**values)
+            .values(failed_in_a_row=Webhook.failed_in_a_row + 1)
             .execution_options(synchronize_session=False)
         )
         found = await self.session.scalar(
