@@ -12,7 +12,11 @@ never fan an event out twice (the cursor's guarded move) nor send one attempt tw
 (the lease).
 
 `Deliveries`: the attempts in flight, asynchronous on the runtime's loop: at most
-`webhook_delivery_concurrency` at once, at most `webhook_delivery_per_webhook` of one webhook.
+`webhook_delivery_concurrency` at once, at most `webhook_delivery_per_webhook` of one webhook;
+a webhook's attempts leased beyond its slots wait in its queue in this process, oldest first,
+and each slot that frees takes the next (a few per slot, each sent well within its lease), so
+a webhook kept busy by a steady stream sends its events in order, none left behind for seconds
+while newer ones take the slots.
 An attempt that waits for its receiver holds a socket and one of its webhook's slots, no
 thread: a receiver that hangs for its 10 s delays neither the jobs (the Dramatiq threads never
 send) nor another webhook's deliveries (its own slots are free).
@@ -31,7 +35,7 @@ import math
 import ssl
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +55,7 @@ from calcgraph.domain.events.envelope import CONTENT_TYPE, body
 from calcgraph.domain.events.resolve import resolve
 from calcgraph.domain.events.service import event_service
 from calcgraph.domain.webhooks.delivery.service import (
+    LEASE_SECONDS,
     Attempt,
     Outcome,
     Raced,
@@ -188,31 +193,54 @@ async def _finish(
 
 
 class Deliveries:
-    """The attempts this process has in flight, as tasks of the runtime's loop (use them from
-    that loop only)."""
+    """The attempts this process holds, used from the runtime's loop only: in flight, as
+    tasks of that loop, at most `per_webhook` of one webhook; and leased to it, waiting in
+    its webhook's queue, in the order they were leased (the fan-out's, oldest event first),
+    for the next of that webhook's slots to end. A webhook holds at most `depth` in all, so
+    that the last of them goes out well within its lease (`depth` attempts of at most
+    `TIMEOUT_SECONDS` each, `per_webhook` at a time); the others wait in the table, and the
+    fan-out queues a webhook's new attempts there behind them."""
 
-    def __init__(self, runtime: WorkerRuntime, concurrency: int, per_webhook: int) -> None:
+    def __init__(
+        self,
+        runtime: WorkerRuntime,
+        concurrency: int,
+        per_webhook: int,
+        lease_seconds: float = LEASE_SECONDS,
+    ) -> None:
         self.runtime = runtime
         self.concurrency = concurrency
         self.per_webhook = per_webhook
+        self.depth = per_webhook * max(1, int(lease_seconds // (2 * TIMEOUT_SECONDS)))
         self.in_flight: Counter[str] = Counter()
+        self.queued: dict[str, deque[tuple[str, Attempt | None]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_done: list[Any] = []
         """Called (no arguments) after each attempt: the timer comes back if more were due."""
 
     @property
     def room(self) -> int:
-        return self.concurrency - len(self._tasks)
+        """How many more attempts this process may hold (in flight or queued)."""
+        return self.concurrency - len(self._tasks) - sum(len(q) for q in self.queued.values())
+
+    def held(self) -> dict[str, int]:
+        """Webhook id -> the attempts to it this process holds (in flight and queued)."""
+        held = dict(self.in_flight)
+        for webhook_id, queue in self.queued.items():
+            held[webhook_id] = held.get(webhook_id, 0) + len(queue)
+        return held
 
     def taker(self) -> Callable[[str], bool]:
-        """For one fan-out: whether there is room for one more attempt to a webhook now
+        """For one fan-out: whether this process may hold one more attempt to a webhook now
         (counting those this fan-out took already)."""
         took: Counter[str] = Counter()
+        room = self.room
+        held = self.held()
 
         def take(webhook_id: str) -> bool:
-            if self.room - took.total() <= 0:
+            if room - took.total() <= 0:
                 return False
-            if self.in_flight[webhook_id] + took[webhook_id] >= self.per_webhook:
+            if held.get(webhook_id, 0) + took[webhook_id] >= self.depth:
                 return False
             took[webhook_id] += 1
             return True
@@ -220,6 +248,11 @@ class Deliveries:
         return take
 
     def start(self, delivery_id: str, webhook_id: str, ready: Attempt | None = None) -> None:
+        """Send it now if its webhook has a slot free, else after those queued before it."""
+        queue = self.queued.get(webhook_id)
+        if self.in_flight[webhook_id] >= self.per_webhook or queue:
+            self.queued.setdefault(webhook_id, deque()).append((delivery_id, ready))
+            return
         self.in_flight[webhook_id] += 1
         task = asyncio.get_running_loop().create_task(self._one(delivery_id, webhook_id, ready))
         self._tasks.add(task)
@@ -227,19 +260,34 @@ class Deliveries:
 
     async def _one(self, delivery_id: str, webhook_id: str, ready: Attempt | None) -> None:
         try:
-            await deliver(self.runtime, delivery_id, ready)
-        except Exception:
-            # Its lease runs out and another round sends it again.
-            log.exception("webhook delivery %s failed; it is sent again later", delivery_id)
+            while True:
+                try:
+                    await deliver(self.runtime, delivery_id, ready)
+                except Exception:
+                    # Its lease runs out and another round sends it again.
+                    log.exception("webhook delivery %s failed; it is sent again later", delivery_id)
+                queue = self.queued.get(webhook_id)
+                if not queue:
+                    break
+                # The slot goes to the oldest queued for this webhook, never to a newer one.
+                delivery_id, ready = queue.popleft()
+                if not queue:
+                    del self.queued[webhook_id]
+                self._ended()
         finally:
             self.in_flight[webhook_id] -= 1
             if self.in_flight[webhook_id] <= 0:
                 del self.in_flight[webhook_id]
-            for callback in self.on_done:
-                callback()
+            self._ended()
+
+    def _ended(self) -> None:
+        for callback in self.on_done:
+            callback()
 
     async def close(self) -> None:
-        """Stop the attempts under way (their leases run out; they are sent again later)."""
+        """Stop the attempts under way and drop those queued (their leases run out; they are
+        sent again later)."""
+        self.queued.clear()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -255,7 +303,10 @@ class WebhookTimer(Timer):
         self._more = False
         """Attempts were due that this process had no room for: come back when one ends."""
         self.deliveries = Deliveries(
-            runtime, settings.webhook_delivery_concurrency, settings.webhook_delivery_per_webhook
+            runtime,
+            settings.webhook_delivery_concurrency,
+            settings.webhook_delivery_per_webhook,
+            settings.webhook_delivery_lease_seconds,
         )
         self.deliveries.on_done.append(self._attempt_ended)
         self._hooked = True
@@ -330,8 +381,8 @@ class WebhookTimer(Timer):
                 utcnow(),
                 settings.webhook_delivery_lease_seconds,
                 limit=deliveries.room,
-                room=deliveries.in_flight,
-                per_webhook=deliveries.per_webhook,
+                room=deliveries.held(),
+                per_webhook=deliveries.depth,
             )
         # After the lease's commit: another process's round now passes these by.
         for item in leased:

@@ -116,6 +116,21 @@ class WebhookRepository(RepositoryBase[Webhook]):
         )
         return [(row[0], row[1]) for row in rows]
 
+    async def waiting(self, now: datetime, webhook_ids: Sequence[str]) -> set[str]:
+        """Those of these webhooks that have attempts due now that no worker holds: a new
+        attempt to one of them goes behind those, not ahead of them."""
+        if not webhook_ids:
+            return set()
+        rows = await self.session.scalars(
+            select(WebhookDelivery.webhook_id)
+            .where(
+                *self._due_clause(now, ()),
+                WebhookDelivery.webhook_id.in_(sorted(set(webhook_ids))),
+            )
+            .distinct()
+        )
+        return set(rows)
+
     async def any_due(self, now: datetime, exclude: Sequence[str] = ()) -> bool:
         found = await self.session.scalar(
             select(WebhookDelivery.id).where(*self._due_clause(now, exclude)).limit(1)
