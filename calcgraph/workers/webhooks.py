@@ -157,10 +157,11 @@ async def post(attempt: Attempt, allow: AllowList, limit_s: float = TIMEOUT_SECO
 
 
 async def deliver(
-    runtime: WorkerRuntime, delivery_id: str, ready: Attempt | None = None
+    runtime: WorkerRuntime, delivery_id: str, ready: Attempt | str | None = None
 ) -> str | None:
     """One leased attempt, start to end, on the runtime's loop; the delivery's state.
-    `ready`: what the fan-out that wrote it found to send (read now otherwise)."""
+    `ready`: what the unit that wrote or leased it found to send, or why not (read now
+    otherwise)."""
     settings = runtime.settings
     prepared: Attempt | str | None = ready
     if prepared is None:
@@ -213,10 +214,15 @@ class Deliveries:
         self.per_webhook = per_webhook
         self.depth = per_webhook * max(1, int(lease_seconds // (2 * TIMEOUT_SECONDS)))
         self.in_flight: Counter[str] = Counter()
-        self.queued: dict[str, deque[tuple[str, Attempt | None]]] = {}
+        self.queued: dict[str, deque[tuple[str, Attempt | str | None]]] = {}
+        self.backlogged: set[str] = set()
+        """Webhooks with attempts left in the table for `due` (a fan-out found them full or
+        behind others): each refills its queue from there, oldest first, when it runs low."""
+        self._refilling: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_done: list[Any] = []
-        """Called (no arguments) after each attempt: the timer comes back if more were due."""
+        """Called (no arguments) when a webhook's attempts held here fall to half `depth`
+        (and when its last ends): the timer comes back to lease more if more were due."""
 
     @property
     def room(self) -> int:
@@ -247,7 +253,7 @@ class Deliveries:
 
         return take
 
-    def start(self, delivery_id: str, webhook_id: str, ready: Attempt | None = None) -> None:
+    def start(self, delivery_id: str, webhook_id: str, ready: Attempt | str | None = None) -> None:
         """Send it now if its webhook has a slot free, else after those queued before it."""
         queue = self.queued.get(webhook_id)
         if self.in_flight[webhook_id] >= self.per_webhook or queue:
@@ -258,7 +264,7 @@ class Deliveries:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _one(self, delivery_id: str, webhook_id: str, ready: Attempt | None) -> None:
+    async def _one(self, delivery_id: str, webhook_id: str, ready: Attempt | str | None) -> None:
         try:
             while True:
                 try:
@@ -273,16 +279,48 @@ class Deliveries:
                 delivery_id, ready = queue.popleft()
                 if not queue:
                     del self.queued[webhook_id]
-                self._ended()
+                if self.in_flight[webhook_id] + len(queue) <= self.depth // 2:
+                    self._refill(webhook_id)  # room for half a queue: lease more at once
         finally:
             self.in_flight[webhook_id] -= 1
             if self.in_flight[webhook_id] <= 0:
                 del self.in_flight[webhook_id]
-            self._ended()
+            self._refill(webhook_id)
+            for callback in self.on_done:
+                callback()
 
-    def _ended(self) -> None:
-        for callback in self.on_done:
-            callback()
+    def _refill(self, webhook_id: str) -> None:
+        """Lease the oldest attempts waiting in the table for a backlogged webhook, up to
+        `depth` held, in a unit of their own (the timer's round may be long)."""
+        if webhook_id not in self.backlogged or webhook_id in self._refilling:
+            return
+        self._refilling.add(webhook_id)
+        task = asyncio.get_running_loop().create_task(self._refilled(webhook_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _refilled(self, webhook_id: str) -> None:
+        try:
+            want = self.depth - self.held().get(webhook_id, 0)
+            if want <= 0:
+                return
+            settings = self.runtime.settings
+            async with self.runtime.database.write_session() as session:
+                leased, _ = await due(
+                    session,
+                    utcnow(),
+                    settings.webhook_delivery_lease_seconds,
+                    limit=want,
+                    webhook=webhook_id,
+                )
+            if len(leased) < want:
+                self.backlogged.discard(webhook_id)  # none left: fan-outs take again
+            for item in leased:
+                self.start(item.delivery_id, item.webhook_id, item.ready)
+        except Exception:
+            log.exception("leasing webhook %s's waiting attempts failed", webhook_id)
+        finally:
+            self._refilling.discard(webhook_id)
 
     async def close(self) -> None:
         """Stop the attempts under way and drop those queued (their leases run out; they are
@@ -372,6 +410,7 @@ class WebhookTimer(Timer):
             for attempt in fanned.taken:
                 deliveries.start(attempt.delivery_id, attempt.webhook_id, attempt)
             started += len(fanned.taken)
+            deliveries.backlogged |= fanned.queued
             if fanned.events == 0:
                 break
         async with self.runtime.database.write_session() as session:
@@ -386,7 +425,7 @@ class WebhookTimer(Timer):
             )
         # After the lease's commit: another process's round now passes these by.
         for item in leased:
-            deliveries.start(item.delivery_id, item.webhook_id)
+            deliveries.start(item.delivery_id, item.webhook_id, item.ready)
         if time.monotonic() - self._pruned_at >= settings.event_prune_interval_seconds:
             async with self.runtime.database.write_session() as session:
                 pruned = await event_service.prune(session, settings.event_retention_days)

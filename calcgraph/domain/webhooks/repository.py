@@ -104,15 +104,18 @@ class WebhookRepository(RepositoryBase[Webhook]):
         return clauses
 
     async def due(
-        self, now: datetime, limit: int, exclude: Sequence[str] = ()
+        self, now: datetime, limit: int, exclude: Sequence[str] = (), webhook: str | None = None
     ) -> list[tuple[str, str]]:
         """(delivery id, webhook id) of attempts due now that no worker holds (or whose
-        holder's lease ran out), oldest due first, of webhooks not in `exclude`."""
+        holder's lease ran out), oldest due first, of webhooks not in `exclude` (of `webhook`
+        only, when given)."""
+        query = select(WebhookDelivery.id, WebhookDelivery.webhook_id).where(
+            *self._due_clause(now, exclude)
+        )
+        if webhook is not None:
+            query = query.where(WebhookDelivery.webhook_id == webhook)
         rows = await self.session.execute(
-            select(WebhookDelivery.id, WebhookDelivery.webhook_id)
-            .where(*self._due_clause(now, exclude))
-            .order_by(WebhookDelivery.next_attempt_at)
-            .limit(limit)
+            query.order_by(WebhookDelivery.next_attempt_at).limit(limit)
         )
         return [(row[0], row[1]) for row in rows]
 
@@ -160,6 +163,20 @@ class WebhookRepository(RepositoryBase[Webhook]):
             )
         ).first()
         return None if row is None else (row[0], row[1], row[2])
+
+    async def attempts(
+        self, delivery_ids: Sequence[str]
+    ) -> list[tuple[WebhookDelivery, Webhook, Event]]:
+        """`attempt` for several deliveries, in one statement."""
+        if not delivery_ids:
+            return []
+        rows = await self.session.execute(
+            select(WebhookDelivery, Webhook, Event)
+            .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
+            .join(Event, Event.id == WebhookDelivery.event_id)
+            .where(WebhookDelivery.id.in_(sorted(set(delivery_ids))))
+        )
+        return [(row[0], row[1], row[2]) for row in rows]
 
     async def record(self, delivery_id: str, values: dict[str, Any]) -> bool:
         """The outcome of a pending attempt, once (a second worker's finds 0 rows)."""
