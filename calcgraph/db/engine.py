@@ -75,11 +75,13 @@ class Overloaded(PoolTimeout):
 
 class UnitHook(Protocol):
     """Joins every write session (the outbox of `calcgraph.workers.flush`): `begin` before the
-    unit of work, `before_commit` in its transaction once its work is done (what it runs is
-    committed with it, or rolled back with it), `committed` only after its commit succeeded,
-    `end` always, last."""
+    unit of work, `opened` with its session, `before_commit` in its transaction once its work
+    is done (what it runs is committed with it, or rolled back with it), `committed` only
+    after its commit succeeded, `end` always, last."""
 
     def begin(self) -> Any: ...
+
+    def opened(self, session: AsyncSession, state: Any) -> None: ...
 
     async def before_commit(self, session: AsyncSession, state: Any) -> None: ...
 
@@ -225,6 +227,8 @@ class Database:
         states = [(hook, hook.begin()) for hook in self.unit_hooks]
         try:
             async with self._factory() as session:
+                for hook, state in states:
+                    hook.opened(session, state)
                 try:
                     yield session
                     for hook, state in states:

@@ -2,11 +2,13 @@
 event readers (the long-poll, the `events` subscription, the webhook dispatcher) once it has
 committed.
 
-The events are numbered in the unit's own transaction, as its last statement
-(`EventService.sequence` under the sequencer's lock, held to the commit): they commit with
-their positions, so the wake-up goes out right after the commit, with no numbering
-transaction of its own between them (that transaction, queued on the lock behind the other
-units' and on the pool, was most of the delay from a job's end to a long-poll's answer). The
+The unit's events are held until its last statement, which writes them with their
+positions (`EventRepository.insert_numbered`: one statement on PostgreSQL, the sequencer's
+row locked to the commit; they were an insert, an advisory lock and a numbering statement):
+they commit with their positions, so the wake-up goes out right after the commit, with no
+numbering transaction of its own between them (that transaction, queued on the lock behind
+the other units' and on the pool, was most of the delay from a job's end to a long-poll's
+answer). The
 readers are woken in this process at once (the notifier's local listeners and the
 `observers` of this module), and through Redis in every other one. A woken reader finds the
 events numbered and only reads: 200 readers woken by one event cost 200 reads, not 200
@@ -24,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.events.service import event_service
-from calcgraph.domain.events.signal import collecting
+from calcgraph.domain.events.signal import HELD, collecting
 from calcgraph.workers.notify import Notifier
 
 log = logging.getLogger("calcgraph.events")
@@ -78,10 +80,17 @@ class EventSignal:
         manager = collecting()
         return manager, manager.__enter__()
 
+    def opened(self, session: AsyncSession, state: Any) -> None:
+        _, marks = state
+        session.info[HELD] = marks  # the unit's events are held for `before_commit`
+
     async def before_commit(self, session: AsyncSession, state: Any) -> None:
         _, marks = state
-        if marks:
+        # The sequencer's advisory lock before the cursor's row, as `sequence` takes them.
+        if marks.unheld:
             await event_service.sequence_all(session)
+        if marks.rows:
+            await event_service.write_numbered(session, marks.rows)
 
     async def committed(self, state: Any) -> None:
         _, marks = state

@@ -72,6 +72,9 @@ class Outbox:
         buffer = manager.__enter__()
         return manager, buffer
 
+    def opened(self, session: AsyncSession, state: Any) -> None:
+        pass
+
     async def before_commit(self, session: AsyncSession, state: Any) -> None:
         pass
 

@@ -173,6 +173,9 @@ class RunChangeSignal:
         manager = collecting()
         return manager, manager.__enter__()
 
+    def opened(self, session: AsyncSession, state: Any) -> None:
+        pass
+
     async def before_commit(self, session: AsyncSession, state: Any) -> None:
         pass
 

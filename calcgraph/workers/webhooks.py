@@ -12,15 +12,16 @@ never fan an event out twice (the cursor's guarded move) nor send one attempt tw
 (the lease).
 
 `Deliveries`: the attempts in flight, asynchronous on the runtime's loop: at most
-`webhook_delivery_concurrency` at once, at most `webhook_delivery_per_webhook` of one webhook.
+`webhook_delivery_concurrency` at once, at most `webhook_delivery_per_webhook` of one webhook;
+a webhook's attempts leased beyond its slots wait in its queue in this process, oldest first,
+and each slot that frees takes the next (a few per slot, each sent well within its lease), so
+a webhook kept busy by a steady stream sends its events in order, none left behind for seconds
+while newer ones take the slots.
 An attempt that waits for its receiver holds a socket and one of its webhook's slots, no
 thread: a receiver that hangs for its 10 s delays neither the jobs (the Dramatiq threads never
 send) nor another webhook's deliveries (its own slots are free).
 
-One attempt (`post`): the host is resolved once, the address connected to is checked
-(loopback, private, link-local... refused unless allowed), and the event is POSTed to that
-address (Host and TLS name kept) with its Standard Webhooks signature (`standardwebhooks`), no
-redirects followed, 10 s at most in all, the answer's body never read.
+One attempt: `calcgraph.workers.webhook_post.post`.
 """
 
 from __future__ import annotations
@@ -28,29 +29,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import ssl
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
-import certifi
-import httpx
-from standardwebhooks.webhooks import Webhook as Signer
-
 from calcgraph.db.base import utcnow
-from calcgraph.domain.events.destinations import (
-    AllowList,
-    DestinationError,
-    check_address,
-    parse_url,
-)
-from calcgraph.domain.events.envelope import CONTENT_TYPE, body
-from calcgraph.domain.events.resolve import resolve
+from calcgraph.domain.events.destinations import AllowList
 from calcgraph.domain.events.service import event_service
 from calcgraph.domain.webhooks.delivery.service import (
+    LEASE_SECONDS,
     Attempt,
     Outcome,
     Raced,
@@ -63,9 +52,9 @@ from calcgraph.domain.webhooks.repository import WebhookRepository
 from calcgraph.workers.event_signal import observe
 from calcgraph.workers.runtime import WorkerRuntime
 from calcgraph.workers.sweeper import Timer
+from calcgraph.workers.webhook_post import TIMEOUT_SECONDS, post
 
 log = logging.getLogger("calcgraph.webhooks")
-TIMEOUT_SECONDS = 10.0
 _FAN_OUT_ROUNDS = 20
 _MIN_ROUND_S = 0.02
 _UNHOOKED_ROUND_S = 5.0
@@ -74,88 +63,14 @@ it only moves the fan-out's cursor and picks up a webhook created meanwhile), so
 worker does not open two write transactions every `webhook_dispatch_interval_seconds`."""
 """Rounds woken by events come at most this often: a flood of events costs a round per
 interval, not one per unit of work."""
-_tls: ssl.SSLContext | None = None
-
-
-def _tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every attempt (building one costs milliseconds of CPU)."""
-    global _tls
-    if _tls is None:
-        _tls = ssl.create_default_context(cafile=certifi.where())
-    return _tls
-
-
-async def post(attempt: Attempt, allow: AllowList, limit_s: float = TIMEOUT_SECONDS) -> Outcome:
-    """Send one attempt; the outcome (never raises for the receiver's faults)."""
-    started = time.monotonic()
-    attempted_at = utcnow()
-
-    def outcome(status: int | None, error: str | None) -> Outcome:
-        return Outcome(status, error, int((time.monotonic() - started) * 1000), attempted_at)
-
-    try:
-        destination = parse_url(attempt.url)
-        addresses = await resolve(destination.host, destination.port)
-        if not addresses:
-            raise DestinationError(f"{destination.host} does not resolve")
-        address = addresses[0]
-        check_address(destination.host, address, allow)
-    except DestinationError as exc:
-        return outcome(None, f"refused: {exc}")
-    payload = body(attempt.event)
-    now = datetime.now(UTC)
-    signature = Signer(attempt.secret).sign(
-        msg_id=attempt.event.id, timestamp=now, data=payload.decode()
-    )
-    default_port = 443 if destination.scheme == "https" else 80
-    netloc = destination.host if ":" not in destination.host else f"[{destination.host}]"
-    if destination.port != default_port:
-        netloc += f":{destination.port}"
-    literal = f"[{address}]" if ":" in address else address
-    url = f"{destination.scheme}://{literal}:{destination.port}{destination.path}"
-    headers = {
-        "Host": netloc,
-        "Content-Type": CONTENT_TYPE,
-        "User-Agent": "calcgraph-webhooks",
-        "webhook-id": attempt.event.id,
-        "webhook-timestamp": str(int(now.timestamp())),
-        "webhook-signature": signature,
-    }
-    extensions: dict[str, Any] = {}
-    verify: ssl.SSLContext | bool = False
-    if destination.scheme == "https":
-        extensions["sni_hostname"] = destination.host
-        verify = _tls_context()
-    try:
-        # The whole attempt within `limit_s` (httpx's own timeouts are per read: a receiver
-        # that trickles its answer would otherwise hold the attempt for ever).
-        async with (
-            asyncio.timeout(limit_s),
-            httpx.AsyncClient(
-                follow_redirects=False, timeout=limit_s, trust_env=False, verify=verify
-            ) as client,
-            client.stream(
-                "POST", url, content=payload, headers=headers, extensions=extensions
-            ) as response,
-        ):
-            # The status line and headers are the answer; its body is never read.
-            status = response.status_code
-    except (TimeoutError, httpx.TimeoutException):
-        return outcome(None, f"no answer within {limit_s:g} s")
-    except httpx.HTTPError as exc:
-        return outcome(None, f"{type(exc).__name__}: {exc}"[:500])
-    if 200 <= status < 300:
-        return outcome(status, None)
-    if 300 <= status < 400:
-        return outcome(status, "redirects are not followed")
-    return outcome(status, f"the receiver answered {status}")
 
 
 async def deliver(
-    runtime: WorkerRuntime, delivery_id: str, ready: Attempt | None = None
+    runtime: WorkerRuntime, delivery_id: str, ready: Attempt | str | None = None
 ) -> str | None:
     """One leased attempt, start to end, on the runtime's loop; the delivery's state.
-    `ready`: what the fan-out that wrote it found to send (read now otherwise)."""
+    `ready`: what the unit that wrote or leased it found to send, or why not (read now
+    otherwise)."""
     settings = runtime.settings
     prepared: Attempt | str | None = ready
     if prepared is None:
@@ -188,58 +103,138 @@ async def _finish(
 
 
 class Deliveries:
-    """The attempts this process has in flight, as tasks of the runtime's loop (use them from
-    that loop only)."""
+    """The attempts this process holds, used from the runtime's loop only: in flight, as
+    tasks of that loop, at most `per_webhook` of one webhook; and leased to it, waiting in
+    its webhook's queue, in the order they were leased (the fan-out's, oldest event first),
+    for the next of that webhook's slots to end. A webhook holds at most `depth` in all, so
+    that the last of them goes out well within its lease (`depth` attempts of at most
+    `TIMEOUT_SECONDS` each, `per_webhook` at a time); the others wait in the table, and the
+    fan-out queues a webhook's new attempts there behind them."""
 
-    def __init__(self, runtime: WorkerRuntime, concurrency: int, per_webhook: int) -> None:
+    def __init__(
+        self,
+        runtime: WorkerRuntime,
+        concurrency: int,
+        per_webhook: int,
+        lease_seconds: float = LEASE_SECONDS,
+    ) -> None:
         self.runtime = runtime
         self.concurrency = concurrency
         self.per_webhook = per_webhook
+        self.depth = per_webhook * max(1, int(lease_seconds // (2 * TIMEOUT_SECONDS)))
         self.in_flight: Counter[str] = Counter()
+        self.queued: dict[str, deque[tuple[str, Attempt | str | None]]] = {}
+        self.backlogged: set[str] = set()
+        """Webhooks with attempts left in the table for `due` (a fan-out found them full or
+        behind others): each refills its queue from there, oldest first, when it runs low."""
+        self._refilling: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_done: list[Any] = []
-        """Called (no arguments) after each attempt: the timer comes back if more were due."""
+        """Called (no arguments) when a webhook's attempts held here fall to half `depth`
+        (and when its last ends): the timer comes back to lease more if more were due."""
 
     @property
     def room(self) -> int:
-        return self.concurrency - len(self._tasks)
+        """How many more attempts this process may hold (in flight or queued)."""
+        return self.concurrency - len(self._tasks) - sum(len(q) for q in self.queued.values())
+
+    def held(self) -> dict[str, int]:
+        """Webhook id -> the attempts to it this process holds (in flight and queued)."""
+        held = dict(self.in_flight)
+        for webhook_id, queue in self.queued.items():
+            held[webhook_id] = held.get(webhook_id, 0) + len(queue)
+        return held
 
     def taker(self) -> Callable[[str], bool]:
-        """For one fan-out: whether there is room for one more attempt to a webhook now
+        """For one fan-out: whether this process may hold one more attempt to a webhook now
         (counting those this fan-out took already)."""
         took: Counter[str] = Counter()
+        room = self.room
+        held = self.held()
 
         def take(webhook_id: str) -> bool:
-            if self.room - took.total() <= 0:
+            if room - took.total() <= 0:
                 return False
-            if self.in_flight[webhook_id] + took[webhook_id] >= self.per_webhook:
+            if held.get(webhook_id, 0) + took[webhook_id] >= self.depth:
                 return False
             took[webhook_id] += 1
             return True
 
         return take
 
-    def start(self, delivery_id: str, webhook_id: str, ready: Attempt | None = None) -> None:
+    def start(self, delivery_id: str, webhook_id: str, ready: Attempt | str | None = None) -> None:
+        """Send it now if its webhook has a slot free, else after those queued before it."""
+        queue = self.queued.get(webhook_id)
+        if self.in_flight[webhook_id] >= self.per_webhook or queue:
+            self.queued.setdefault(webhook_id, deque()).append((delivery_id, ready))
+            return
         self.in_flight[webhook_id] += 1
         task = asyncio.get_running_loop().create_task(self._one(delivery_id, webhook_id, ready))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _one(self, delivery_id: str, webhook_id: str, ready: Attempt | None) -> None:
+    async def _one(self, delivery_id: str, webhook_id: str, ready: Attempt | str | None) -> None:
         try:
-            await deliver(self.runtime, delivery_id, ready)
-        except Exception:
-            # Its lease runs out and another round sends it again.
-            log.exception("webhook delivery %s failed; it is sent again later", delivery_id)
+            while True:
+                try:
+                    await deliver(self.runtime, delivery_id, ready)
+                except Exception:
+                    # Its lease runs out and another round sends it again.
+                    log.exception("webhook delivery %s failed; it is sent again later", delivery_id)
+                queue = self.queued.get(webhook_id)
+                if not queue:
+                    break
+                # The slot goes to the oldest queued for this webhook, never to a newer one.
+                delivery_id, ready = queue.popleft()
+                if not queue:
+                    del self.queued[webhook_id]
+                if self.in_flight[webhook_id] + len(queue) <= self.depth // 2:
+                    self._refill(webhook_id)  # room for half a queue: lease more at once
         finally:
             self.in_flight[webhook_id] -= 1
             if self.in_flight[webhook_id] <= 0:
                 del self.in_flight[webhook_id]
+            self._refill(webhook_id)
             for callback in self.on_done:
                 callback()
 
+    def _refill(self, webhook_id: str) -> None:
+        """Lease the oldest attempts waiting in the table for a backlogged webhook, up to
+        `depth` held, in a unit of their own (the timer's round may be long)."""
+        if webhook_id not in self.backlogged or webhook_id in self._refilling:
+            return
+        self._refilling.add(webhook_id)
+        task = asyncio.get_running_loop().create_task(self._refilled(webhook_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _refilled(self, webhook_id: str) -> None:
+        try:
+            want = self.depth - self.held().get(webhook_id, 0)
+            if want <= 0:
+                return
+            settings = self.runtime.settings
+            async with self.runtime.database.write_session() as session:
+                leased, _ = await due(
+                    session,
+                    utcnow(),
+                    settings.webhook_delivery_lease_seconds,
+                    limit=want,
+                    webhook=webhook_id,
+                )
+            if len(leased) < want:
+                self.backlogged.discard(webhook_id)  # none left: fan-outs take again
+            for item in leased:
+                self.start(item.delivery_id, item.webhook_id, item.ready)
+        except Exception:
+            log.exception("leasing webhook %s's waiting attempts failed", webhook_id)
+        finally:
+            self._refilling.discard(webhook_id)
+
     async def close(self) -> None:
-        """Stop the attempts under way (their leases run out; they are sent again later)."""
+        """Stop the attempts under way and drop those queued (their leases run out; they are
+        sent again later)."""
+        self.queued.clear()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -255,7 +250,10 @@ class WebhookTimer(Timer):
         self._more = False
         """Attempts were due that this process had no room for: come back when one ends."""
         self.deliveries = Deliveries(
-            runtime, settings.webhook_delivery_concurrency, settings.webhook_delivery_per_webhook
+            runtime,
+            settings.webhook_delivery_concurrency,
+            settings.webhook_delivery_per_webhook,
+            settings.webhook_delivery_lease_seconds,
         )
         self.deliveries.on_done.append(self._attempt_ended)
         self._hooked = True
@@ -321,6 +319,7 @@ class WebhookTimer(Timer):
             for attempt in fanned.taken:
                 deliveries.start(attempt.delivery_id, attempt.webhook_id, attempt)
             started += len(fanned.taken)
+            deliveries.backlogged |= fanned.queued
             if fanned.events == 0:
                 break
         async with self.runtime.database.write_session() as session:
@@ -330,12 +329,12 @@ class WebhookTimer(Timer):
                 utcnow(),
                 settings.webhook_delivery_lease_seconds,
                 limit=deliveries.room,
-                room=deliveries.in_flight,
-                per_webhook=deliveries.per_webhook,
+                room=deliveries.held(),
+                per_webhook=deliveries.depth,
             )
         # After the lease's commit: another process's round now passes these by.
         for item in leased:
-            deliveries.start(item.delivery_id, item.webhook_id)
+            deliveries.start(item.delivery_id, item.webhook_id, item.ready)
         if time.monotonic() - self._pruned_at >= settings.event_prune_interval_seconds:
             async with self.runtime.database.write_session() as session:
                 pruned = await event_service.prune(session, settings.event_retention_days)

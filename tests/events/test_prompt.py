@@ -43,6 +43,9 @@ class _Probe:
     def begin(self) -> Any:
         return None
 
+    def opened(self, session: AsyncSession, state: Any) -> None:
+        pass
+
     async def before_commit(self, session: AsyncSession, state: Any) -> None:
         pass
 

@@ -29,6 +29,7 @@ from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRow
 from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.state import NodeState
+from calcgraph.domain.runs.statements.repository import RUN_FIELDS
 from calcgraph.domain.workflows.models import Workflow
 
 BIG_TABLES = ("node_states", "jobs")
@@ -239,6 +240,15 @@ async def hot_statements(
         finally:
             await nested.rollback()
 
+    async def write_tick() -> None:
+        # The run's row by key first (not the statement planned for what it writes).
+        found = await session.get(WorkflowRun, run.run_id)
+        assert found is not None
+        fields = {name: getattr(found, name) for name in RUN_FIELDS}
+        await runs.write_tick(
+            found, {_key(0, 0): NodeState("success")}, fields | {"revision": run.revision + 1}
+        )
+
     calls += [
         ("tick: run and its work, unlocked", lambda: runs.run_with_work(run.run_id)),
         ("tick: lock the run", lambda: runs.locked_run(run.run_id)),
@@ -261,6 +271,7 @@ async def hot_statements(
                 run.revision + 1,
             ),
         ),
+        ("tick: write changed states and the run", write_tick),
         ("tick: insert submitted jobs", insert_jobs),
         ("tick?since: changed states", lambda: runs.states_since(run.run_id, run.revision - 1)),
         ("wait: running jobs", running),

@@ -72,7 +72,10 @@ async def test_statements_do_not_grow_with_the_run(
     # (`dialect.custom_plans`): a statement before it and one after, which a tick submitting
     # a few nodes (by primary key) does not send.
     around = 2 if backend == "postgresql" else 0
-    assert counts[2][0] == counts[40][0] - around <= counts[1][0], counts
+    # There a few changed node rows are written in the run's UPDATE (`WRITE_TICK`), the many
+    # submitted ones in their own UPDATE from arrays: one statement more.
+    many = around + 1 if backend == "postgresql" else 0
+    assert counts[2][0] == counts[40][0] - many <= counts[1][0], counts
     assert counts[1][1] == counts[2][1] == counts[40][1], counts
     submitting, idle_count = counts[40]
     # A run this process created goes to the locked tick without the unlocked read: the run

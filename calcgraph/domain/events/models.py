@@ -23,9 +23,10 @@ from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin
 
 class Event(Base):
     """One event, written in the unit of work of the change it reports. Its `position` is
-    given by that unit's last statement, under the sequencer's lock held to its commit, so in
-    commit order (`EventRepository.sequence`): a reader that follows positions never passes
-    over an event committed later with an earlier number."""
+    given by that unit's last statement, under the sequencer's lock held to its commit (the
+    `sequence` cursor's row), so in commit order (`EventRepository.insert_numbered`; an event
+    written without one is numbered by `EventRepository.sequence`): a reader that follows
+    positions never passes over an event committed later with an earlier number."""
 
     __tablename__ = "events"
     __table_args__ = (

@@ -4,15 +4,19 @@ and pruning what is older than the retention."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
+    DateTime,
     Select,
     String,
     Table,
+    Text,
     and_,
     bindparam,
     delete,
@@ -25,6 +29,7 @@ from sqlalchemy import (
     true,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.principal import Principal
@@ -67,6 +72,37 @@ _SEQUENCE_POSTGRES = text(
     RETURNING events.id
     """
 )
+
+# A unit's own events written with their positions (`insert_numbered`): the cursor's row moved
+# past them (created at their count when missing) and locked to the commit, then each event
+# its place after the cursor's old position. PostgreSQL: one statement (the cursor's upsert as
+# a data-modifying CTE, the events from arrays); SQLite: the upsert, then the rows.
+_MOVE_CURSOR = """
+    INSERT INTO event_cursors (name, position) VALUES (:name, :count)
+    ON CONFLICT (name) DO UPDATE SET position = event_cursors.position + excluded.position
+    RETURNING position - :count AS base
+"""
+_COUNT = bindparam("count", type_=BigInteger)
+_INSERT_NUMBERED_POSTGRES = text(
+    f"""
+    WITH moved AS ({_MOVE_CURSOR})
+    INSERT INTO events (id, position, type, subject, subject_kind, recorded_at, data, run_id)
+    SELECT e.id, moved.base + e.n, e.type, e.subject, e.subject_kind, e.recorded_at,
+        CAST(e.data AS JSONB), e.run_id
+    FROM moved, unnest(:ids, :types, :subjects, :kinds, :recorded, :datas, :runs)
+        WITH ORDINALITY AS e(id, type, subject, subject_kind, recorded_at, data, run_id, n)
+    """
+).bindparams(
+    _COUNT,
+    bindparam("ids", type_=ARRAY(String)),
+    bindparam("types", type_=ARRAY(String)),
+    bindparam("subjects", type_=ARRAY(String)),
+    bindparam("kinds", type_=ARRAY(String)),
+    bindparam("recorded", type_=ARRAY(DateTime(timezone=True))),
+    bindparam("datas", type_=ARRAY(Text)),
+    bindparam("runs", type_=ARRAY(String)),
+)
+_MOVE_CURSOR_SQLITE = text(_MOVE_CURSOR).bindparams(_COUNT)
 
 
 _VIEWER = "event_viewer"
@@ -154,6 +190,34 @@ class EventRepository(RepositoryBase[Event]):
         executemany."""
         if rows:
             await self.session.execute(_INSERT, list(rows))
+
+    async def insert_numbered(self, rows: Sequence[dict[str, Any]]) -> None:
+        """A unit's events (`insert_many`'s rows) with the next positions, in their order, as
+        its last statement. The cursor's row, locked from here to the commit, is the
+        sequencer's lock: the next unit to number waits for this one's commit, so positions
+        commit in their order (a reader past N never misses an event numbered later). Each
+        unit locks it last, after every row it changes, so no unit holds it while it waits
+        for another (the sequencer of `sequence`, for events written unnumbered, takes its
+        advisory lock, then this row)."""
+        if not rows:
+            return
+        params: dict[str, Any] = {"name": SEQUENCE, "count": len(rows)}
+        if self.session.get_bind().dialect.name == "postgresql":
+            params |= {
+                "ids": [row["id"] for row in rows],
+                "types": [row["type"] for row in rows],
+                "subjects": [row["subject"] for row in rows],
+                "kinds": [row["subject_kind"] for row in rows],
+                "recorded": [row["recorded_at"] for row in rows],
+                "datas": [json.dumps(row["data"]) for row in rows],
+                "runs": [row.get("run_id") for row in rows],
+            }
+            await self.session.execute(_INSERT_NUMBERED_POSTGRES, params)
+            return
+        base = int((await self.session.execute(_MOVE_CURSOR_SQLITE, params)).scalar_one())
+        await self.session.execute(
+            _INSERT, [{**row, "position": base + i} for i, row in enumerate(rows, 1)]
+        )
 
     async def job_rows(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """What the job events say of these jobs, as they are in this unit of work."""

@@ -73,16 +73,22 @@ async def record(
     object. `subject_kind` (`package` or `function`) only for `calcgraph.file.uploaded`, whose
     subject may be either; every other type implies it."""
     row = event_row(type_, subject, data, subject_kind)
-    await EventRepository.from_session(session).insert_many([row])
-    signal.mark(type_, runs=[row["run_id"]])
+    await record_rows(session, [row])
     return str(row["id"])
 
 
 async def record_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
-    """Several `event_row`s in one statement (a batch of job transitions)."""
-    if rows:
-        await EventRepository.from_session(session).insert_many(rows)
-        signal.mark(*{str(row["type"]) for row in rows}, runs={row.get("run_id") for row in rows})
+    """Several `event_row`s: held for the last statement of a unit with the event signal's
+    hook (`signal.HELD`), which writes and numbers them in one statement; else in one
+    statement now, numbered later."""
+    if not rows:
+        return
+    held = session.info.get(signal.HELD)
+    if held is not None:
+        held.hold(rows)
+        return
+    await EventRepository.from_session(session).insert_many(rows)
+    signal.mark(*{str(row["type"]) for row in rows}, runs={row.get("run_id") for row in rows})
 
 
 def job_started_row(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -300,6 +306,11 @@ class EventService:
     async def sequence(self, session: AsyncSession) -> int:
         """Number the events committed since the last call (see `EventRepository.sequence`)."""
         return await EventRepository.from_session(session).sequence()
+
+    async def write_numbered(self, session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+        """Write a unit's held events with the next positions (see
+        `EventRepository.insert_numbered`)."""
+        await EventRepository.from_session(session).insert_numbered(rows)
 
     async def sequence_all(self, session: AsyncSession) -> None:
         """Number every event the session sees unnumbered (its own included), batch by batch."""

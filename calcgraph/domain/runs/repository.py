@@ -8,12 +8,14 @@ number of statements whatever the size of the run, each reaching its rows by key
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     event,
     insert,
     null,
@@ -27,7 +29,7 @@ from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.packages.models import PackageVersion
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
-from calcgraph.domain.runs.state import JobResult, NodeState, StartedJob
+from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.statements import repository as queries
 from calcgraph.domain.runs.views import NodeRow, RunView
 
@@ -71,6 +73,22 @@ def run_view(
 
 NODE_ROWS_PER_STATEMENT = 1000
 """A run's node rows are inserted this many per statement (contract 8b: big work in steps)."""
+
+
+def _state_values(state: NodeState) -> dict[str, Any]:
+    """A node state as its row's columns (`NODE_STATE_FIELDS`) take it."""
+    return {
+        "status": state.status,
+        "job_id": state.job_id,
+        "outputs": None if state.outputs is None else dict(state.outputs),
+        "error": None if state.error is None else dict(state.error),
+        "attempt": state.attempt,
+        "started_at": state.started_at,
+        "finished_at": state.finished_at,
+        "retry_at": state.retry_at,
+        "attempts": [dict(a) for a in state.attempts] or None,
+        "reused": state.reused,
+    }
 
 
 class RunRepository(RepositoryBase[WorkflowRun]):
@@ -223,6 +241,27 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         nodes)."""
         if not changed:
             return
+        rest = await self._start_many(run_id, changed, revision)
+        if not rest:
+            return
+        await self.session.execute(
+            queries.WRITE_STATE,
+            [
+                {
+                    "k_run_id": run_id,
+                    "k_node_key": key,
+                    **{f"v_{name}": value for name, value in _state_values(state).items()},
+                    "v_revision": revision,
+                }
+                for key, state in rest.items()
+            ],
+        )
+
+    async def _start_many(
+        self, run_id: str, changed: Mapping[str, NodeState], revision: int
+    ) -> dict[str, NodeState]:
+        """PostgreSQL: the nodes a tick submitted at one time, beyond `queries.FEW`, in one
+        UPDATE from arrays each; the changed states left to write."""
         rest = dict(changed)
         if self._dialect == "postgresql":
             submitted: dict[datetime | None, list[tuple[str, NodeState]]] = {}
@@ -249,29 +288,35 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                     del rest[key]
             if around is not None:
                 await self.session.execute(around[1], {"mode": previous})
-        if not rest:
+        return rest
+
+    async def write_tick(
+        self, run: WorkflowRun, changed: Mapping[str, NodeState], fields: Mapping[str, Any]
+    ) -> None:
+        """A changing tick's writes: its changed node rows at the run's new revision (`fields`'
+        `revision`) and the run's fields (`write_states`, then `write_run`). PostgreSQL: both
+        in one statement (`queries.WRITE_TICK`), after the submitted nodes' UPDATEs from
+        arrays when a tick submitted more than `queries.FEW` at once."""
+        if self._dialect != "postgresql":
+            await self.write_states(run.id, changed, fields["revision"])
+            await self.write_run(run, fields)
             return
-        await self.session.execute(
-            queries.WRITE_STATE,
-            [
-                {
-                    "k_run_id": run_id,
-                    "k_node_key": key,
-                    "v_status": state.status,
-                    "v_job_id": state.job_id,
-                    "v_outputs": None if state.outputs is None else dict(state.outputs),
-                    "v_error": None if state.error is None else dict(state.error),
-                    "v_attempt": state.attempt,
-                    "v_started_at": state.started_at,
-                    "v_finished_at": state.finished_at,
-                    "v_retry_at": state.retry_at,
-                    "v_attempts": [dict(a) for a in state.attempts] or None,
-                    "v_reused": state.reused,
-                    "v_revision": revision,
-                }
-                for key, state in rest.items()
-            ],
-        )
+        rest = await self._start_many(run.id, changed, fields["revision"])
+        values = [_state_values(state) for state in rest.values()]
+        params: dict[str, Any] = {
+            "k_id": run.id,
+            **{f"v_{name}": fields[name] for name in queries.RUN_FIELDS},
+            "a_node_key": list(rest),
+        }
+        for name in NODE_STATE_FIELDS:
+            column = [row[name] for row in values]
+            json_text = isinstance(queries.NODES.c[name].type, JSON)
+            params[f"a_{name}"] = (
+                [None if v is None else json.dumps(v) for v in column] if json_text else column
+            )
+        await self.session.execute(queries.WRITE_TICK, params)
+        for name, value in fields.items():
+            set_committed_value(run, name, value)
 
     async def write_run(self, run: WorkflowRun, fields: Mapping[str, Any]) -> None:
         """The run fields a tick writes (`queries.RUN_FIELDS`), in one UPDATE by primary key

@@ -104,17 +104,35 @@ class WebhookRepository(RepositoryBase[Webhook]):
         return clauses
 
     async def due(
-        self, now: datetime, limit: int, exclude: Sequence[str] = ()
+        self, now: datetime, limit: int, exclude: Sequence[str] = (), webhook: str | None = None
     ) -> list[tuple[str, str]]:
         """(delivery id, webhook id) of attempts due now that no worker holds (or whose
-        holder's lease ran out), oldest due first, of webhooks not in `exclude`."""
+        holder's lease ran out), oldest due first, of webhooks not in `exclude` (of `webhook`
+        only, when given)."""
+        query = select(WebhookDelivery.id, WebhookDelivery.webhook_id).where(
+            *self._due_clause(now, exclude)
+        )
+        if webhook is not None:
+            query = query.where(WebhookDelivery.webhook_id == webhook)
         rows = await self.session.execute(
-            select(WebhookDelivery.id, WebhookDelivery.webhook_id)
-            .where(*self._due_clause(now, exclude))
-            .order_by(WebhookDelivery.next_attempt_at)
-            .limit(limit)
+            query.order_by(WebhookDelivery.next_attempt_at).limit(limit)
         )
         return [(row[0], row[1]) for row in rows]
+
+    async def waiting(self, now: datetime, webhook_ids: Sequence[str]) -> set[str]:
+        """Those of these webhooks that have attempts due now that no worker holds: a new
+        attempt to one of them goes behind those, not ahead of them."""
+        if not webhook_ids:
+            return set()
+        rows = await self.session.scalars(
+            select(WebhookDelivery.webhook_id)
+            .where(
+                *self._due_clause(now, ()),
+                WebhookDelivery.webhook_id.in_(sorted(set(webhook_ids))),
+            )
+            .distinct()
+        )
+        return set(rows)
 
     async def any_due(self, now: datetime, exclude: Sequence[str] = ()) -> bool:
         found = await self.session.scalar(
@@ -146,6 +164,20 @@ class WebhookRepository(RepositoryBase[Webhook]):
         ).first()
         return None if row is None else (row[0], row[1], row[2])
 
+    async def attempts(
+        self, delivery_ids: Sequence[str]
+    ) -> list[tuple[WebhookDelivery, Webhook, Event]]:
+        """`attempt` for several deliveries, in one statement."""
+        if not delivery_ids:
+            return []
+        rows = await self.session.execute(
+            select(WebhookDelivery, Webhook, Event)
+            .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
+            .join(Event, Event.id == WebhookDelivery.event_id)
+            .where(WebhookDelivery.id.in_(sorted(set(delivery_ids))))
+        )
+        return [(row[0], row[1], row[2]) for row in rows]
+
     async def record(self, delivery_id: str, values: dict[str, Any]) -> bool:
         """The outcome of a pending attempt, once (a second worker's finds 0 rows)."""
         result = await self.session.execute(
@@ -157,14 +189,22 @@ class WebhookRepository(RepositoryBase[Webhook]):
         return _count(result) == 1
 
     async def count_failure(self, webhook_id: str, failed: bool) -> int:
-        """Events ended failed in a row, after this outcome (0 after a delivered one)."""
-        values: dict[str, Any] = (
-            {"failed_in_a_row": Webhook.failed_in_a_row + 1} if failed else {"failed_in_a_row": 0}
-        )
+        """Events ended failed in a row, after this outcome (0 after a delivered one). A
+        delivered one writes the webhook's row only when failures were counted: the attempts
+        in flight to one webhook, each ending in its own unit, would otherwise queue on that
+        row's lock, one commit after another."""
+        if not failed:
+            await self.session.execute(
+                update(Webhook)
+                .where(Webhook.id == webhook_id, Webhook.failed_in_a_row != 0)
+                .values(failed_in_a_row=0)
+                .execution_options(synchronize_session=False)
+            )
+            return 0
         await self.session.execute(
             update(Webhook)
             .where(Webhook.id == webhook_id)
-            .values(**values)
+            .values(failed_in_a_row=Webhook.failed_in_a_row + 1)
             .execution_options(synchronize_session=False)
         )
         found = await self.session.scalar(

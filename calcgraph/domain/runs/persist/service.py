@@ -35,10 +35,10 @@ async def apply(
     ended_before = run.status in RUN_TERMINAL
     store.changed(run_id)
     revision = run.revision
-    await store.repository.write_states(run_id, result.nodes, revision + 1)
     after = result.run
-    await store.repository.write_run(
+    await store.repository.write_tick(
         run,
+        result.nodes,
         {
             "status": after.status,
             "completed_at": after.completed_at,

@@ -7,18 +7,25 @@ import functools
 from typing import Any, cast
 
 from sqlalchemy import (
+    JSON,
     Integer,
     String,
     Table,
+    Text,
     bindparam,
     delete,
     exists,
+    func,
     literal_column,
     or_,
     select,
     union_all,
     update,
 )
+from sqlalchemy import (
+    cast as sql_cast,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import defer
 
 from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
@@ -107,6 +114,35 @@ WRITE_RUN = (
     update(RUNS)
     .where(RUNS.c.id == bindparam("k_id"))
     .values({name: bindparam(f"v_{name}", type_=RUNS.c[name].type) for name in RUN_FIELDS})
+)
+
+
+def _is_json(name: str) -> bool:
+    return isinstance(NODES.c[name].type, JSON)
+
+
+def _unnested(name: str) -> Any:
+    kind = Text() if _is_json(name) else NODES.c[name].type
+    return func.unnest(bindparam(f"a_{name}", type_=ARRAY(kind))).label(name)
+
+
+# PostgreSQL: a changing tick's node rows and its run's fields in one statement, the rows'
+# UPDATE (each row by its key, every column from an array, JSON as JSON text) a data-modifying
+# CTE of `WRITE_RUN`: they were an executemany by key and the run's UPDATE, two round trips.
+# The node rows' columns are `WRITE_STATE`'s, at the run's new revision (`v_revision`).
+STATE_ARRAYS = ("node_key", *NODE_STATE_FIELDS)
+_CHANGED = select(*(_unnested(name) for name in STATE_ARRAYS)).subquery("changed")
+WRITE_TICK = WRITE_RUN.add_cte(
+    update(NODES)
+    .where(NODES.c.run_id == bindparam("k_id"), NODES.c.node_key == _CHANGED.c.node_key)
+    .values(
+        {
+            name: sql_cast(_CHANGED.c[name], JSONB) if _is_json(name) else _CHANGED.c[name]
+            for name in NODE_STATE_FIELDS
+        }
+        | {"revision": bindparam("v_revision", type_=Integer)}
+    )
+    .cte("changed_states")
 )
 
 

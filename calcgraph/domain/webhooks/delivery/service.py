@@ -63,6 +63,9 @@ class FannedOut:
     their events."""
     taken: list[Attempt] = field(default_factory=list)
     """The attempts 1 written leased to the caller, ready to send after the commit."""
+    queued: set[str] = field(default_factory=set)
+    """The webhooks with attempts 1 written for `due` to lease (the caller had no room for
+    them, or earlier attempts to the webhook were waiting)."""
 
 
 async def fan_out(
@@ -74,8 +77,11 @@ async def fan_out(
     """Fan the next batch of events out. `take(webhook_id)`: whether the caller has room to
     send one more attempt to that webhook now; those it takes are written leased to it
     (`FannedOut.taken`: what to send, the webhook and the owner's sight checked here), the
-    others wait for `due`. Raises `Raced` when another worker moved the cursor first (the
-    unit then writes nothing)."""
+    others wait for `due`. A webhook with attempts already waiting (due, unheld) takes none:
+    its new attempts queue behind them, for `due` to lease oldest first (were they taken, a
+    webhook kept full by a steady stream of events sent each new one at once while those that
+    once found it full waited, seconds, for a round with a slot left). Raises `Raced` when
+    another worker moved the cursor first (the unit then writes nothing)."""
     events = EventRepository.from_session(session)
     position = await events.cursor(FAN_OUT)
     # Every event numbered up to the sequencer's cursor has committed (they are numbered in
@@ -102,7 +108,13 @@ async def fan_out(
         else []
     )
     until = now + timedelta(seconds=lease_seconds)
+    waiting = (
+        await WebhookRepository.from_session(session).waiting(now, [w.id for w, _ in webhooks])
+        if take is not None and batch
+        else set()
+    )
     taken: list[Attempt] = []
+    queued: set[str] = set()
     rows: list[dict[str, Any]] = []
     ids = [e.id for e in batch]
     seen: dict[str, set[str]] = {}
@@ -135,17 +147,20 @@ async def fan_out(
                     "created_at": now,
                     "lease_until": None,
                 }
-                if take is not None and take(webhook.id):
+                if take is not None and webhook.id not in waiting and take(webhook.id):
                     row["lease_until"] = until
                     view = event_view(event)
                     taken.append(
                         Attempt(delivery_id, webhook.id, webhook.url, webhook.secret, view, 1)
                     )
+                else:
+                    waiting.add(webhook.id)  # its later events queue behind this one
+                    queued.add(webhook.id)
                 rows.append(row)
     if not await events.move_cursor(FAN_OUT, position, last):
         raise Raced()
     await WebhookRepository.from_session(session).add_deliveries(rows)
-    return FannedOut(last - position, taken)
+    return FannedOut(last - position, taken, queued)
 
 
 def wanted_types(filters: Iterable[TypeFilter]) -> TypeFilter:
@@ -169,6 +184,8 @@ class Raced(Exception):
 class Leased:
     delivery_id: str
     webhook_id: str
+    ready: Attempt | str | None = None
+    """What to send (or why not, as `prepare`), read in the unit that leased it."""
 
 
 async def due(
@@ -179,10 +196,13 @@ async def due(
     *,
     room: Mapping[str, int] | None = None,
     per_webhook: int | None = None,
+    webhook: str | None = None,
 ) -> tuple[list[Leased], bool]:
     """Lease for `lease_seconds` up to `limit` attempts due now, at most `per_webhook` of one
-    webhook beyond those it already has in flight (`room`: webhook id -> in flight). Returns
-    them, and whether more were due than leased (the caller comes back once it has room)."""
+    webhook beyond those it already has in flight (`room`: webhook id -> in flight); of
+    `webhook` only, when given. Returns
+    them, and whether more were due than leased, its full webhooks' included (the caller
+    comes back once it has room, or once one of their attempts ends)."""
     repository = WebhookRepository.from_session(session)
     in_flight = dict(room or {})
     full = [w for w, n in in_flight.items() if n >= per_webhook] if per_webhook is not None else []
@@ -190,14 +210,25 @@ async def due(
     more = False
     until = now + timedelta(seconds=lease_seconds)
     if limit <= 0:
-        return leased, await repository.any_due(now, full)
-    for delivery_id, webhook_id in await repository.due(now, limit, exclude=full):
+        return leased, await repository.any_due(now)
+    found = await repository.due(now, limit, exclude=full, webhook=webhook)
+    for delivery_id, webhook_id in found:
         if per_webhook is not None and in_flight.get(webhook_id, 0) >= per_webhook:
             more = True
             continue
         if await repository.lease(delivery_id, now, until):
             leased.append(Leased(delivery_id, webhook_id))
             in_flight[webhook_id] = in_flight.get(webhook_id, 0) + 1
+    if len(found) >= limit:
+        more = True
+    elif full and not more and webhook is None:
+        # The full webhooks' attempts were not asked for: one waiting is more to come back for
+        # when a slot frees (those leased here are held now, so not found again).
+        more = await repository.any_due(now)
+    if leased:
+        # Read here, a few statements for all, not one read unit per attempt before its POST.
+        ready = await prepare_many(session, [item.delivery_id for item in leased])
+        leased = [Leased(i.delivery_id, i.webhook_id, ready.get(i.delivery_id)) for i in leased]
     return leased, more
 
 
@@ -232,6 +263,51 @@ async def prepare(session: AsyncSession, delivery_id: str) -> Attempt | str | No
     return Attempt(
         delivery.id, webhook.id, webhook.url, webhook.secret, event_view(event), delivery.attempt
     )
+
+
+async def prepare_many(
+    session: AsyncSession, delivery_ids: Sequence[str]
+) -> dict[str, Attempt | str]:
+    """`prepare` for several deliveries: the deliveries in one statement, then each webhook
+    owner's roles and sight once. A delivery no longer pending is left out."""
+    events = EventRepository.from_session(session)
+    prepared: dict[str, Attempt | str] = {}
+    owners: dict[str, list[tuple[Any, Any, Any]]] = {}
+    for delivery, webhook, event in await WebhookRepository.from_session(session).attempts(
+        delivery_ids
+    ):
+        if delivery.state != "pending":
+            continue
+        if not webhook.enabled:
+            prepared[delivery.id] = "the webhook is disabled"
+        elif event.type == WEBHOOK_TEST:
+            prepared[delivery.id] = Attempt(
+                delivery.id,
+                webhook.id,
+                webhook.url,
+                webhook.secret,
+                event_view(event),
+                delivery.attempt,
+            )
+        else:
+            owners.setdefault(webhook.user_id, []).append((delivery, webhook, event))
+    for user_id, found in owners.items():
+        owner = _owner(user_id, await _roles(session, user_id))
+        visible = await events.visible_ids(owner, [event.id for _, _, event in found])
+        for delivery, webhook, event in found:
+            prepared[delivery.id] = (
+                Attempt(
+                    delivery.id,
+                    webhook.id,
+                    webhook.url,
+                    webhook.secret,
+                    event_view(event),
+                    delivery.attempt,
+                )
+                if event.id in visible
+                else "the webhook's owner may no longer see this event"
+            )
+    return prepared
 
 
 async def _roles(session: AsyncSession, user_id: str) -> list[Any]:
