@@ -39,6 +39,9 @@ class Announcer:
     def begin(self) -> Any:
         return None
 
+    def opened(self, session: AsyncSession, state: Any) -> None:
+        pass
+
     async def before_commit(self, session: AsyncSession, state: Any) -> None:
         pass
 
