@@ -281,14 +281,7 @@ async def prepare_many(
         if not webhook.enabled:
             prepared[delivery.id] = "the webhook is disabled"
         elif event.type == WEBHOOK_TEST:
-            prepared[delivery.id] = Attempt(
-                delivery.id,
-                webhook.id,
-                webhook.url,
-                webhook.secret,
-                event_view(event),
-                delivery.attempt,
-            )
+            prepared[delivery.id] = _attempt(delivery, webhook, event)
         else:
             owners.setdefault(webhook.user_id, []).append((delivery, webhook, event))
     for user_id, found in owners.items():
@@ -296,14 +289,7 @@ async def prepare_many(
         visible = await events.visible_ids(owner, [event.id for _, _, event in found])
         for delivery, webhook, event in found:
             prepared[delivery.id] = (
-                Attempt(
-                    delivery.id,
-                    webhook.id,
-                    webhook.url,
-                    webhook.secret,
-                    event_view(event),
-                    delivery.attempt,
-                )
+                _attempt(delivery, webhook, event)
                 if event.id in visible
                 else "the webhook's owner may no longer see this event"
             )
@@ -387,3 +373,10 @@ async def finish(
                 {"webhook_id": webhook.id, "url": webhook.url},
             )
     return state
+
+
+def _attempt(delivery: Any, webhook: Any, event: Any) -> Attempt:
+    """The attempt to send as its rows give it."""
+    return Attempt(
+        delivery.id, webhook.id, webhook.url, webhook.secret, event_view(event), delivery.attempt
+    )
