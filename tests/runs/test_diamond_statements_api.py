@@ -116,8 +116,11 @@ def _stop_timers(platform: Platform) -> None:
 # (d02374f), then 73 and 116, then 68 and 106. On PostgreSQL a changing tick writes its node
 # rows and its run in one statement (40-42 with 7-8 worker units; SQLite 68-73). A run's
 # creation reads its facts, plans holding no connection, then checks again in its write (the
-# workflow's visibility, the caller's room for runs, the function versions): 2 more.
-BUDGET = {"postgresql": 44, "sqlite": 75}
+# workflow's visibility, the caller's room for runs, the function versions): 2 more. Counted
+# with 6, 7 and 8 worker units: PostgreSQL 41-42 (the 8-unit case is 44: 2 statements a unit),
+# SQLite 68, 71 and 76 (4 statements a unit, and a claim reads its function version). The
+# budget is the 8-unit case; 75 failed CI once when no claims were batched.
+BUDGET = {"postgresql": 44, "sqlite": 76}
 
 
 async def test_a_whole_diamond_stays_within_its_statements(
