@@ -113,6 +113,14 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         default=defaults.soak_minutes,
         help="length of the soak benchmark (soak_hostile_http; default 10)",
     )
+    parser.add_argument(
+        "--flood-nice",
+        type=int,
+        default=defaults.flood_nice,
+        choices=range(-1, 20),
+        metavar="-1-19",
+        help="niceness of events_flood_http's flood process (default 10; 0: not niced)",
+    )
     args = parser.parse_args(argv)
     options = dataclasses.replace(
         defaults,
@@ -123,6 +131,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         workers=tuple(args.workers),
         runs=tuple(args.runs),
         soak_minutes=args.minutes,
+        flood_nice=args.flood_nice,
     )
     return args.names, options, args.list
 

@@ -4,6 +4,7 @@ and pruning what is older than the retention."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -163,6 +164,30 @@ def viewer(principal: Principal | None) -> dict[str, str]:
     return {} if principal is None or principal.is_admin else {_VIEWER: principal.user_id}
 
 
+_LAST_POSITION = select(EventCursor.position).where(EventCursor.name == SEQUENCE)
+_UNSEQUENCED = select(Event.id).where(Event.position.is_(None)).limit(1)
+_HEAD = select(_LAST_POSITION.scalar_subquery(), _UNSEQUENCED.exists())
+
+
+@functools.lru_cache(maxsize=256)
+def _page_statement(
+    types: TypeFilter, upto: bool, everyone: bool, subject: bool, run: bool
+) -> Select[Event]:
+    """`EventRepository.page`'s statement for one shape of filter, built once and bound at
+    each execution (`after`, `limit`, `upto`, `subject`, `run` and the viewer): building it
+    cost a long-poll's page about as much as running it."""
+    query = select(Event).where(Event.position > bindparam("after"), type_clause(types))
+    if upto:
+        query = query.where(Event.position <= bindparam("upto"))
+    if not everyone:
+        query = query.where(_VISIBLE_EVENT)
+    if subject:
+        query = query.where(Event.subject == bindparam("subject"))
+    if run:
+        query = query.where(Event.run_id == bindparam("run"))
+    return query.order_by(Event.position).limit(bindparam("limit"))
+
+
 def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
     """Who sees an event, by the rules of its subject as they stand now (contract section 9):
     job events by who may GET the job, run events by who may GET the run, package and file
@@ -238,8 +263,14 @@ class EventRepository(RepositoryBase[Event]):
         return [dict(zip(columns, row, strict=True)) for row in rows]
 
     async def unsequenced(self) -> bool:
-        found = await self.session.scalar(select(Event.id).where(Event.position.is_(None)).limit(1))
+        found = await self.session.scalar(_UNSEQUENCED)
         return found is not None
+
+    async def head(self) -> tuple[int, bool]:
+        """The log's end (`last_position`) and whether events wait for a position
+        (`unsequenced`), in one statement: a long-poll's page asks both before each read."""
+        row = (await self.session.execute(_HEAD)).one()
+        return int(row[0] or 0), bool(row[1])
 
     async def sequence(self) -> int:
         """Give the events committed without a position the next ones, oldest first; the
@@ -296,9 +327,7 @@ class EventRepository(RepositoryBase[Event]):
         return [(str(t), r, int(p or 0)) for t, r, p in rows]
 
     async def last_position(self) -> int:
-        found = await self.session.scalar(
-            select(EventCursor.position).where(EventCursor.name == SEQUENCE)
-        )
+        found = await self.session.scalar(_LAST_POSITION)
         return int(found or 0)
 
     async def page(
@@ -315,17 +344,22 @@ class EventRepository(RepositoryBase[Event]):
         `principal` may see (None: every event, for the fan-out, which checks each webhook
         owner's sight itself); with `run`, only that run's own and its jobs' (still each by its
         subject's rule)."""
-        query = select(Event).where(Event.position > after, type_clause(types))
-        if upto is not None:
-            query = query.where(Event.position <= upto)
-        if principal is not None:
-            query = query.where(visible_event_clause(principal))
-        if subject is not None:
-            query = query.where(Event.subject == subject)
-        if run is not None:
-            query = query.where(Event.run_id == run)
-        query = query.order_by(Event.position).limit(limit)
-        return list(await self.session.scalars(query, viewer(principal)))
+        query = _page_statement(
+            types,
+            upto is not None,
+            principal is None or principal.is_admin,
+            subject is not None,
+            run is not None,
+        )
+        params: dict[str, Any] = {
+            "after": after,
+            "limit": limit,
+            "upto": upto,
+            "subject": subject,
+            "run": run,
+            **viewer(principal),
+        }
+        return list(await self.session.scalars(query, params))
 
     async def latest(
         self, principal: Principal, upto: int, limit: int, types: TypeFilter

@@ -324,6 +324,10 @@ class EventService:
     async def end(self, session: AsyncSession) -> int:
         return await EventRepository.from_session(session).last_position()
 
+    async def head(self, session: AsyncSession) -> tuple[int, bool]:
+        """The log's end and whether events wait for a position, in one read."""
+        return await EventRepository.from_session(session).head()
+
     async def digest(
         self, session: AsyncSession, after: int, upto: int
     ) -> list[tuple[str, str | None, int]]:

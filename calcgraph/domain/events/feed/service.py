@@ -102,9 +102,8 @@ class EventFeed:
                 if first and query.run is not None and query.after is not None:
                     await event_service.require_run(session, principal, query.run)
                 first = False
-                pending = number and await event_service.unsequenced(session)
-                if not pending:
-                    end = await event_service.end(session)
+                end, pending = await event_service.head(session)
+                if not (number and pending):
                     page = await event_service.page(session, principal, query, after)
                     reader.seen = max(reader.seen, end)
                     return page
