@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from calcgraph.db.base import utcnow
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.models import User
 from calcgraph.domain.events.catalog import RUN_CREATED, USER_LOGIN, WEBHOOK_TEST, parse_types
-from calcgraph.domain.events.models import Event, Webhook, WebhookDelivery
+from calcgraph.domain.events.models import Webhook, WebhookDelivery
 from calcgraph.domain.events.repository import EventRepository
 from calcgraph.domain.events.service import event_row, event_service, record_rows
 from calcgraph.domain.webhooks.delivery.service import (
@@ -53,18 +53,22 @@ async def _record(database: Database, rows: list[dict[str, Any]]) -> None:
 
 
 async def _fan_out(database: Database) -> tuple[FannedOut, set[str]]:
-    """One batch; the types of the events it loaded."""
+    """One batch; the types of the events it read (the rows the repository's page returned:
+    a page reads table rows, not mapped events)."""
     loaded: set[str] = set()
+    page = EventRepository.page
 
-    def on_load(target: Event, _: Any) -> None:
-        loaded.add(target.type)
+    async def reading(self: EventRepository, *args: Any, **kwargs: Any) -> Any:
+        rows = await page(self, *args, **kwargs)
+        loaded.update(row.type for row in rows)
+        return rows
 
-    event.listen(Event, "load", on_load)
+    EventRepository.page = reading  # type: ignore[method-assign]
     try:
         async with database.write_session() as session:
             fanned = await fan_out(session, utcnow())
     finally:
-        event.remove(Event, "load", on_load)
+        EventRepository.page = page  # type: ignore[method-assign]
     return fanned, loaded
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     DateTime,
+    Row,
     Select,
     String,
     Table,
@@ -172,11 +173,13 @@ _HEAD = select(_LAST_POSITION.scalar_subquery(), _UNSEQUENCED.exists())
 @functools.lru_cache(maxsize=256)
 def _page_statement(
     types: TypeFilter, upto: bool, everyone: bool, subject: bool, run: bool
-) -> Select[Event]:
+) -> Select[Any]:
     """`EventRepository.page`'s statement for one shape of filter, built once and bound at
     each execution (`after`, `limit`, `upto`, `subject`, `run` and the viewer): building it
-    cost a long-poll's page about as much as running it."""
-    query = select(Event).where(Event.position > bindparam("after"), type_clause(types))
+    cost a long-poll's page about as much as running it. It reads the table's rows, not
+    mapped `Event`s: a page is read once and never changed, and loading 500 rows as objects
+    cost about 23 µs each."""
+    query = select(*_EVENTS.c).where(Event.position > bindparam("after"), type_clause(types))
     if upto:
         query = query.where(Event.position <= bindparam("upto"))
     if not everyone:
@@ -339,7 +342,7 @@ class EventRepository(RepositoryBase[Event]):
         subject: str | None,
         run: str | None = None,
         upto: int | None = None,
-    ) -> list[Event]:
+    ) -> list[Row[Any]]:
         """Sequenced events after `after` (and at most `upto`), in position order, that
         `principal` may see (None: every event, for the fan-out, which checks each webhook
         owner's sight itself); with `run`, only that run's own and its jobs' (still each by its
@@ -359,21 +362,21 @@ class EventRepository(RepositoryBase[Event]):
             "run": run,
             **viewer(principal),
         }
-        return list(await self.session.scalars(query, params))
+        return list(await self.session.execute(query, params))
 
     async def latest(
         self, principal: Principal, upto: int, limit: int, types: TypeFilter
-    ) -> list[Event]:
+    ) -> list[Row[Any]]:
         """The newest sequenced events at or before `upto` that `principal` may see, newest
         first (a notifications list)."""
-        query = select(Event).where(
+        query = select(*_EVENTS.c).where(
             Event.position.is_not(None),
             Event.position <= upto,
             type_clause(types),
             visible_event_clause(principal),
         )
         query = query.order_by(Event.position.desc()).limit(limit)
-        return list(await self.session.scalars(query, viewer(principal)))
+        return list(await self.session.execute(query, viewer(principal)))
 
     async def run_visible(self, principal: Principal, run_id: str) -> bool:
         query = (
