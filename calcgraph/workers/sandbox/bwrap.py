@@ -32,7 +32,6 @@ from calcgraph.workers.sandbox.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
-    check_enforcement,
     runner_config,
 )
 from calcgraph.workers.sandbox.cgroups import CgroupLayout, SandboxCgroup
@@ -169,12 +168,11 @@ class BwrapBackend(SandboxBackend):
     def cgroups(self) -> CgroupLayout | None:
         return CgroupLayout.detect() if self.use_cgroups else None
 
-    @cached_property
-    def _enforcement(self) -> dict[str, str]:
+    def mechanisms(self) -> dict[str, str | None]:
         cgroups = self.cgroups
         as_root = os.geteuid() == 0
         cg = f"cgroup v{cgroups.version} per sandbox" if cgroups else None
-        found: dict[str, str | None] = {
+        return {
             "network": "--unshare-net (only a loopback of its own)",
             "read_only_fs": "read-only binds, root remounted read-only; /tmp the only tmpfs "
             "(no /var/tmp; /dev, with /dev/shm, read-only)",
@@ -193,10 +191,6 @@ class BwrapBackend(SandboxBackend):
             "timeout": "host kills bwrap, its pid namespace and its cgroup",
             "output": "captured in the runner, truncated",
         }
-        return check_enforcement(self.name, found, self.unenforceable)
-
-    def enforcement(self) -> dict[str, str]:
-        return dict(self._enforcement)
 
     def _args(self, spec: SandboxSpec, code_dir: Path) -> list[str]:
         """bwrap's options (sent through `--args`, see `start`)."""

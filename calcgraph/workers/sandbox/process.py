@@ -34,7 +34,6 @@ from calcgraph.workers.sandbox.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
-    check_enforcement,
     runner_config,
 )
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
@@ -113,8 +112,8 @@ class ProcessBackend(SandboxBackend):
             "infrastructure_error", "no python3 that an unprivileged uid can execute"
         )
 
-    def enforcement(self) -> dict[str, str]:
-        found: dict[str, str | None] = {
+    def mechanisms(self) -> dict[str, str | None]:
+        return {
             "network": "a network namespace of its own (unshare CLONE_NEWNET)"
             if self.as_root
             else None,
@@ -143,7 +142,6 @@ class ProcessBackend(SandboxBackend):
             + (" and every process of the sandbox's uid" if self.as_root else ""),
             "output": "captured in the runner, truncated",
         }
-        return check_enforcement(self.name, found, self.unenforceable)
 
     def start(self, spec: SandboxSpec) -> RunnerSandbox:
         self.fail_closed()
