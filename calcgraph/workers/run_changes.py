@@ -20,11 +20,10 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from calcgraph.db.engine import Database
+from calcgraph.db.engine import CollectingHook, Database
 from calcgraph.domain.runs.changes import EVERYTHING, RunChanges, Token, collecting
 from calcgraph.ops.redis_clients import LoopClients
 
@@ -161,7 +160,7 @@ def _fresh() -> str:
     return os.urandom(9).hex()
 
 
-class RunChangeSignal:
+class RunChangeSignal(CollectingHook):
     """A `UnitHook`: the runs a committed unit changed get fresh tokens, before the unit's
     caller goes on (a worker publishes the job's end after this: a waiter it wakes sees the
     change)."""
@@ -169,24 +168,13 @@ class RunChangeSignal:
     def __init__(self, changes: RunChanges) -> None:
         self.changes = changes
 
-    def begin(self) -> Any:
-        manager = collecting()
-        return manager, manager.__enter__()
-
-    def opened(self, session: AsyncSession, state: Any) -> None:
-        pass
-
-    async def before_commit(self, session: AsyncSession, state: Any) -> None:
-        pass
+    def collect(self) -> AbstractContextManager[set[str]]:
+        return collecting()
 
     async def committed(self, state: Any) -> None:
         _, marks = state
         if marks:
             await self.changes.mark(set(marks))
-
-    def end(self, state: Any) -> None:
-        manager, _ = state
-        manager.__exit__(None, None, None)
 
 
 def attach_run_changes(database: Database, changes: RunChanges) -> None:
