@@ -14,6 +14,13 @@ import contextlib
 import threading
 from typing import Any
 
+SERVER_TIME_LUA = """
+local now = redis.call('TIME')
+local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+"""
+"""The start of a Lua script timed by the Redis server's clock (so hosts need not agree): `t`,
+the server's time in seconds."""
+
 _RETRIES = 3
 _SOCKET_TIMEOUT = 5.0
 _CONNECT_TIMEOUT = 2.0

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from calcgraph.ops import tasks
+from calcgraph.ops.redis_clients import SERVER_TIME_LUA
 from calcgraph.settings import Settings
 
 log = logging.getLogger("calcgraph.sockets")
@@ -33,9 +34,9 @@ _REDIS_DOWN_LOG_SECONDS = 60.0
 
 # KEYS[1]: the count's sorted set; ARGV: the socket's id, the limit, the lease in seconds.
 # 1 when the socket is counted, 0 when the count is at the limit already.
-_ARRIVE_LUA = """
-local now = redis.call('TIME')
-local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+_ARRIVE_LUA = (
+    SERVER_TIME_LUA
+    + """
 local lease = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', t)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
@@ -45,11 +46,12 @@ redis.call('ZADD', KEYS[1], t + lease, ARGV[1])
 redis.call('EXPIRE', KEYS[1], math.ceil(lease) + 1)
 return 1
 """
+)
 
 # KEYS: counts; ARGV[1]: the lease, ARGV[1 + i]: the id of a socket counted in KEYS[i].
-_RENEW_LUA = """
-local now = redis.call('TIME')
-local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+_RENEW_LUA = (
+    SERVER_TIME_LUA
+    + """
 local lease = tonumber(ARGV[1])
 for i, key in ipairs(KEYS) do
   redis.call('ZADD', key, 'XX', t + lease, ARGV[i + 1])
@@ -57,6 +59,7 @@ for i, key in ipairs(KEYS) do
 end
 return #KEYS
 """
+)
 
 
 @dataclass

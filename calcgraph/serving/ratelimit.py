@@ -29,6 +29,7 @@ from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.domain.errors import RateLimited
 from calcgraph.ops import tasks
 from calcgraph.ops.metrics import Metrics
+from calcgraph.ops.redis_clients import SERVER_TIME_LUA
 from calcgraph.rest_compat.errors import render
 from calcgraph.settings import Settings
 
@@ -49,9 +50,9 @@ _SYNC_KEYS = 1000
 # the last sync. Adds them to each shared bucket and answers, per key, the seconds until it is
 # full again (strings: Lua numbers returned to Redis are truncated to integers); timed by the
 # Redis server's clock, so hosts need not agree.
-_SYNC_LUA = """
-local now = redis.call('TIME')
-local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+_SYNC_LUA = (
+    SERVER_TIME_LUA
+    + """
 local interval = tonumber(ARGV[1])
 local out = {}
 for i, key in ipairs(KEYS) do
@@ -66,6 +67,7 @@ for i, key in ipairs(KEYS) do
 end
 return out
 """
+)
 
 
 class Limiter(Protocol):
