@@ -16,21 +16,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from calcgraph.ops import tasks
-from calcgraph.ops.redis_clients import SERVER_TIME_LUA
+from calcgraph.ops.redis_clients import SERVER_TIME_LUA, DownWarning
 from calcgraph.settings import Settings
 
 log = logging.getLogger("calcgraph.sockets")
 
 LEASE_SECONDS = 60.0
 """A socket's count lasts this long unless its process renews it (every third of it)."""
-_REDIS_DOWN_LOG_SECONDS = 60.0
 
 # KEYS[1]: the count's sorted set; ARGV: the socket's id, the limit, the lease in seconds.
 # 1 when the socket is counted, 0 when the count is at the limit already.
@@ -161,7 +159,9 @@ class RedisCensus:
         self._arrive: Any = None
         self._renew: Any = None
         self._task: asyncio.Task[None] | None = None
-        self._last_warning = 0.0
+        self._redis_down = DownWarning(
+            log, "socket counts are per process while Redis does not answer: %s"
+        )
 
     def _connect(self) -> None:
         if self._client is None:
@@ -173,12 +173,6 @@ class RedisCensus:
         if self._task is None:
             # The renewing task belongs to the event loop that first counts: the API's loop.
             self._task = asyncio.get_running_loop().create_task(self._renewing())
-
-    def _redis_down(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_warning > _REDIS_DOWN_LOG_SECONDS:
-            self._last_warning = now
-            log.warning("socket counts are per process while Redis does not answer: %s", exc)
 
     async def _count(self, key: str, seat: Seat, limit: int) -> bool | None:
         """Whether Redis counted the socket under `key` (None: Redis did not answer)."""

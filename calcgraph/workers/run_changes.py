@@ -25,12 +25,11 @@ from typing import Any
 
 from calcgraph.db.engine import CollectingHook, Database
 from calcgraph.domain.runs.changes import EVERYTHING, RunChanges, Token, collecting
-from calcgraph.ops.redis_clients import LoopClients
+from calcgraph.ops.redis_clients import DownWarning, LoopClients
 
 log = logging.getLogger("calcgraph.workers.run_changes")
 _KEEP_S = 24 * 3600
 _DOWN_S = 1.0
-_DOWN_LOG_S = 60.0
 _MARKED = 10_000
 
 
@@ -86,7 +85,7 @@ class RedisRunChanges:
         self._epoch_key = f"{self._prefix}epoch"
         self._clients = LoopClients(url, socket_timeout=1.0)
         self._down_until = 0.0
-        self._warned = 0.0
+        self._warn = DownWarning(log, "%s while Redis does not answer: %s")
         self._lock = threading.Lock()
         self._marked: OrderedDict[str, Token] = OrderedDict()
         """The tokens this process's marks set, the last `_MARKED` runs (any thread)."""
@@ -94,9 +93,7 @@ class RedisRunChanges:
     def _down(self, what: str, exc: Exception) -> None:
         now = time.monotonic()
         self._down_until = now + _DOWN_S
-        if now - self._warned > _DOWN_LOG_S:
-            self._warned = now
-            log.warning("%s while Redis does not answer: %s", what, exc)
+        self._warn(what, exc)
 
     async def token(self, run_id: str) -> Token | None:
         if time.monotonic() < self._down_until:
