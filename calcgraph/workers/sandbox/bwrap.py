@@ -37,11 +37,10 @@ from calcgraph.workers.sandbox.base import (
 from calcgraph.workers.sandbox.cgroups import CgroupLayout, SandboxCgroup
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
 from calcgraph.workers.sandbox.staging import (
-    STAGE_DIR,
     neutral_interpreter,
     remove_staged,
-    remove_stale_staging,
     stage_code,
+    staging_parent,
     user_process_count,
 )
 
@@ -95,10 +94,7 @@ class BwrapBackend(SandboxBackend):
                 raise SandboxUnavailable(f"cannot copy the interpreter: {exc}") from exc
         self.python = str(self.mounted_prefix / "bin" / "python3")
         # As root, staged code lives where the process backend stages its own (not /tmp).
-        self.stage_dir: Path | None = STAGE_DIR if os.geteuid() == 0 else None
-        if self.stage_dir is not None:
-            self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
-        remove_stale_staging(self.stage_dir)
+        self.stage_dir = staging_parent(os.geteuid() == 0)
 
     @cached_property
     def _help(self) -> str:

@@ -38,11 +38,10 @@ from calcgraph.workers.sandbox.base import (
 )
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
 from calcgraph.workers.sandbox.staging import (
-    STAGE_DIR,
     allocate_uid,
     remove_staged,
-    remove_stale_staging,
     stage_code,
+    staging_parent,
     traversable_by_others,
     user_process_count,
 )
@@ -88,10 +87,7 @@ class ProcessBackend(SandboxBackend):
         )
         self.python = python or self._pick_python()
         # As root, code is staged outside /tmp: the sandbox gets a private /tmp of its own.
-        self.stage_dir: Path | None = STAGE_DIR if self.as_root else None
-        if self.stage_dir is not None:
-            self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
-        remove_stale_staging(self.stage_dir)
+        self.stage_dir = staging_parent(self.as_root)
         seen = (
             "read-only, in a mount namespace with a /proc of the sandbox's own processes"
             if self.as_root
