@@ -6,7 +6,7 @@ import os
 from datetime import UTC, datetime
 from typing import Any, Generic, Self, TypeVar
 
-from sqlalchemy import JSON, DateTime, MetaData, String
+from sqlalchemy import JSON, ColumnElement, DateTime, MetaData, String, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -92,6 +92,15 @@ class RepositoryBase(Generic[M]):
 
     async def get(self, id_: str) -> M | None:
         return await self.session.get(self.model, id_)
+
+    async def all_where(
+        self, where: ColumnElement[bool], *order: Any, limit: int | None = None
+    ) -> list[M]:
+        """Every row of the model where `where` holds, in `order` (the first `limit`)."""
+        rows = await self.session.scalars(
+            select(self.model).where(where).order_by(*order).limit(limit)
+        )
+        return list(rows)
 
     async def add(self, obj: M) -> M:
         self.session.add(obj)

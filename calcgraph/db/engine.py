@@ -11,7 +11,7 @@ import logging
 import math
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import event, text
@@ -88,6 +88,33 @@ class UnitHook(Protocol):
     async def committed(self, state: Any) -> None: ...
 
     def end(self, state: Any) -> None: ...
+
+
+class CollectingHook:
+    """A `UnitHook` that gathers what its unit of work marks, in a context of the unit's own
+    (`collect`): `begin` enters it, `end` leaves it, and the state between is the context
+    and what it gathers. It does nothing as the session opens or before the commit unless it
+    says otherwise; `committed` acts on what was gathered."""
+
+    def collect(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def begin(self) -> Any:
+        manager = self.collect()
+        return manager, manager.__enter__()
+
+    def opened(self, session: AsyncSession, state: Any) -> None:
+        pass
+
+    async def before_commit(self, session: AsyncSession, state: Any) -> None:
+        pass
+
+    async def committed(self, state: Any) -> None:
+        raise NotImplementedError
+
+    def end(self, state: Any) -> None:
+        manager, _ = state
+        manager.__exit__(None, None, None)
 
 
 async def _tell_committed(states: list[tuple[UnitHook, Any]]) -> None:

@@ -11,8 +11,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
+import time
 from typing import Any
+
+SERVER_TIME_LUA = """
+local now = redis.call('TIME')
+local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+"""
+"""The start of a Lua script timed by the Redis server's clock (so hosts need not agree): `t`,
+the server's time in seconds."""
+
+DOWN_LOG_SECONDS = 60.0
+
+
+class DownWarning:
+    """The warning a caller logs when Redis does not answer, at most once a `DOWN_LOG_SECONDS`:
+    while Redis is down every call meets the error. `message` takes the call's arguments."""
+
+    def __init__(self, logger: logging.Logger, message: str) -> None:
+        self.logger = logger
+        self.message = message
+        self.last = 0.0
+
+    def __call__(self, *args: object) -> None:
+        now = time.monotonic()
+        if now - self.last > DOWN_LOG_SECONDS:
+            self.last = now
+            self.logger.warning(self.message, *args)
+
 
 _RETRIES = 3
 _SOCKET_TIMEOUT = 5.0

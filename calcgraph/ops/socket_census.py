@@ -16,26 +16,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from calcgraph.ops import tasks
+from calcgraph.ops.redis_clients import SERVER_TIME_LUA, DownWarning
 from calcgraph.settings import Settings
 
 log = logging.getLogger("calcgraph.sockets")
 
 LEASE_SECONDS = 60.0
 """A socket's count lasts this long unless its process renews it (every third of it)."""
-_REDIS_DOWN_LOG_SECONDS = 60.0
 
 # KEYS[1]: the count's sorted set; ARGV: the socket's id, the limit, the lease in seconds.
 # 1 when the socket is counted, 0 when the count is at the limit already.
-_ARRIVE_LUA = """
-local now = redis.call('TIME')
-local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+_ARRIVE_LUA = (
+    SERVER_TIME_LUA
+    + """
 local lease = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', t)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
@@ -45,11 +44,12 @@ redis.call('ZADD', KEYS[1], t + lease, ARGV[1])
 redis.call('EXPIRE', KEYS[1], math.ceil(lease) + 1)
 return 1
 """
+)
 
 # KEYS: counts; ARGV[1]: the lease, ARGV[1 + i]: the id of a socket counted in KEYS[i].
-_RENEW_LUA = """
-local now = redis.call('TIME')
-local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+_RENEW_LUA = (
+    SERVER_TIME_LUA
+    + """
 local lease = tonumber(ARGV[1])
 for i, key in ipairs(KEYS) do
   redis.call('ZADD', key, 'XX', t + lease, ARGV[i + 1])
@@ -57,6 +57,7 @@ for i, key in ipairs(KEYS) do
 end
 return #KEYS
 """
+)
 
 
 @dataclass
@@ -158,7 +159,9 @@ class RedisCensus:
         self._arrive: Any = None
         self._renew: Any = None
         self._task: asyncio.Task[None] | None = None
-        self._last_warning = 0.0
+        self._redis_down = DownWarning(
+            log, "socket counts are per process while Redis does not answer: %s"
+        )
 
     def _connect(self) -> None:
         if self._client is None:
@@ -170,12 +173,6 @@ class RedisCensus:
         if self._task is None:
             # The renewing task belongs to the event loop that first counts: the API's loop.
             self._task = asyncio.get_running_loop().create_task(self._renewing())
-
-    def _redis_down(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_warning > _REDIS_DOWN_LOG_SECONDS:
-            self._last_warning = now
-            log.warning("socket counts are per process while Redis does not answer: %s", exc)
 
     async def _count(self, key: str, seat: Seat, limit: int) -> bool | None:
         """Whether Redis counted the socket under `key` (None: Redis did not answer)."""

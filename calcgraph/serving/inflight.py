@@ -55,29 +55,62 @@ class UserCounts(dict[str, int]):
         return sum(self.values()) - self.get(key, 0)
 
 
-class InFlightLimitMiddleware:
-    """After authentication (the user is known), before the rate limit and routing."""
+class PerUserLimit:
+    """A per-user limit of a serve process, after authentication (the user is known), before
+    routing: a counted caller (`counted_caller`) past it is answered 429 `QuotaExceeded` with
+    its `Retry-After` before anything else is done for the request; one within it is
+    `admit`ted. Every other request goes straight on, as all do while the limit is off."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.limit = limit
-        self.in_flight = UserCounts()
+
+    def off(self) -> bool:
+        raise NotImplementedError
+
+    def refusal(self, principal: Principal) -> tuple[str, int] | None:
+        """Why `principal`'s request is refused now, and in how many seconds to retry."""
+        raise NotImplementedError
+
+    async def admit(self, principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         principal = counted_caller(scope)
-        if self.limit == 0 or principal is None:
+        if self.off() or principal is None:
             await self.app(scope, receive, send)
             return
-        key = principal.subject
-        held = self.in_flight.get(key, 0)
-        if held >= self.limit:
-            error = QuotaExceeded(
-                f"user {principal.username} has {held} requests in flight, the most one user "
-                f"may have (CALCGRAPH_LIMIT_REQUESTS_IN_FLIGHT_PER_USER); retry after "
-                f"{RETRY_AFTER_S} s",
-                {"retry_after": RETRY_AFTER_S},
-            )
-            await render(error)(scope, receive, send)
+        refused = self.refusal(principal)
+        if refused is None:
+            await self.admit(principal, scope, receive, send)
             return
-        with self.in_flight.holding(key):
+        message, retry_after = refused
+        error = QuotaExceeded(
+            f"{message}; retry after {retry_after} s", {"retry_after": retry_after}
+        )
+        await render(error)(scope, receive, send)
+
+
+class InFlightLimitMiddleware(PerUserLimit):
+    """Before the rate limit."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        super().__init__(app)
+        self.limit = limit
+        self.in_flight = UserCounts()
+
+    def off(self) -> bool:
+        return self.limit == 0
+
+    def refusal(self, principal: Principal) -> tuple[str, int] | None:
+        held = self.in_flight.get(principal.subject, 0)
+        if held < self.limit:
+            return None
+        return (
+            f"user {principal.username} has {held} requests in flight, the most one user "
+            f"may have (CALCGRAPH_LIMIT_REQUESTS_IN_FLIGHT_PER_USER)",
+            RETRY_AFTER_S,
+        )
+
+    async def admit(self, principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
+        with self.in_flight.holding(principal.subject):
             await self.app(scope, receive, send)

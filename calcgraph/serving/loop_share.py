@@ -25,10 +25,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from calcgraph.domain.errors import QuotaExceeded
+from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.spend import METER, Meter
-from calcgraph.rest_compat.errors import render
-from calcgraph.serving.inflight import UserCounts, counted_caller
+from calcgraph.serving.inflight import PerUserLimit, UserCounts
 
 BURST_SHARE = 0.25
 """The debt a user may run up at once, as a share of the minute's allowance."""
@@ -69,11 +68,9 @@ class _Metered:
                 thrown, value = error, None
 
 
-class LoopShareMiddleware:
-    """After authentication (the user is known), before routing."""
-
+class LoopShareMiddleware(PerUserLimit):
     def __init__(self, app: ASGIApp, per_minute: float) -> None:
-        self.app = app
+        super().__init__(app)
         self.per_minute = per_minute
         self.rate = per_minute / 60.0
         self.burst = per_minute * BURST_SHARE
@@ -86,23 +83,23 @@ class LoopShareMiddleware:
         owed, at = self.debts.get(subject, (0.0, now))
         return max(0.0, owed - (now - at) * self.rate)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        principal = counted_caller(scope)
-        if self.per_minute == 0 or principal is None:
-            await self.app(scope, receive, send)
-            return
+    def off(self) -> bool:
+        return self.per_minute == 0
+
+    def refusal(self, principal: Principal) -> tuple[str, int] | None:
         subject = principal.subject
         owed = self.debt(subject, time.monotonic())
-        if owed > self.burst and self.active.others(subject) > 0:
-            retry_after = max(1, math.ceil((owed - self.burst) / self.rate))
-            error = QuotaExceeded(
-                f"user {principal.username} used {owed:.1f} s more of this server's time than "
-                f"its share, {self.per_minute:g} s per minute "
-                f"(CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE); retry after {retry_after} s",
-                {"retry_after": retry_after},
-            )
-            await render(error)(scope, receive, send)
-            return
+        if owed <= self.burst or self.active.others(subject) == 0:
+            return None
+        return (
+            f"user {principal.username} used {owed:.1f} s more of this server's time than "
+            f"its share, {self.per_minute:g} s per minute "
+            f"(CALCGRAPH_LIMIT_SERVER_SECONDS_PER_MINUTE)",
+            max(1, math.ceil((owed - self.burst) / self.rate)),
+        )
+
+    async def admit(self, principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
+        subject = principal.subject
         meter = Meter()
         token = METER.set(meter)
         try:

@@ -29,6 +29,7 @@ from calcgraph.auth.scope import PRINCIPAL_KEY
 from calcgraph.domain.errors import RateLimited
 from calcgraph.ops import tasks
 from calcgraph.ops.metrics import Metrics
+from calcgraph.ops.redis_clients import SERVER_TIME_LUA, DownWarning
 from calcgraph.rest_compat.errors import render
 from calcgraph.settings import Settings
 
@@ -36,7 +37,6 @@ log = logging.getLogger("calcgraph.ratelimit")
 EXEMPT_PATHS = frozenset({"/health", "/metrics"})
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _MAX_KEYS = 100_000
-_REDIS_DOWN_LOG_SECONDS = 60.0
 
 SYNC_SECONDS = 1.0
 """How often a process tells Redis what its callers used, and learns what the others did."""
@@ -49,9 +49,9 @@ _SYNC_KEYS = 1000
 # the last sync. Adds them to each shared bucket and answers, per key, the seconds until it is
 # full again (strings: Lua numbers returned to Redis are truncated to integers); timed by the
 # Redis server's clock, so hosts need not agree.
-_SYNC_LUA = """
-local now = redis.call('TIME')
-local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+_SYNC_LUA = (
+    SERVER_TIME_LUA
+    + """
 local interval = tonumber(ARGV[1])
 local out = {}
 for i, key in ipairs(KEYS) do
@@ -66,6 +66,7 @@ for i, key in ipairs(KEYS) do
 end
 return out
 """
+)
 
 
 class Limiter(Protocol):
@@ -137,7 +138,9 @@ class RedisLimiter(MemoryLimiter):
         self._task: asyncio.Task[None] | None = None
         self._used: dict[str, int] = {}  # tokens taken per caller since the last sync
         self._seen: dict[str, float] = {}  # caller -> when this process last let it through
-        self._last_warning = 0.0
+        self._redis_down = DownWarning(
+            log, "rate limits are per process while Redis does not answer: %s"
+        )
 
     async def acquire(self, key: str) -> float:
         if self._task is None:
@@ -180,10 +183,7 @@ class RedisLimiter(MemoryLimiter):
         except Exception as exc:  # redis.RedisError, OSError: each process limits on its own
             for key, count in used.items():  # told next time
                 self._used[key] = self._used.get(key, 0) + count
-            now = time.monotonic()
-            if now - self._last_warning > _REDIS_DOWN_LOG_SECONDS:
-                self._last_warning = now
-                log.warning("rate limits are per process while Redis does not answer: %s", exc)
+            self._redis_down(exc)
 
     def _learn(self, keys: list[str], answers: list[Any]) -> None:
         now = time.monotonic()

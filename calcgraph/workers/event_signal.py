@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.db.engine import Database
+from calcgraph.db.engine import CollectingHook, Database
 from calcgraph.domain.events.service import event_service
-from calcgraph.domain.events.signal import HELD, collecting
+from calcgraph.domain.events.signal import HELD, Marks, collecting
 from calcgraph.workers.notify import Notifier
 
 log = logging.getLogger("calcgraph.events")
@@ -59,7 +60,7 @@ def _tell_observers() -> None:
             log.exception("an event observer failed")
 
 
-class EventSignal:
+class EventSignal(CollectingHook):
     """A `UnitHook`: a unit that recorded an event numbers it before its commit, then, once
     committed, `notifier.announce_events(types, runs)` (the types recorded and the runs their
     events belong to: a reader whose filter matches none of the types, or a reader of one
@@ -76,9 +77,8 @@ class EventSignal:
         self.database = database
         self.notifier = notifier
 
-    def begin(self) -> Any:
-        manager = collecting()
-        return manager, manager.__enter__()
+    def collect(self) -> AbstractContextManager[Marks]:
+        return collecting()
 
     def opened(self, session: AsyncSession, state: Any) -> None:
         _, marks = state
@@ -98,10 +98,6 @@ class EventSignal:
             return
         _tell_observers()
         await self.notifier.announce_events(frozenset(marks.types), frozenset(marks.runs))
-
-    def end(self, state: Any) -> None:
-        manager, _ = state
-        manager.__exit__(None, None, None)
 
 
 def attach_signal(database: Database, notifier: Notifier) -> None:

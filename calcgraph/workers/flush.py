@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from calcgraph.db.engine import Database
+from calcgraph.db.engine import CollectingHook, Database
 from calcgraph.domain.jobs.enqueue import Message, collecting
 
 log = logging.getLogger("calcgraph.workers.outbox")
@@ -41,7 +40,7 @@ def send_each(send: Sender, messages: Sequence[Message]) -> int:
     return 0
 
 
-class Outbox:
+class Outbox(CollectingHook):
     """A `UnitHook` for `Database.write_session`. With `off_loop`, the (blocking) send runs in
     a thread: a tick that submits 1,000 jobs does not hold up every other request meanwhile.
     With `detach` too, the unit of work does not wait for it either (its response leaves while
@@ -67,16 +66,8 @@ class Outbox:
         self.send_async = send_async
         self._sending: set[asyncio.Task[None]] = set()
 
-    def begin(self) -> Any:
-        manager = collecting()
-        buffer = manager.__enter__()
-        return manager, buffer
-
-    def opened(self, session: AsyncSession, state: Any) -> None:
-        pass
-
-    async def before_commit(self, session: AsyncSession, state: Any) -> None:
-        pass
+    def collect(self) -> AbstractContextManager[list[Message]]:
+        return collecting()
 
     async def committed(self, state: Any) -> None:
         _, buffer = state
@@ -121,9 +112,9 @@ class Outbox:
             await asyncio.gather(*list(self._sending), return_exceptions=True)
 
     def end(self, state: Any) -> None:
-        manager, buffer = state
+        _, buffer = state
         buffer.clear()  # after a rollback: the messages of rows that never existed
-        manager.__exit__(None, None, None)
+        super().end(state)
 
 
 def attach(database: Database, outbox: Outbox) -> Outbox:

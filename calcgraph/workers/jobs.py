@@ -112,7 +112,13 @@ def execute(
     its sandbox (the job, or its run `run_id`, was cancelled): the result is then `cancelled`
     (never recorded: the job's row ended already)."""
     with runtime.running.watching(job_id, run_id) as watch:
-        result = _execute(runtime, job_id, function_version_id, inputs, run, watch.attach, user_id)
+        try:
+            result = _sandboxed(runtime, function_version_id, inputs, run, watch.attach, user_id)
+        except Exception as exc:
+            log.exception("job %s could not be run", job_id)
+            result = RunResult.failed(
+                "infrastructure_error", f"the worker could not run the job: {exc}"
+            )
     if watch.stopped:
         return RunResult.failed(
             "cancelled", "the job was cancelled; its sandbox was killed", result.logs
@@ -120,49 +126,46 @@ def execute(
     return result
 
 
-def _execute(
+def _sandboxed(
     runtime: CodeRuntime,
-    job_id: str,
     function_version_id: str,
     inputs: dict[str, Any],
     run: Callable[[str, RunRequest, Attach], RunResult],
     attach: Attach,
     user_id: str,
 ) -> RunResult:
-    try:
-        target = runtime.target(function_version_id)
-        refusal = runtime.backend.resource_refusal
-        if target.limits is not None and refusal is not None:
-            # Contract 11: declared resources are enforced or the job is refused, never run
-            # under other limits.
-            return RunResult.failed("sandbox_error", refusal)
-        request = RunRequest(
-            target.code_dir,
-            target.handler,
-            inputs,
-            target.output_ports,
-            target.limits or runtime.limits,
-            image=target.image,
-            deps_dir=target.deps_dir,
-            tenant=user_id,
-        )
-        runtime.count_run()
-        began = time.perf_counter()
-        result = within_storage(runtime, user_id, run(function_version_id, request, attach))
-        seconds = time.perf_counter() - began
-        kind = result.error.kind if result.error is not None else None
-        runtime.metrics.job_finished(result.status, kind, seconds)
-        log.info(
-            "job ran: %s%s in %.1f ms",
-            result.status,
-            f" ({kind})" if kind else "",
-            seconds * 1000,
-            extra={"status": result.status, "error_kind": kind, "duration_ms": seconds * 1000},
-        )
-        return result
-    except Exception as exc:
-        log.exception("job %s could not be run", job_id)
-        return RunResult.failed("infrastructure_error", f"the worker could not run the job: {exc}")
+    """The job's function run on `run` under its declared resources (or refused), counted,
+    timed and logged."""
+    target = runtime.target(function_version_id)
+    refusal = runtime.backend.resource_refusal
+    if target.limits is not None and refusal is not None:
+        # Contract 11: declared resources are enforced or the job is refused, never run
+        # under other limits.
+        return RunResult.failed("sandbox_error", refusal)
+    request = RunRequest(
+        target.code_dir,
+        target.handler,
+        inputs,
+        target.output_ports,
+        target.limits or runtime.limits,
+        image=target.image,
+        deps_dir=target.deps_dir,
+        tenant=user_id,
+    )
+    runtime.count_run()
+    began = time.perf_counter()
+    result = within_storage(runtime, user_id, run(function_version_id, request, attach))
+    seconds = time.perf_counter() - began
+    kind = result.error.kind if result.error is not None else None
+    runtime.metrics.job_finished(result.status, kind, seconds)
+    log.info(
+        "job ran: %s%s in %.1f ms",
+        result.status,
+        f" ({kind})" if kind else "",
+        seconds * 1000,
+        extra={"status": result.status, "error_kind": kind, "duration_ms": seconds * 1000},
+    )
+    return result
 
 
 def within_storage(runtime: CodeRuntime, user_id: str, result: RunResult) -> RunResult:

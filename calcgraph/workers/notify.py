@@ -14,19 +14,17 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
 from calcgraph.ops import tasks
-from calcgraph.ops.redis_clients import LoopClients
+from calcgraph.ops.redis_clients import DownWarning, LoopClients
 
 log = logging.getLogger("calcgraph.workers.notify")
 _RECENT = 10_000
 _STEADY_AFTER_S = 1.0
 _RESUBSCRIBE_S = 0.5
-_DOWN_LOG_SECONDS = 60.0
 _MAX_TYPES = 50
 """An event signal names at most this many types (more: it names none, every reader wakes)."""
 _MAX_RUNS = 100
@@ -197,13 +195,7 @@ class RedisNotifier:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._subscribed_at: float | None = None
-        self._last_warning = 0.0
-
-    def _down(self, what: str, exc: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_warning > _DOWN_LOG_SECONDS:
-            self._last_warning = now
-            log.warning("%s while Redis does not answer (waiters poll): %s", what, exc)
+        self._down = DownWarning(log, "%s while Redis does not answer (waiters poll): %s")
 
     def publish(self, job_id: str) -> None:
         # Best effort: a waiter that misses it reads the job again within a second.

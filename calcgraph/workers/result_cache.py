@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calcgraph.domain.jobs.cache_key import RESULT_TTL_SECONDS, CachedResult
+from calcgraph.ops.redis_clients import DownWarning
 
 log = logging.getLogger("calcgraph.workers.result_cache")
-_DOWN_LOG_SECONDS = 60.0
 
 
 @dataclass
@@ -95,7 +95,9 @@ class RedisResultCache:
         self._sync = sync_client(url)
         self._url = url
         self._async: Any = None
-        self._last_warning = 0.0
+        self._down = DownWarning(
+            log, "the result cache is bypassed while Redis does not answer: %s"
+        )
 
     def _client(self) -> Any:
         # The asyncio client belongs to the event loop that first uses it: the API's loop.
@@ -104,12 +106,6 @@ class RedisResultCache:
 
             self._async = async_client(self._url)
         return self._async
-
-    def _down(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_warning > _DOWN_LOG_SECONDS:
-            self._last_warning = now
-            log.warning("the result cache is bypassed while Redis does not answer: %s", exc)
 
     async def get(self, key: str) -> CachedResult | None:
         # A cache that does not answer is a miss: the job runs (its result is the same).

@@ -20,18 +20,16 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from calcgraph.db.engine import Database
+from calcgraph.db.engine import CollectingHook, Database
 from calcgraph.domain.runs.changes import EVERYTHING, RunChanges, Token, collecting
-from calcgraph.ops.redis_clients import LoopClients
+from calcgraph.ops.redis_clients import DownWarning, LoopClients
 
 log = logging.getLogger("calcgraph.workers.run_changes")
 _KEEP_S = 24 * 3600
 _DOWN_S = 1.0
-_DOWN_LOG_S = 60.0
 _MARKED = 10_000
 
 
@@ -87,7 +85,7 @@ class RedisRunChanges:
         self._epoch_key = f"{self._prefix}epoch"
         self._clients = LoopClients(url, socket_timeout=1.0)
         self._down_until = 0.0
-        self._warned = 0.0
+        self._warn = DownWarning(log, "%s while Redis does not answer: %s")
         self._lock = threading.Lock()
         self._marked: OrderedDict[str, Token] = OrderedDict()
         """The tokens this process's marks set, the last `_MARKED` runs (any thread)."""
@@ -95,9 +93,7 @@ class RedisRunChanges:
     def _down(self, what: str, exc: Exception) -> None:
         now = time.monotonic()
         self._down_until = now + _DOWN_S
-        if now - self._warned > _DOWN_LOG_S:
-            self._warned = now
-            log.warning("%s while Redis does not answer: %s", what, exc)
+        self._warn(what, exc)
 
     async def token(self, run_id: str) -> Token | None:
         if time.monotonic() < self._down_until:
@@ -161,7 +157,7 @@ def _fresh() -> str:
     return os.urandom(9).hex()
 
 
-class RunChangeSignal:
+class RunChangeSignal(CollectingHook):
     """A `UnitHook`: the runs a committed unit changed get fresh tokens, before the unit's
     caller goes on (a worker publishes the job's end after this: a waiter it wakes sees the
     change)."""
@@ -169,24 +165,13 @@ class RunChangeSignal:
     def __init__(self, changes: RunChanges) -> None:
         self.changes = changes
 
-    def begin(self) -> Any:
-        manager = collecting()
-        return manager, manager.__enter__()
-
-    def opened(self, session: AsyncSession, state: Any) -> None:
-        pass
-
-    async def before_commit(self, session: AsyncSession, state: Any) -> None:
-        pass
+    def collect(self) -> AbstractContextManager[set[str]]:
+        return collecting()
 
     async def committed(self, state: Any) -> None:
         _, marks = state
         if marks:
             await self.changes.mark(set(marks))
-
-    def end(self, state: Any) -> None:
-        manager, _ = state
-        manager.__exit__(None, None, None)
 
 
 def attach_run_changes(database: Database, changes: RunChanges) -> None:

@@ -44,9 +44,11 @@ async def _queued(
     salt = random.random()
     for i in range(count):
         async with database.write_session() as session:
-            job = await job_submission_service.submit(
-                session, alice, address, {"x": salt + i, "y": 1}, InProcessResultCache()
-            )
+            job = (
+                await job_submission_service.submit_call(
+                    session, alice, address, {"x": salt + i, "y": 1}, InProcessResultCache()
+                )
+            ).job
         assert job.status == "queued"
         ids.append(job.id)
     return ids

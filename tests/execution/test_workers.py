@@ -62,9 +62,15 @@ async def _lost_job(platform: Platform, inputs: dict[str, Any], path: tuple[str,
     attach(lossy, Outbox(lambda message: None))
     try:
         async with lossy.write_session() as session:
-            job = await job_submission_service.submit(
-                session, principal, ExecuteAddress.by_path(*path), inputs, InProcessResultCache()
-            )
+            job = (
+                await job_submission_service.submit_call(
+                    session,
+                    principal,
+                    ExecuteAddress.by_path(*path),
+                    inputs,
+                    InProcessResultCache(),
+                )
+            ).job
     finally:
         await lossy.dispose()
     return job.id
@@ -115,13 +121,15 @@ class TestOutbox:
 
         async def rolled_back() -> None:
             async with platform.database.write_session() as session:
-                job = await job_submission_service.submit(
-                    session,
-                    alice,
-                    ExecuteAddress.by_path(deployed.package_name, "add"),
-                    {"x": 1, "y": 1},
-                    platform.execution.cache,
-                )
+                job = (
+                    await job_submission_service.submit_call(
+                        session,
+                        alice,
+                        ExecuteAddress.by_path(deployed.package_name, "add"),
+                        {"x": 1, "y": 1},
+                        platform.execution.cache,
+                    )
+                ).job
                 submitted.append(job.id)
                 raise RuntimeError("the door failed after submitting")
 

@@ -191,8 +191,7 @@ class OrganizationRepository(RepositoryBase[Organization]):
     async def get_many(self, ids: Sequence[str]) -> list[Organization]:
         if not ids:
             return []
-        rows = await self.session.scalars(select(Organization).where(Organization.id.in_(ids)))
-        return list(rows)
+        return await self.all_where(Organization.id.in_(ids))
 
     async def role_of(self, organization_id: str, user_id: str) -> str | None:
         return await self.session.scalar(

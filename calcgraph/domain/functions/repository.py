@@ -79,12 +79,11 @@ class FunctionVersionRepository(ViewRepository[FunctionVersion, FunctionVersionV
     async def versions_of_functions(self, function_ids: Sequence[str]) -> list[FunctionVersion]:
         if not function_ids:
             return []
-        rows = await self.session.scalars(
-            select(FunctionVersion)
-            .where(FunctionVersion.function_id.in_(function_ids))
-            .order_by(FunctionVersion.created_at, FunctionVersion.id)
+        return await self.all_where(
+            FunctionVersion.function_id.in_(function_ids),
+            FunctionVersion.created_at,
+            FunctionVersion.id,
         )
-        return list(rows)
 
     async def current_of_named(
         self, package: str, function: str

@@ -143,12 +143,9 @@ class PackageVersionRepository(RepositoryBase[PackageVersion]):
         return await self.session.scalar(select(Package).where(Package.name == ref))
 
     async def versions_of(self, package_id: str) -> list[PackageVersion]:
-        rows = await self.session.scalars(
-            select(PackageVersion)
-            .where(PackageVersion.package_id == package_id)
-            .order_by(PackageVersion.created_at, PackageVersion.id)
+        return await self.all_where(
+            PackageVersion.package_id == package_id, PackageVersion.created_at, PackageVersion.id
         )
-        return list(rows)
 
     async def add_blobs(self, blobs: dict[str, bytes]) -> None:
         if not blobs:
@@ -310,12 +307,8 @@ class DeploymentRepository(RepositoryBase[PackageDeploymentEvent]):
         await self.session.flush()
 
     async def history(self, package_id: str) -> list[PackageDeploymentEvent]:
-        rows = await self.session.scalars(
-            select(PackageDeploymentEvent)
-            .where(PackageDeploymentEvent.package_id == package_id)
-            .order_by(PackageDeploymentEvent.created_at, PackageDeploymentEvent.id)
-        )
-        return list(rows)
+        event = PackageDeploymentEvent
+        return await self.all_where(event.package_id == package_id, event.created_at, event.id)
 
     async def make_current(self, package_id: str, deployment: PackageVersion) -> None:
         """`deployment` becomes what unpinned calls get: the package's latest, and each of

@@ -45,6 +45,7 @@ from calcgraph.domain.runs.authorize.service import authorize
 from calcgraph.domain.runs.changes import Token
 from calcgraph.domain.runs.create.service import (
     Reuse,
+    RunOrder,
     create_run,
     resolve_run_inputs,
     start_run,
@@ -60,9 +61,8 @@ from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState
 from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.domain.workflows.views import WorkflowVersionView
 
-__all__ = ["RUN_STATUSES", "Reuse", "RunService", "resolve_run_inputs", "run_service"]
+__all__ = ["RUN_STATUSES", "Reuse", "RunOrder", "RunService", "resolve_run_inputs", "run_service"]
 
 RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 
@@ -111,28 +111,12 @@ class RunService(RunLoads):
         self,
         session: AsyncSession,
         principal: Principal,
-        slug: str,
-        workflow_id: str,
-        version: WorkflowVersionView,
-        inputs: object,
+        order: RunOrder,
         *,
-        refresh: bool = False,
         reuse: Reuse | None = None,
-        rerun_of: str | None = None,
     ) -> RunView:
-        """Create a run of `version` (run creation and re-run): `create.start_run`."""
-        return await start_run(
-            session,
-            self.memo,
-            principal,
-            slug,
-            workflow_id,
-            version,
-            inputs,
-            refresh=refresh,
-            reuse=reuse,
-            rerun_of=rerun_of,
-        )
+        """Create the run `order` asks for (a re-run): `create.start_run`."""
+        return await start_run(session, self.memo, principal, order, reuse=reuse)
 
     async def get(
         self,

@@ -16,6 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -288,10 +289,21 @@ class SandboxBackend(ABC):
     """Why this backend cannot enforce a function's declared `resources` (contract 11), or
     None when it enforces them: a job of such a function then fails, never runs unconfined."""
 
-    @abstractmethod
     def enforcement(self) -> dict[str, str]:
         """For each limit in LIMIT_NAMES, the mechanism that enforces it on this machine, or
-        `"NOT ENFORCED"` for one in `unenforceable`. Raises SandboxUnavailable otherwise."""
+        `"NOT ENFORCED"` for one in `unenforceable`. Raises SandboxUnavailable otherwise
+        (`check_enforcement` of `mechanisms`, asked once a backend: the machine does not change
+        under a running worker)."""
+        return dict(self._enforcement)
+
+    @cached_property
+    def _enforcement(self) -> dict[str, str]:
+        return check_enforcement(self.name, self.mechanisms(), self.unenforceable)
+
+    @abstractmethod
+    def mechanisms(self) -> dict[str, str | None]:
+        """For each limit in LIMIT_NAMES, what enforces it on this machine; None (or missing)
+        where nothing does."""
 
     @abstractmethod
     def start(self, spec: SandboxSpec) -> Sandbox:

@@ -32,17 +32,15 @@ from calcgraph.workers.sandbox.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
-    check_enforcement,
     runner_config,
 )
 from calcgraph.workers.sandbox.cgroups import CgroupLayout, SandboxCgroup
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
 from calcgraph.workers.sandbox.staging import (
-    STAGE_DIR,
     neutral_interpreter,
     remove_staged,
-    remove_stale_staging,
     stage_code,
+    staging_parent,
     user_process_count,
 )
 
@@ -96,10 +94,7 @@ class BwrapBackend(SandboxBackend):
                 raise SandboxUnavailable(f"cannot copy the interpreter: {exc}") from exc
         self.python = str(self.mounted_prefix / "bin" / "python3")
         # As root, staged code lives where the process backend stages its own (not /tmp).
-        self.stage_dir: Path | None = STAGE_DIR if os.geteuid() == 0 else None
-        if self.stage_dir is not None:
-            self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
-        remove_stale_staging(self.stage_dir)
+        self.stage_dir = staging_parent(os.geteuid() == 0)
 
     @cached_property
     def _help(self) -> str:
@@ -169,12 +164,11 @@ class BwrapBackend(SandboxBackend):
     def cgroups(self) -> CgroupLayout | None:
         return CgroupLayout.detect() if self.use_cgroups else None
 
-    @cached_property
-    def _enforcement(self) -> dict[str, str]:
+    def mechanisms(self) -> dict[str, str | None]:
         cgroups = self.cgroups
         as_root = os.geteuid() == 0
         cg = f"cgroup v{cgroups.version} per sandbox" if cgroups else None
-        found: dict[str, str | None] = {
+        return {
             "network": "--unshare-net (only a loopback of its own)",
             "read_only_fs": "read-only binds, root remounted read-only; /tmp the only tmpfs "
             "(no /var/tmp; /dev, with /dev/shm, read-only)",
@@ -193,10 +187,6 @@ class BwrapBackend(SandboxBackend):
             "timeout": "host kills bwrap, its pid namespace and its cgroup",
             "output": "captured in the runner, truncated",
         }
-        return check_enforcement(self.name, found, self.unenforceable)
-
-    def enforcement(self) -> dict[str, str]:
-        return dict(self._enforcement)
 
     def _args(self, spec: SandboxSpec, code_dir: Path) -> list[str]:
         """bwrap's options (sent through `--args`, see `start`)."""

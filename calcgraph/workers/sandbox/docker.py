@@ -16,7 +16,6 @@ import socket
 import struct
 import threading
 import time
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ from calcgraph.workers.sandbox.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
-    check_enforcement,
     runner_config,
 )
 from calcgraph.workers.sandbox.session import (
@@ -170,14 +168,13 @@ class DockerBackend(SandboxBackend):
                     with contextlib.suppress(DockerException):
                         container.remove(force=True)
 
-    @cached_property
-    def _enforcement(self) -> dict[str, str]:
+    def mechanisms(self) -> dict[str, str | None]:
         try:
             info = self.client.info()
         except DockerException as exc:
             raise SandboxUnavailable(f"the Docker engine at {self.base_url} fails: {exc}") from exc
         seccomp = any("seccomp" in opt for opt in info.get("SecurityOptions") or [])
-        found: dict[str, str | None] = {
+        return {
             "network": "network_mode=none",
             "read_only_fs": "read_only root filesystem; /tmp the only tmpfs",
             "tmp_size": "tmpfs /tmp size=",
@@ -192,10 +189,6 @@ class DockerBackend(SandboxBackend):
             "timeout": "host kills and removes the container",
             "output": "captured in the runner, truncated",
         }
-        return check_enforcement(self.name, found, self.unenforceable)
-
-    def enforcement(self) -> dict[str, str]:
-        return dict(self._enforcement)
 
     # Images ---------------------------------------------------------------------------------
 

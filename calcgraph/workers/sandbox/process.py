@@ -34,16 +34,14 @@ from calcgraph.workers.sandbox.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
-    check_enforcement,
     runner_config,
 )
 from calcgraph.workers.sandbox.session import PipeChannel, RunnerSandbox, runner_source, spawn
 from calcgraph.workers.sandbox.staging import (
-    STAGE_DIR,
     allocate_uid,
     remove_staged,
-    remove_stale_staging,
     stage_code,
+    staging_parent,
     traversable_by_others,
     user_process_count,
 )
@@ -89,10 +87,7 @@ class ProcessBackend(SandboxBackend):
         )
         self.python = python or self._pick_python()
         # As root, code is staged outside /tmp: the sandbox gets a private /tmp of its own.
-        self.stage_dir: Path | None = STAGE_DIR if self.as_root else None
-        if self.stage_dir is not None:
-            self.stage_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
-        remove_stale_staging(self.stage_dir)
+        self.stage_dir = staging_parent(self.as_root)
         seen = (
             "read-only, in a mount namespace with a /proc of the sandbox's own processes"
             if self.as_root
@@ -113,8 +108,8 @@ class ProcessBackend(SandboxBackend):
             "infrastructure_error", "no python3 that an unprivileged uid can execute"
         )
 
-    def enforcement(self) -> dict[str, str]:
-        found: dict[str, str | None] = {
+    def mechanisms(self) -> dict[str, str | None]:
+        return {
             "network": "a network namespace of its own (unshare CLONE_NEWNET)"
             if self.as_root
             else None,
@@ -143,7 +138,6 @@ class ProcessBackend(SandboxBackend):
             + (" and every process of the sandbox's uid" if self.as_root else ""),
             "output": "captured in the runner, truncated",
         }
-        return check_enforcement(self.name, found, self.unenforceable)
 
     def start(self, spec: SandboxSpec) -> RunnerSandbox:
         self.fail_closed()

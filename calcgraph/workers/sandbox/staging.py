@@ -74,6 +74,17 @@ def remove_stale_staging(parent: Path | None = None) -> None:
             remove_staged(path)
 
 
+def staging_parent(as_root: bool) -> Path | None:
+    """Where a backend stages code: as root `STAGE_DIR` (made if missing; outside /tmp, which
+    a root-run sandbox gets a private one of), else the temporary folder (None). What workers
+    of this machine that are gone left there is removed first."""
+    parent = STAGE_DIR if as_root else None
+    if parent is not None:
+        parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+    remove_stale_staging(parent)
+    return parent
+
+
 def allocate_uid(base: int, span: int = 1_000_000) -> int:
     """A uid no other live sandbox of this machine uses: per-sandbox uids make RLIMIT_NPROC and
     the final kill(-1) apply to one sandbox only. Worker processes take disjoint slices by pid."""

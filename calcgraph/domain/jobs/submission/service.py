@@ -71,16 +71,6 @@ class JobSubmissionService:
             version=address.function_selector,
         )
 
-    async def submit(
-        self,
-        session: AsyncSession,
-        principal: Principal,
-        address: ExecuteAddress,
-        inputs: object,
-        cache: ResultLookup,
-    ) -> JobView:
-        return (await self.submit_call(session, principal, address, inputs, cache)).job
-
     async def submit_call(
         self,
         session: AsyncSession,

@@ -28,22 +28,15 @@ class CanaryRepository(RepositoryBase[PackageCanary]):
         )
 
     async def all_running(self, limit: int = 500) -> list[PackageCanary]:
-        rows = await self.session.scalars(
-            select(PackageCanary)
-            .where(PackageCanary.status == RUNNING)
-            .order_by(PackageCanary.ends_at)
-            .limit(limit)
+        return await self.all_where(
+            PackageCanary.status == RUNNING, PackageCanary.ends_at, limit=limit
         )
-        return list(rows)
 
     async def latest(self, package_id: str) -> list[PackageCanary]:
         """Every canary of the package, oldest first."""
-        rows = await self.session.scalars(
-            select(PackageCanary)
-            .where(PackageCanary.package_id == package_id)
-            .order_by(PackageCanary.started_at, PackageCanary.id)
+        return await self.all_where(
+            PackageCanary.package_id == package_id, PackageCanary.started_at, PackageCanary.id
         )
-        return list(rows)
 
     async def routed(self, job_id: str, canary_id: str, version: str) -> None:
         await self.session.execute(

@@ -34,7 +34,7 @@ from calcgraph.domain.jobs.store.repository import JobStoreRepository
 from calcgraph.domain.jobs.views import JobView
 from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.rerun import reused_states
-from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.service import RunOrder, run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.planner import Plan
@@ -134,16 +134,8 @@ class RunControl:
             def reuse(plan: Plan, resolved: Mapping[str, Any]) -> Mapping[str, NodeState]:
                 return reused_states(plan, resolved, before, states, resolved_before)
 
-        return await run_service.start(
-            session,
-            principal,
-            workflow.slug,
-            workflow.id,
-            version,
-            merged,
-            reuse=reuse,
-            rerun_of=run_id,
-        )
+        order = RunOrder(workflow.slug, workflow.id, version, merged, rerun_of=run_id)
+        return await run_service.start(session, principal, order, reuse=reuse)
 
 
 def _refused(name: str, value: object, allowed: tuple[str, ...]) -> ValidationError:

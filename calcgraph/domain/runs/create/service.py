@@ -76,6 +76,20 @@ def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dic
 
 
 @dataclass(frozen=True)
+class RunOrder:
+    """What a run is created from: its workflow (the slug names it in messages and events),
+    the version it runs and the inputs as given. `refresh`: its jobs are never answered from
+    the result cache (contract section 10); `rerun_of`: the run it runs again."""
+
+    slug: str
+    workflow_id: str
+    version: WorkflowVersionView
+    inputs: object
+    refresh: bool = False
+    rerun_of: str | None = None
+
+
+@dataclass(frozen=True)
 class PreparedRun:
     """What a run is written from, worked out holding no session: its resolved inputs, its
     plan (retry defaults frozen in), its first node states and the plan's snapshot."""
@@ -131,50 +145,28 @@ async def start_run(
     session: AsyncSession,
     memo: RunMemo,
     principal: Principal,
-    slug: str,
-    workflow_id: str,
-    version: WorkflowVersionView,
-    inputs: object,
+    order: RunOrder,
     *,
-    refresh: bool = False,
     reuse: Reuse | None = None,
-    rerun_of: str | None = None,
 ) -> RunView:
-    """Create a run of `version` in the caller's session (a re-run): `prepare_run`, then
-    `insert_run`. `reuse` gives the nodes that start `success` from another run (a re-run
+    """Create the run `order` asks for in the caller's session (a re-run): `prepare_run`,
+    then `insert_run`. `reuse` gives the nodes that start `success` from another run (a re-run
     from failure): they run nothing, so they need no access."""
-    defaults = await retry_defaults(session, memo, version)
-    prepared = await prepare_run(version, inputs, defaults, reuse)
-    return await insert_run(
-        session,
-        memo,
-        principal,
-        slug,
-        workflow_id,
-        version,
-        inputs,
-        prepared,
-        refresh=refresh,
-        rerun_of=rerun_of,
-    )
+    defaults = await retry_defaults(session, memo, order.version)
+    prepared = await prepare_run(order.version, order.inputs, defaults, reuse)
+    return await insert_run(session, memo, principal, order, prepared)
 
 
 async def insert_run(
     session: AsyncSession,
     memo: RunMemo,
     principal: Principal,
-    slug: str,
-    workflow_id: str,
-    version: WorkflowVersionView,
-    inputs: object,
+    order: RunOrder,
     prepared: PreparedRun,
-    *,
-    refresh: bool = False,
-    rerun_of: str | None = None,
 ) -> RunView:
     """Write the prepared run: every function version a node will run visible to the caller
     (now, in this transaction), then its rows, its plan and first states remembered."""
-    assert isinstance(inputs, dict)
+    assert isinstance(order.inputs, dict)
     frozen, states = prepared.frozen, prepared.states
     needed = sorted(
         {
@@ -187,28 +179,28 @@ async def insert_run(
     hidden = [v for v in needed if v not in visible]
     if hidden:
         raise PermissionDenied(
-            policy.denial(f"workflow {slug!r}: it runs functions that are not visible to you")
+            policy.denial(f"workflow {order.slug!r}: it runs functions that are not visible to you")
         )
     run = WorkflowRun(
         id=new_id(),
-        workflow_id=workflow_id,
-        workflow_version_id=version.id,
+        workflow_id=order.workflow_id,
+        workflow_version_id=order.version.id,
         user_id=principal.user_id,
         status="pending",
-        inputs=inputs,
+        inputs=order.inputs,
         resolved_inputs=prepared.resolved,
         plan_snapshot=prepared.snapshot,
         revision=0,
         started_at=utcnow(),
-        rerun_of=rerun_of,
-        cache_refresh=refresh,
+        rerun_of=order.rerun_of,
+        cache_refresh=order.refresh,
     )
     repository = RunRepository.from_session(session)
     await repository.add(run)
     await repository.add_node_states(run.id, {key: node.kind for key, node in frozen.nodes.items()})
     started = {key: state for key, state in states.items() if state.status != "pending"}
     await repository.write_states(run.id, started, 0)
-    await record_run(session, run.id, slug, "pending")
+    await record_run(session, run.id, order.slug, "pending")
     changes.changed(run.id)
     # Remembered before the commit, which is harmless here: if it rolls back, no tick can
     # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
@@ -267,17 +259,8 @@ async def create_run(
     async with database.write_session() as session:
         await workflow_service.visible(session, principal, slug)
         await quota_service.require_run_room(session, principal, quotas)
-        return await insert_run(
-            session,
-            memo,
-            principal,
-            slug,
-            workflow.id,
-            version,
-            inputs,
-            prepared,
-            refresh=refresh,
-        )
+        order = RunOrder(slug, workflow.id, version, inputs, refresh=refresh)
+        return await insert_run(session, memo, principal, order, prepared)
 
 
 async def latest_version(
