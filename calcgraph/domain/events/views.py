@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
+
+from sqlalchemy import Row
 
 from calcgraph.domain.events.catalog import SOURCE
+from calcgraph.domain.events.models import Event
 
 
 @dataclass(frozen=True)
@@ -22,24 +25,8 @@ class EventView:
     datacontenttype: str = "application/json"
 
 
-class EventRecord(Protocol):
-    """An event as stored: a mapped `Event`, or a row of its table (a page's read)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def subject(self) -> str: ...
-    @property
-    def recorded_at(self) -> datetime: ...
-    @property
-    def data(self) -> dict[str, Any] | None: ...
-    @property
-    def position(self) -> int | None: ...
-
-
-def event_view(row: EventRecord) -> EventView:
+def event_view(row: Event | Row[Any]) -> EventView:
+    """A mapped event, or a row of the events table (a page reads rows)."""
     return EventView(
         id=row.id,
         type=row.type,
