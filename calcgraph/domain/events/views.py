@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from sqlalchemy import Row
+from typing import Any, Protocol
 
 from calcgraph.domain.events.catalog import SOURCE
-from calcgraph.domain.events.models import Event
 
 
 @dataclass(frozen=True)
@@ -25,8 +22,18 @@ class EventView:
     datacontenttype: str = "application/json"
 
 
-def event_view(row: Event | Row[Any]) -> EventView:
-    """A mapped event, or a row of the events table (a page reads rows)."""
+class Stored(Protocol):
+    """An event as stored: a mapped `Event`, or a row of the events table (a page's read)."""
+
+    id: str
+    type: str
+    subject: str
+    recorded_at: datetime
+    data: dict[str, Any]
+    position: int | None
+
+
+def event_view(row: Stored) -> EventView:
     return EventView(
         id=row.id,
         type=row.type,
