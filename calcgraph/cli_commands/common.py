@@ -22,36 +22,37 @@ from calcgraph.client.sync import Client
 from calcgraph.client.values import parse_assignments
 
 OK, FAILED, USAGE = 0, 1, 2
-# The most specific class first: subclasses (Unavailable, MethodNotAllowed) before parents.
-EXIT_CODES: tuple[tuple[type[e.CalcgraphError], int], ...] = (
-    (e.Unauthenticated, 3),
-    (e.PermissionDenied, 4),
-    (e.NotFound, 5),
-    (e.Conflict, 6),
-    (e.ValidationError, 7),
-    (e.MethodNotAllowed, 8),
-    (e.InvalidRequest, 8),
-    (e.RateLimited, 9),
-    (e.ConnectionError, 10),
-    (e.InternalError, 10),
-    (e.PayloadTooLarge, 11),
-    (e.NotAcceptable, 12),
+# Each exit code of an error, the error kinds that exit with it and what `--help` says of it.
+_ERROR_EXITS: tuple[tuple[int, tuple[type[e.CalcgraphError], ...], str], ...] = (
+    (
+        3,
+        (e.Unauthenticated,),
+        "Unauthenticated (401): no token, or an expired or invalid one; run `calcgraph login`",
+    ),
+    (4, (e.PermissionDenied,), "PermissionDenied (403)"),
+    (5, (e.NotFound,), "NotFound (404)"),
+    (6, (e.Conflict,), "Conflict (409)"),
+    (7, (e.ValidationError,), "ValidationError (422)"),
+    (8, (e.MethodNotAllowed, e.InvalidRequest), "InvalidRequest (400, 405)"),
+    (9, (e.RateLimited,), "RateLimited (429)"),
+    (10, (e.ConnectionError, e.InternalError), "server error (500, 503) or server unreachable"),
+    (11, (e.PayloadTooLarge,), "PayloadTooLarge (413)"),
+    (12, (e.NotAcceptable,), "NotAcceptable (406)"),
+)
+# No error kind above is a subclass of another (Unavailable is an InternalError: 10).
+EXIT_CODES: tuple[tuple[type[e.CalcgraphError], int], ...] = tuple(
+    (kind, code) for code, kinds, _ in _ERROR_EXITS for kind in kinds
 )
 
-EXIT_CODES_HELP = """exit codes:
-  0   success
-  1   the run or job ended failed
-  2   usage error (bad arguments, unreadable file)
-  3   Unauthenticated (401): no token, or an expired or invalid one; run `calcgraph login`
-  4   PermissionDenied (403)
-  5   NotFound (404)
-  6   Conflict (409)
-  7   ValidationError (422)
-  8   InvalidRequest (400, 405)
-  9   RateLimited (429)
-  10  server error (500, 503) or server unreachable
-  11  PayloadTooLarge (413)
-  12  NotAcceptable (406)"""
+EXIT_CODES_HELP = "\n".join(
+    [
+        "exit codes:",
+        "  0   success",
+        "  1   the run or job ended failed",
+        "  2   usage error (bad arguments, unreadable file)",
+        *(f"  {code:<4}{told}" for code, _, told in _ERROR_EXITS),
+    ]
+)
 
 
 def exit_code(error: e.CalcgraphError) -> int:

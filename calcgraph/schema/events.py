@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from types import SimpleNamespace
 
 import strawberry
 from strawberry.scalars import JSON
@@ -29,17 +29,9 @@ class CloudEventType:
 
     @classmethod
     def from_view(cls, view: EventView) -> CloudEventType:
-        envelope: dict[str, Any] = structured(view)
-        return cls(
-            specversion=envelope["specversion"],
-            id=strawberry.ID(envelope["id"]),
-            source=envelope["source"],
-            type=envelope["type"],
-            subject=envelope["subject"],
-            time=envelope["time"],
-            datacontenttype=envelope["datacontenttype"],
-            data=envelope["data"],
-        )
+        # Each field is the structured-mode member of its name (an extension attribute, had
+        # the event any, is not a field).
+        return from_attributes(cls, SimpleNamespace(**structured(view)))
 
 
 @strawberry.type(name="EventPage", description="Events in recorded order.")

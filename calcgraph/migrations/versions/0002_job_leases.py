@@ -1,9 +1,8 @@
 """job leases and heartbeats: a running job names the delivery that runs it"""
 
-import sqlalchemy as sa
 from alembic import op
 
-import calcgraph.db.base
+from calcgraph.migrations.columns import key, moment
 
 revision = "0002_job_leases"
 down_revision = "0001"
@@ -11,10 +10,8 @@ down_revision = "0001"
 
 def upgrade() -> None:
     with op.batch_alter_table("jobs") as batch:
-        batch.add_column(sa.Column("lease", sa.String(length=36), nullable=True))
-        batch.add_column(
-            sa.Column("heartbeat_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=True)
-        )
+        batch.add_column(key("lease", nullable=True))
+        batch.add_column(moment("heartbeat_at", nullable=True))
 
 
 def downgrade() -> None:

@@ -8,6 +8,8 @@ pending nodes are listed in `chain_starts` until a tick adopts them.
 import sqlalchemy as sa
 from alembic import op
 
+from calcgraph.migrations.columns import Cascading, create_table, key
+
 revision = "0002"
 down_revision = "0001"
 
@@ -16,17 +18,12 @@ def upgrade() -> None:
     with op.batch_alter_table("node_states", schema=None) as batch_op:
         batch_op.add_column(sa.Column("revision", sa.Integer(), server_default="0", nullable=False))
         batch_op.create_index("ix_node_states_run_revision", ["run_id", "revision"], unique=False)
-    op.create_table(
+    create_table(
         "chain_starts",
-        sa.Column("run_id", sa.String(length=36), nullable=False),
-        sa.Column("job_id", sa.String(length=36), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["run_id"],
-            ["workflow_runs.id"],
-            name=op.f("fk_chain_starts_run_id_workflow_runs"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("run_id", "job_id", name=op.f("pk_chain_starts")),
+        key("run_id"),
+        key("job_id"),
+        references={"run_id": Cascading("workflow_runs")},
+        primary_key=("run_id", "job_id"),
     )
     # Jobs chain workers started before this revision and no tick adopted yet: what the tick
     # found by probing every job of the run until now (a job at the attempt after a pending

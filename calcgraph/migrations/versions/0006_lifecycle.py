@@ -8,10 +8,9 @@ rolled back).
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
 
-import calcgraph.db.base
+from calcgraph.migrations.columns import Cascading, create_table, document, identity, key, text
 
 revision = "0006_lifecycle"
 down_revision = "0006_runctl"
@@ -19,23 +18,16 @@ down_revision = "0006_runctl"
 
 def upgrade() -> None:
     with op.batch_alter_table("function_versions") as batch:
-        batch.add_column(sa.Column("resources", calcgraph.db.base.JSONType, nullable=True))
-    op.create_table(
+        batch.add_column(document("resources", nullable=True))
+    create_table(
         "package_deployment_events",
-        sa.Column("package_id", sa.String(length=36), nullable=False),
-        sa.Column("version", sa.String(length=100), nullable=False),
-        sa.Column("action", sa.String(length=20), nullable=False),
-        sa.Column("reason", sa.String(length=500), nullable=True),
-        sa.Column("id", sa.String(length=36), nullable=False),
-        sa.Column("created_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["package_id"], ["packages.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
-    )
-    op.create_index(
-        "ix_package_deployment_events_package",
-        "package_deployment_events",
-        ["package_id", "created_at"],
-        unique=False,
+        key("package_id"),
+        text("version", 100),
+        text("action", 20),
+        text("reason", 500, nullable=True),
+        *identity(),
+        references={"package_id": Cascading("packages")},
+        indexes={"ix_package_deployment_events_package": ["package_id", "created_at"]},
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import calcgraph.db.base
+from calcgraph.migrations.columns import document, key, moment
 
 revision = "0006_runctl"
 down_revision = "0006_events"
@@ -19,18 +19,14 @@ down_revision = "0006_events"
 
 def upgrade() -> None:
     with op.batch_alter_table("node_states", schema=None) as batch:
-        batch.add_column(
-            sa.Column("retry_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=True)
-        )
-        batch.add_column(sa.Column("attempts", calcgraph.db.base.JSONType, nullable=True))
+        batch.add_column(moment("retry_at", nullable=True))
+        batch.add_column(document("attempts", nullable=True))
         batch.add_column(
             sa.Column("reused", sa.Boolean(), server_default=sa.false(), nullable=False)
         )
     with op.batch_alter_table("workflow_runs", schema=None) as batch:
-        batch.add_column(
-            sa.Column("retry_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=True)
-        )
-        batch.add_column(sa.Column("rerun_of", sa.String(length=36), nullable=True))
+        batch.add_column(moment("retry_at", nullable=True))
+        batch.add_column(key("rerun_of", nullable=True))
         batch.add_column(
             sa.Column("cache_refresh", sa.Boolean(), server_default=sa.false(), nullable=False)
         )

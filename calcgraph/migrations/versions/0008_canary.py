@@ -10,48 +10,46 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import calcgraph.db.base
+from calcgraph.migrations.columns import (
+    Cascading,
+    create_table,
+    document,
+    identity,
+    key,
+    moment,
+    text,
+)
 
 revision = "0008_canary"
 down_revision = "0008_deps"
 
 
 def upgrade() -> None:
-    op.create_table(
+    create_table(
         "package_canaries",
-        sa.Column("package_id", sa.String(length=36), nullable=False),
-        sa.Column("candidate", sa.String(length=100), nullable=False),
-        sa.Column("current", sa.String(length=100), nullable=True),
-        sa.Column("traffic_split", calcgraph.db.base.JSONType, nullable=False),
+        key("package_id"),
+        text("candidate", 100),
+        text("current", 100, nullable=True),
+        document("traffic_split"),
         sa.Column("error_rate_max", sa.Float(), nullable=True),
         sa.Column("latency_p95_max_ms", sa.Float(), nullable=True),
-        sa.Column("started_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("ends_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("status", sa.String(length=20), nullable=False),
-        sa.Column("decided_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("reason", sa.String(length=500), nullable=True),
-        sa.Column("id", sa.String(length=36), nullable=False),
-        sa.Column("created_at", calcgraph.db.base.UTCDateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["package_id"], ["packages.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
+        moment("started_at"),
+        moment("ends_at"),
+        text("status", 20),
+        moment("decided_at", nullable=True),
+        text("reason", 500, nullable=True),
+        *identity(),
+        references={"package_id": Cascading("packages")},
+        indexes={"ix_package_canaries_package_status": ["package_id", "status"]},
     )
-    op.create_index(
-        "ix_package_canaries_package_status",
-        "package_canaries",
-        ["package_id", "status"],
-        unique=False,
-    )
-    op.create_table(
+    create_table(
         "canary_jobs",
-        sa.Column("job_id", sa.String(length=36), nullable=False),
-        sa.Column("canary_id", sa.String(length=36), nullable=False),
-        sa.Column("version", sa.String(length=100), nullable=False),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["canary_id"], ["package_canaries.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("job_id"),
-    )
-    op.create_index(
-        "ix_canary_jobs_canary_version", "canary_jobs", ["canary_id", "version"], unique=False
+        key("job_id"),
+        key("canary_id"),
+        text("version", 100),
+        references={"job_id": Cascading("jobs"), "canary_id": Cascading("package_canaries")},
+        primary_key=("job_id",),
+        indexes={"ix_canary_jobs_canary_version": ["canary_id", "version"]},
     )
 
 
