@@ -4,7 +4,6 @@ and pruning what is older than the retention."""
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -12,37 +11,38 @@ from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
-    ColumnElement,
     DateTime,
     Row,
-    Select,
     String,
     Table,
     Text,
-    and_,
     bindparam,
     delete,
-    false,
     func,
     insert,
-    or_,
     select,
     text,
-    true,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.access.repository import visible_to
 from calcgraph.domain.events.catalog import TypeFilter
-from calcgraph.domain.events.models import Event, EventCursor, Webhook
-from calcgraph.domain.functions.models import Function
+from calcgraph.domain.events.models import Event, EventCursor
+from calcgraph.domain.events.statements.repository import (
+    HEAD,
+    LAST_POSITION,
+    SEQUENCE,
+    UNSEQUENCED,
+    VISIBLE_RUNS,
+    page_statement,
+    type_clause,
+    viewer,
+    visible_event_clause,
+)
 from calcgraph.domain.jobs.models import Job
-from calcgraph.domain.packages.models import Package
 from calcgraph.domain.runs.models import WorkflowRun
-from calcgraph.domain.workflows.models import Workflow
 
 _EVENTS = cast(Table, Event.__table__)
 _JOBS = cast(Table, Job.__table__)
@@ -50,8 +50,6 @@ _INSERT = insert(_EVENTS)
 # One advisory lock key for the sequencer on PostgreSQL (SQLite's writers are serial anyway).
 _SEQUENCER_LOCK = 0x63616C63_65767473  # "calcevts"
 SEQUENCE_BATCH = 2000
-SEQUENCE = "sequence"
-"""The `event_cursors` row holding the last position given."""
 # PostgreSQL's sequencing in one statement, the advisory lock held: the oldest unnumbered
 # events (at most `batch`), the cursor moved past them (created at their count when missing,
 # and not written when there are none), each event its place after the cursor's old position.
@@ -105,109 +103,6 @@ _INSERT_NUMBERED_POSTGRES = text(
     bindparam("runs", type_=ARRAY(String)),
 )
 _MOVE_CURSOR_SQLITE = text(_MOVE_CURSOR).bindparams(_COUNT)
-
-
-_VIEWER = "event_viewer"
-"""The bound parameter that names the reader in the visibility clauses built once below."""
-
-
-def _runs_of(me: str | ColumnElement[str]) -> Select[str]:
-    return (
-        select(WorkflowRun.id)
-        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-        .where(
-            WorkflowRun.user_id == me,
-            visible_to(me, Workflow.owner_id, Workflow.visibility, Workflow.organization_id),
-        )
-    )
-
-
-def _visible_to(me: str | ColumnElement[str]) -> ColumnElement[bool]:
-    def packages_seen() -> ColumnElement[bool]:
-        return visible_to(me, Package.owner_id, Package.visibility, Package.organization_id)
-
-    jobs = (
-        select(Job.id)
-        .join(Package, Package.id == Job.package_id)
-        .where(Job.user_id == me, packages_seen())
-    )
-    packages = select(Package.id).where(packages_seen())
-    functions = (
-        select(Function.id).join(Package, Package.id == Function.package_id).where(packages_seen())
-    )
-    owned_functions = (
-        select(Function.id)
-        .join(Package, Package.id == Function.package_id)
-        .where(Package.owner_id == me)
-    )
-    webhooks = select(Webhook.id).where(Webhook.user_id == me)
-    kind, subject = Event.subject_kind, Event.subject
-    return or_(
-        and_(kind == "job", subject.in_(jobs)),
-        and_(kind == "run", subject.in_(_runs_of(me))),
-        and_(kind == "package", subject.in_(packages)),
-        and_(kind == "function", subject.in_(functions)),
-        and_(kind == "build", subject.in_(owned_functions)),
-        and_(kind == "user", subject == me),
-        and_(kind == "webhook", subject.in_(webhooks)),
-    )
-
-
-# Built once, the reader bound at each execution (`viewer`): building the clause cost a
-# long-poll's page more CPU than running it (every page of a follower woken by each unit that
-# recorded events, 20 a second in issue 23's flood).
-_VISIBLE_RUNS = _runs_of(bindparam(_VIEWER, type_=String()))
-_VISIBLE_EVENT = _visible_to(bindparam(_VIEWER, type_=String()))
-
-
-def viewer(principal: Principal | None) -> dict[str, str]:
-    """The parameters of a statement that holds `visible_event_clause(principal)`."""
-    return {} if principal is None or principal.is_admin else {_VIEWER: principal.user_id}
-
-
-_LAST_POSITION = select(EventCursor.position).where(EventCursor.name == SEQUENCE)
-_UNSEQUENCED = select(Event.id).where(Event.position.is_(None)).limit(1)
-_HEAD = select(_LAST_POSITION.scalar_subquery(), _UNSEQUENCED.exists())
-
-
-@functools.lru_cache(maxsize=256)
-def _page_statement(
-    types: TypeFilter, upto: bool, everyone: bool, subject: bool, run: bool
-) -> Select[Any]:
-    """`EventRepository.page`'s statement for one shape of filter, built once and bound at
-    each execution (`after`, `limit`, `upto`, `subject`, `run` and the viewer): building it
-    cost a long-poll's page about as much as running it. It reads the table's rows, not
-    mapped `Event`s: a page is read once and never changed, and loading 500 rows as objects
-    cost about 23 µs each."""
-    query = select(*_EVENTS.c).where(Event.position > bindparam("after"), type_clause(types))
-    if upto:
-        query = query.where(Event.position <= bindparam("upto"))
-    if not everyone:
-        query = query.where(_VISIBLE_EVENT)
-    if subject:
-        query = query.where(Event.subject == bindparam("subject"))
-    if run:
-        query = query.where(Event.run_id == bindparam("run"))
-    return query.order_by(Event.position).limit(bindparam("limit"))
-
-
-def visible_event_clause(principal: Principal) -> ColumnElement[bool]:
-    """Who sees an event, by the rules of its subject as they stand now (contract section 9):
-    job events by who may GET the job, run events by who may GET the run, package and file
-    events by who may GET the package, build events by the function's owner, login and
-    webhook events by that user; admins all. A statement that holds it is executed with
-    `viewer(principal)`."""
-    return true() if principal.is_admin else _VISIBLE_EVENT
-
-
-def type_clause(types: TypeFilter) -> ColumnElement[bool]:
-    if types.everything:
-        return true()
-    parts: list[ColumnElement[bool]] = []
-    if types.exact:
-        parts.append(Event.type.in_(sorted(types.exact)))
-    parts.extend(Event.type.startswith(p, autoescape=True) for p in types.prefixes)
-    return or_(*parts) if parts else false()
 
 
 class EventRepository(RepositoryBase[Event]):
@@ -266,13 +161,13 @@ class EventRepository(RepositoryBase[Event]):
         return [dict(zip(columns, row, strict=True)) for row in rows]
 
     async def unsequenced(self) -> bool:
-        found = await self.session.scalar(_UNSEQUENCED)
+        found = await self.session.scalar(UNSEQUENCED)
         return found is not None
 
     async def head(self) -> tuple[int, bool]:
         """The log's end (`last_position`) and whether events wait for a position
         (`unsequenced`), in one statement: a long-poll's page asks both before each read."""
-        row = (await self.session.execute(_HEAD)).one()
+        row = (await self.session.execute(HEAD)).one()
         return int(row[0] or 0), bool(row[1])
 
     async def sequence(self) -> int:
@@ -330,7 +225,7 @@ class EventRepository(RepositoryBase[Event]):
         return [(str(t), r, int(p or 0)) for t, r, p in rows]
 
     async def last_position(self) -> int:
-        found = await self.session.scalar(_LAST_POSITION)
+        found = await self.session.scalar(LAST_POSITION)
         return int(found or 0)
 
     async def page(
@@ -347,7 +242,7 @@ class EventRepository(RepositoryBase[Event]):
         `principal` may see (None: every event, for the fan-out, which checks each webhook
         owner's sight itself); with `run`, only that run's own and its jobs' (still each by its
         subject's rule)."""
-        query = _page_statement(
+        query = page_statement(
             types,
             upto is not None,
             principal is None or principal.is_admin,
@@ -382,7 +277,7 @@ class EventRepository(RepositoryBase[Event]):
         query = (
             select(WorkflowRun.id).where(WorkflowRun.id == run_id)
             if principal.is_admin
-            else _VISIBLE_RUNS.where(WorkflowRun.id == run_id)
+            else VISIBLE_RUNS.where(WorkflowRun.id == run_id)
         )
         return await self.session.scalar(query.limit(1), viewer(principal)) is not None
 

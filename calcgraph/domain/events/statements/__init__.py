@@ -1,0 +1,1 @@
+"""The statements of the event log's readers, built once."""
