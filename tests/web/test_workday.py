@@ -70,6 +70,11 @@ def test_the_run_page_draws_edges_a_timeline_and_values_in_units(
     boxes = [n.bounding_box() for n in graph.locator(".react-flow__node").all()]
     xs = {box["x"] for box in boxes if box}
     assert len(xs) >= 4, xs  # inputs, beam, checks, verdict in their own ranks
+    # dagre laid the plan out in the page's worker, not on the page's thread.
+    where = page.evaluate(
+        "() => performance.getEntriesByName('calcgraph:layout', 'measure').map(m => m.detail)"
+    )
+    assert where == [{"where": "worker", "boxes": len(boxes)}], where
     expect(page).to_have_title(re.compile(r"^Run [0-9a-f]{8} completed · calcgraph$"))
 
     # The run's inputs as entered, not as JSON.

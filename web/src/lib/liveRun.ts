@@ -7,6 +7,7 @@ import type { RunFieldsFragment, RunPlanFieldsFragment } from "../gql/graphql";
 import { LiveRunQuery, RunEventsSubscription, RunPlanQuery, TickMutation } from "./liveRun.graphql";
 import { ApiError, request, requestOnce, subscribe } from "./api";
 import { currentSession } from "./auth";
+import { runLayout, warmLayout } from "./runLayout";
 import { SAFETY_MS, Ticker } from "./ticker";
 
 /** What never changes in a run: its plan as drawn, inputs, version, function versions. */
@@ -48,11 +49,15 @@ function asError(e: unknown): Error {
   return e instanceof Error ? e : new Error(String(e));
 }
 
-/** A run's first read: its plan and its first state, two requests sent together (the plan is
- * laid out while the server still builds the state). */
+/** A run's first read: its plan and its first state, two requests sent together. The plan is
+ * laid out in a worker as soon as it arrives (lib/runLayout), while the server still builds the
+ * state and the page loads and draws the rest. */
 function readRun(id: string) {
+  warmLayout();
   // The plan first: the server takes the requests in the order they arrive.
   const plan = request(RunPlanQuery, { id });
+  // Its page shows a failed layout (it asks runLayout again).
+  plan.then((r) => runLayout(r.workflowRun)).catch(() => undefined);
   const state = request(LiveRunQuery, { id, types: RUN_EVENT_TYPES });
   return { plan, state };
 }

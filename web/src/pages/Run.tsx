@@ -16,17 +16,18 @@ import { request } from "../lib/api";
 import { useCatalog } from "../lib/catalog";
 import { useAsync } from "../lib/hooks";
 import { duration, ports, when } from "../lib/format";
-import { sourceOf, type GraphNode } from "../lib/graph";
-import { boxHeight, fittedViewport, layout, type Link as LayoutLink } from "../lib/layout";
+import type { GraphNode } from "../lib/graph";
+import { planLinks, planNodes, type PlanLink } from "../lib/runGraph";
+import { runLayout, RUN_NODE, type Position } from "../lib/runLayout";
+import { fittedViewport } from "../lib/viewport";
 import { displayUnitProblem, formatValue, prettyUnit, type DisplayUnits } from "../lib/quantity";
 import { naturalCompare, naturalSort } from "../lib/sort";
 import type { Catalog } from "../lib/typeexpr";
 import { TERMINAL, useLiveRun, type LiveMode, type LiveRun, type RunPlan } from "../lib/liveRun";
 import { JobOutputsQuery, RunNodeQuery } from "./Run.graphql";
 
-const NODE_WIDTH = 180;
-const RANK_GAP = 50; // no edge labels on the run page: ranks close enough to read at 100 %
-const NODE_HEIGHT = boxHeight(0);
+const NODE_WIDTH = RUN_NODE.width;
+const NODE_HEIGHT = RUN_NODE.height;
 const FIT_VIEW = { padding: 0.05, minZoom: 0.01, maxZoom: 1 };
 // Every run node's size and handles (none: the edges are the page's own, components/RunEdge),
 // given to React Flow (as for server-side rendering): the first commit knows what is in view
@@ -35,7 +36,6 @@ const MEASURED = { width: NODE_WIDTH, height: NODE_HEIGHT };
 const HANDLES: NonNullable<FlowNodeType["handles"]> = [];
 
 type Run = LiveRun;
-type Position = { x: number; y: number };
 type NodeState = Run["nodeStates"][number];
 type FunctionVersion = Run["functionVersions"][number];
 
@@ -54,33 +54,6 @@ declare global {
 function liveLabel(mode: LiveMode, backoff: number | null): string {
   if (backoff !== null) return `server busy: next tick in ${Math.ceil(backoff)} s`;
   return mode === "live" ? "live" : mode === "polling" ? "ticking every 2 s" : "";
-}
-
-/** The plan's nodes (`planGraph`), its input nodes named by the plan, the run's inputs and the
- * bindings. */
-function planNodes(run: RunPlan): GraphNode[] {
-  const drawn = run.planGraph as { nodes?: GraphNode[]; input_nodes?: string[] } | null;
-  const plan = drawn?.nodes ?? [];
-  const others = plan.filter((n) => n.kind !== "input");
-  const inputs = new Map(plan.filter((n) => n.kind === "input").map((n) => [n.node_key, n]));
-  for (const k of [...(drawn?.input_nodes ?? []), ...Object.keys((run.inputs as Record<string, unknown>) ?? {})]) if (!inputs.has(k)) inputs.set(k, { node_key: k, kind: "input" });
-  for (const n of others) {
-    for (const b of Object.values(n.input_bindings ?? {})) {
-      if (b.source === "input_node" && b.input_key && !inputs.has(b.input_key)) inputs.set(b.input_key, { node_key: b.input_key, kind: "input" });
-    }
-  }
-  return [...naturalSort([...inputs.values()], (n) => n.node_key), ...naturalSort(others, (n) => n.node_key)];
-}
-
-type PlanLink = LayoutLink & { label: string };
-
-/** The plan's bindings, each a link from the node it reads to the node reading it. */
-function planLinks(nodes: readonly GraphNode[]): PlanLink[] {
-  return nodes.flatMap((n) => {
-    const from = Object.entries(n.input_bindings ?? {}).map(([port, b]) => ({ source: sourceOf(b), label: `${b.from_port}→${port}` }));
-    if (n.kind === "extract" && n.from_node_key) from.push({ source: n.from_node_key, label: "bundle" });
-    return from.map((e) => ({ source: e.source, target: n.node_key, label: e.label }));
-  });
 }
 
 /** The edges of the laid-out plan, each with its curve (components/RunEdge): read, not clicked. */
@@ -162,13 +135,22 @@ function useStableFlowNodes(
 
 const NO_PORTS: FlowNodeType["data"]["inPorts"] = [];
 
-/** The positions of the plan's boxes (lib/layout). A run's plan never changes: laid out once per
- * run, not on each live update. */
-function usePositions(runId: string | undefined, nodes: readonly GraphNode[], links: readonly LayoutLink[]): Map<string, Position> | null {
-  return useMemo(
-    () => (runId ? layout(nodes.map((n) => ({ id: n.node_key, width: NODE_WIDTH, height: NODE_HEIGHT })), links, RANK_GAP) : null),
-    [runId, nodes, links],
-  );
+/** The positions of the plan's boxes (lib/runLayout: laid out in a worker, started when the
+ * plan was read), null until they are there; an error if the layout failed. */
+function usePositions(plan: RunPlan | null): [Map<string, Position> | null, Error | null] {
+  const [laid, setLaid] = useState<{ id: string; positions: Map<string, Position> | null; error: Error | null } | null>(null);
+  useEffect(() => {
+    if (!plan) return;
+    let live = true;
+    runLayout(plan).then(
+      (positions) => live && setLaid({ id: plan.id, positions, error: null }),
+      (e: unknown) => live && setLaid({ id: plan.id, positions: null, error: e instanceof Error ? e : new Error(String(e)) }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [plan]);
+  return laid && plan && laid.id === plan.id ? [laid.positions, laid.error] : [null, null];
 }
 
 /** The size of the graph's pane, read once it is on the page (before it is painted). */
@@ -214,7 +196,7 @@ export function RunPage() {
   // its layout are keyed by the plan, not by the run's state.
   const nodes = useMemo(() => (plan ? planNodes(plan) : []), [plan]);
   const links = useMemo(() => planLinks(nodes), [nodes]);
-  const positions = usePositions(plan?.id, nodes, links);
+  const [positions, layoutError] = usePositions(plan);
   const edges = useMemo(() => planEdges(links, positions), [links, positions]);
   const states = useMemo(() => new Map((run?.nodeStates ?? []).map((s) => [s.nodeKey, s])), [run]);
   const versions = useMemo(() => new Map((run?.functionVersions ?? []).map((v) => [v.id, v])), [run?.functionVersions]);
@@ -276,7 +258,7 @@ export function RunPage() {
       {error && <ErrorBox error={error} />}
       <div className="run-body">
         <div className="flow" aria-label="Run graph" data-edges={links.length} ref={paneRef}>
-          {positions === null || pane === null ? <Loading /> : <RunFlow
+          {layoutError ? <ErrorBox error={layoutError} /> : positions === null || pane === null ? <Loading /> : <RunFlow
             key={plan?.id}
             pane={pane}
             nodes={flowNodes}
