@@ -119,7 +119,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         default=defaults.flood_nice,
         choices=range(-1, 20),
         metavar="-1-19",
-        help="niceness of events_flood_http's flood process (default 10; 0: not niced)",
+        help="niceness of events_flood_http's flood and follower (default 10; 0: not niced)",
     )
     args = parser.parse_args(argv)
     options = dataclasses.replace(

@@ -62,15 +62,17 @@ JOB_SUCCEEDED = "calcgraph.job.succeeded"
 JOB_ENDED = ("calcgraph.job.succeeded", "calcgraph.job.failed")
 _ENV = {"CALCGRAPH_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
 FLOOD_PHASE_S = 12.0
-FLOOD_ROUNDS = 3
+FLOOD_ROUNDS = 4
 FLOOD_LEAD_S = 3.0
 """The flood's process is started this long before its phase and floods from the phase's start."""
-# The flood's process runs at `Options.flood_nice` (default 10). The 1,000 events a second stand
-# for other hosts' work (other servers' and workers' units); on this 2-core machine their
-# generator's own CPU (0.18-0.27 CPU-s a second) would otherwise be counted as a slowdown of the
-# ticks beside it. Niced, it takes what the server and PostgreSQL leave; what the flood costs them
-# (the recording's statements, the wake-ups, the readers) still counts. `--flood-nice 0` measures
-# it unniced (the figure before this setting).
+# The flood's process and the follower's run at `Options.flood_nice` (default 10). The 1,000
+# events a second stand for other hosts' work (other servers' and workers' units), and the
+# follower for a consumer on another host; on this 2-core machine their own CPU (the flood's
+# generator 0.13-0.27 CPU-s a second, the follower's parsing of 1,000 events a second) would
+# otherwise be counted as a slowdown of the ticks beside them. Niced, they take what the server
+# and PostgreSQL leave; what the flood costs those (the recording's statements in PostgreSQL, the
+# wake-ups, the answers to the follower's reads, the webhook matching) still counts.
+# `--flood-nice 0` measures both unniced (until 2026-11-28 the follower always was).
 PAGES = 200
 PAGES_PHASE_S = 30.0
 BLIND_TICK_S = 2.0
@@ -315,6 +317,12 @@ class _FloodPhase:
             self.flooded[key] = self.flooded.get(key, 0.0) + value
 
 
+def _niced(nice: int) -> tuple[str, ...]:
+    """The command prefix running a load generator's process at niceness `nice` (-1: as
+    SCHED_IDLE, 0: as it is)."""
+    return ("chrt", "--idle", "0") if nice < 0 else ("nice", "-n", str(nice)) if nice else ()
+
+
 async def _flood(
     prefix: str, user_id: str, seconds: float, start_at: float, nice: int
 ) -> dict[str, float]:
@@ -322,7 +330,7 @@ async def _flood(
     `seconds` from the wall clock's `start_at`: what it recorded, the seconds it took and its
     CPU seconds (its start included)."""
     process = await asyncio.create_subprocess_exec(
-        *(("chrt", "--idle", "0") if nice < 0 else ("nice", "-n", str(nice))),
+        *_niced(nice),
         sys.executable,
         "-m",
         "bench.event_flood",
@@ -390,6 +398,7 @@ def flood(options: Options) -> list[Result]:
                 # token that outlives the benchmark's 2 minutes (tokens live 5).
                 token = bench.headers["Authorization"].removeprefix("Bearer ")
                 follower = await asyncio.create_subprocess_exec(
+                    *_niced(options.flood_nice),
                     sys.executable,
                     "-m",
                     "bench.event_follow",
@@ -435,6 +444,7 @@ def flood(options: Options) -> list[Result]:
                     raise RuntimeError(f"the follower failed ({follower.returncode})")
                 followed: dict[str, float] = json.loads(out.decode().strip().splitlines()[-1])
                 seen = int(followed["seen"])
+                follower_cpu_s = float(followed["cpu_s"])
                 results = []
                 base_tick = percentile(sorted(figures["without"].ticks), 50)
                 base_exec = percentile(sorted(figures["without"].executes), 50)
@@ -469,6 +479,7 @@ def flood(options: Options) -> list[Result]:
                         "load_generator_cpu_s_per_s": round(found.client_s / elapsed, 3),
                         "phases": FLOOD_ROUNDS,
                         "follower_saw": seen,
+                        "follower_cpu_s": round(follower_cpu_s, 2),
                         "flood_nice": options.flood_nice,
                         "loadavg": [round(x, 2) for x in os.getloadavg()],
                     }

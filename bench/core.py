@@ -24,7 +24,7 @@ class Options:
     service_calls: int = 20000
     service_max_s: float = 2.0
     soak_minutes: float = 10.0  # the soak benchmark's length (bench_soak)
-    flood_nice: int = 10  # the niceness of events_flood_http's flood process (bench_events)
+    flood_nice: int = 10  # niceness of events_flood_http's flood and follower (bench_events)
 
 
 @dataclass(frozen=True)
