@@ -8,7 +8,7 @@ async with AsyncClient() as cg:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -16,7 +16,7 @@ import httpx
 from calcgraph.client import models as m
 from calcgraph.client.base import ClientBase
 from calcgraph.client.model_base import Model
-from calcgraph.client.operations import Call, Flow, Sleep
+from calcgraph.client.operations import Call, Flow, Pages, Sleep
 
 R = TypeVar("R")
 M = TypeVar("M", bound=Model)
@@ -79,18 +79,15 @@ class AsyncClient(ClientBase[httpx.AsyncClient]):
                 return
             cursor = page.next_cursor
 
-    async def events(
-        self,
-        types: Sequence[str] = (),
-        subject: str | None = None,
-        after: str | None = "now",
-        wait: float = 25.0,
-        run: str | None = None,
-    ) -> AsyncIterator[m.Event]:
-        """Every event the caller may see, as it is recorded (see `Client.events`)."""
-        cursor = after
-        while True:
-            page = await self.events_page(types, subject, cursor, None, wait, run)
-            for item in page.items:
-                yield item
-            cursor = page.next_cursor
+    async def follow(self, pages: Pages) -> AsyncIterator[Any]:
+        try:
+            call = next(pages)
+            while True:
+                page = await self.send(call)
+                for item in page.items:
+                    yield item
+                call = pages.send(page)
+        except StopIteration:
+            return
+        finally:
+            pages.close()

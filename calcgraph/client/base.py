@@ -7,18 +7,19 @@ from __future__ import annotations
 import email.utils
 import functools
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 import httpx
 
 from calcgraph import __version__
+from calcgraph.client import models as m
 from calcgraph.client import operations as ops
 from calcgraph.client import operations_events as events_ops
 from calcgraph.client import operations_runs as runs_ops
 from calcgraph.client.errors import CalcgraphError, ConnectionError, error_from_response
-from calcgraph.client.operations import Call, Flow
+from calcgraph.client.operations import Call, Flow, Pages
 from calcgraph.client.settings import ClientSettings, resolve
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 DEFAULT_TIMEOUT = 30.0
 # 429 (rate limited) and 503 (busy, e.g. the database) are answered before anything was
@@ -77,6 +79,17 @@ class RetryClock:
         return wait
 
 
+def _bound(operation: Callable[P, Any], drive: Callable[[Any], Any]) -> Callable[P, Any]:
+    """The client method of `operation` (named and documented as it is): what `drive` makes of
+    the call, flow or pages the operation returns."""
+
+    @functools.wraps(operation)
+    def method(*args: P.args, **kwargs: P.kwargs) -> Any:
+        return drive(operation(*args, **kwargs))
+
+    return method
+
+
 class Method(Generic[P, R]):
     """A call or flow of `operations` as a method of both clients, with its parameters:
     `Client` performs it and answers R, `AsyncClient` answers an awaitable of R."""
@@ -93,15 +106,25 @@ class Method(Generic[P, R]):
         self, client: AsyncClient, owner: type[Any]
     ) -> Callable[P, Coroutine[Any, Any, R]]: ...
     def __get__(self, client: ClientBase[Any] | None, owner: type[Any]) -> Any:
-        if client is None:
-            return self
-        step, perform = self.step, client.perform
+        return self if client is None else _bound(self.step, client.perform)
 
-        @functools.wraps(step)
-        def method(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return perform(step(*args, **kwargs))
 
-        return method
+class Following(Generic[P, T]):
+    """An endless listing of `operations` (`Pages`) as a method of both clients, with its
+    parameters: `Client` answers an iterator of its items, `AsyncClient` an async one. `item`
+    is the items' type, for the type checker."""
+
+    def __init__(self, pages: Callable[P, Pages], item: type[T]) -> None:
+        self.pages = pages
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> Following[P, T]: ...
+    @overload
+    def __get__(self, client: Client, owner: type[Any]) -> Callable[P, Iterator[T]]: ...
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(self, client: ClientBase[Any] | None, owner: type[Any]) -> Any:
+        return self if client is None else _bound(self.pages, client.follow)
 
 
 class ClientBase(Generic[H]):
@@ -175,6 +198,11 @@ class ClientBase(Generic[H]):
         """Send a call or drive a flow: R from `Client`, an awaitable of R from `AsyncClient`."""
         raise NotImplementedError
 
+    def follow(self, pages: Pages) -> Any:
+        """The items of every page of `pages`: an iterator from `Client`, an async one from
+        `AsyncClient`."""
+        raise NotImplementedError
+
     # Service and identity ----------------------------------------------------------------
 
     health = Method(ops.health)
@@ -228,6 +256,7 @@ class ClientBase(Generic[H]):
     # Events and webhooks (contract section 9) ----------------------------------------------
 
     events_page = Method(events_ops.events)
+    events = Following(events_ops.follow_events, m.Event)
     create_webhook = Method(events_ops.create_webhook)
     list_webhooks = Method(events_ops.list_webhooks)
     get_webhook = Method(events_ops.get_webhook)

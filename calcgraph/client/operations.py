@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import quote
 
 from calcgraph.client import models as m
@@ -51,6 +51,9 @@ class Sleep:
 
 Step = Call[Any] | Sleep
 Flow = Generator[Step, Any, R]
+Pages = Generator[Call[Any], Any, None]
+"""An endless listing: the calls of its pages, one after another, each sent the page its call
+answered (whose `items` the client hands out in turn)."""
 
 
 def _segment(text: str) -> str:
@@ -67,6 +70,31 @@ def _model(cls: type[M]) -> Callable[[Any], M]:
 
 def _page(cls: type[M]) -> Callable[[Any], m.Page[M]]:
     return m.Page[cls].model_validate  # type: ignore[valid-type]
+
+
+def _get(cls: type[M], template: str, *ids: str) -> Call[M]:
+    """GET the resource `template` names once its `{}` are the ids, each one path segment."""
+    return Call("GET", template.format(*map(_segment, ids)), _model(cls))
+
+
+class SearchedListing(Protocol[M]):
+    def __call__(
+        self, limit: int | None = None, cursor: str | None = None, search: str | None = None
+    ) -> Call[m.Page[M]]: ...
+
+
+def _searched(name: str, path: str, cls: type[M], searched: str) -> SearchedListing[M]:
+    """The listing operation `name` of a catalogue at `path`, a page at a time, narrowed by a
+    case-insensitive part of what `searched` says."""
+
+    def listing(
+        limit: int | None = None, cursor: str | None = None, search: str | None = None
+    ) -> Call[m.Page[M]]:
+        return _listing(path, cls, limit, cursor, _filters(search=search))
+
+    listing.__name__ = listing.__qualname__ = name
+    listing.__doc__ = f"`search`: a case-insensitive part of {searched}."
+    return listing
 
 
 def _listing(
@@ -165,7 +193,7 @@ def create_organization(slug: str, name: str) -> Call[m.Organization]:
 
 
 def get_organization(slug: str) -> Call[m.Organization]:
-    return Call("GET", f"/organizations/{_segment(slug)}", _model(m.Organization))
+    return _get(m.Organization, "/organizations/{}", slug)
 
 
 def usage() -> Call[m.UsageReport]:
@@ -234,15 +262,11 @@ def deploy_git(
     return Call("POST", "/packages/from-git", _model(m.DeploymentReport), json=body)
 
 
-def list_packages(
-    limit: int | None = None, cursor: str | None = None, search: str | None = None
-) -> Call[m.Page[m.Package]]:
-    """`search`: a case-insensitive part of the name."""
-    return _listing("/packages", m.Package, limit, cursor, _filters(search=search))
+list_packages = _searched("list_packages", "/packages", m.Package, "the name")
 
 
 def get_package(package_id: str) -> Call[m.Package]:
-    return Call("GET", f"/packages/{_segment(package_id)}", _model(m.Package))
+    return _get(m.Package, "/packages/{}", package_id)
 
 
 def diff_package(package: str, from_version: str, to_version: str) -> Call[m.PackageDiff]:
@@ -255,15 +279,11 @@ def diff_package(package: str, from_version: str, to_version: str) -> Call[m.Pac
     )
 
 
-def list_functions(
-    limit: int | None = None, cursor: str | None = None, search: str | None = None
-) -> Call[m.Page[m.Function]]:
-    """`search`: a case-insensitive part of `package/name`."""
-    return _listing("/functions", m.Function, limit, cursor, _filters(search=search))
+list_functions = _searched("list_functions", "/functions", m.Function, "`package/name`")
 
 
 def get_function(function_id: str) -> Call[m.FunctionDetail]:
-    return Call("GET", f"/functions/{_segment(function_id)}", _model(m.FunctionDetail))
+    return _get(m.FunctionDetail, "/functions/{}", function_id)
 
 
 def execute_path(name_or_id: str, version: str | None = None) -> str:
@@ -324,7 +344,7 @@ def list_jobs(
 
 
 def get_job(job_id: str) -> Call[m.Job]:
-    return Call("GET", f"/jobs/{_segment(job_id)}", _model(m.Job))
+    return _get(m.Job, "/jobs/{}", job_id)
 
 
 def cancel_job(job_id: str) -> Call[m.Job]:

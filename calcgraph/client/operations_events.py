@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from calcgraph.client import models as m
-from calcgraph.client.operations import Call, _listing, _model, _segment
+from calcgraph.client.operations import Call, Pages, _get, _listing, _model, _segment
 
 MAX_WAIT = 30.0
 
@@ -37,6 +37,22 @@ def events(
     return Call("GET", "/events", _model(m.EventPage), params=params, holds=held)
 
 
+def follow_events(
+    types: Sequence[str] = (),
+    subject: str | None = None,
+    after: str | None = "now",
+    wait: float = 25.0,
+    run: str | None = None,
+) -> Pages:
+    """Every event the caller may see, as it is recorded, from `after` (default: now; None:
+    the oldest kept): `for event in cg.events(["calcgraph.run.*"]): ...`. Long-polls.
+    `run` (a workflow run id) keeps that run's own events and its jobs'."""
+    cursor = after
+    while True:
+        page: m.EventPage = yield events(types, subject, cursor, None, wait, run)
+        cursor = page.next_cursor
+
+
 def create_webhook(url: str, types: Sequence[str], description: str = "") -> Call[m.Webhook]:
     """The new webhook with its signing secret (in this answer only: None elsewhere)."""
     body = {"url": url, "types": list(types), "description": description}
@@ -48,7 +64,7 @@ def list_webhooks(limit: int | None = None, cursor: str | None = None) -> Call[m
 
 
 def get_webhook(webhook_id: str) -> Call[m.Webhook]:
-    return Call("GET", f"/webhooks/{_segment(webhook_id)}", _model(m.Webhook))
+    return _get(m.Webhook, "/webhooks/{}", webhook_id)
 
 
 def update_webhook(

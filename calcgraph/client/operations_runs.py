@@ -16,8 +16,10 @@ from calcgraph.client.operations import (
     Flow,
     Sleep,
     _filters,
+    _get,
     _listing,
     _model,
+    _searched,
     _segment,
     _without_none,
 )
@@ -50,14 +52,10 @@ def validate_workflow(graph: Mapping[str, Any]) -> Call[m.WorkflowValidation]:
 
 
 def get_workflow(slug: str) -> Call[m.WorkflowDetail]:
-    return Call("GET", f"/workflows/{_segment(slug)}", _model(m.WorkflowDetail))
+    return _get(m.WorkflowDetail, "/workflows/{}", slug)
 
 
-def list_workflows(
-    limit: int | None = None, cursor: str | None = None, search: str | None = None
-) -> Call[m.Page[m.Workflow]]:
-    """`search`: a case-insensitive part of the slug or the name."""
-    return _listing("/workflows", m.Workflow, limit, cursor, _filters(search=search))
+list_workflows = _searched("list_workflows", "/workflows", m.Workflow, "the slug or the name")
 
 
 # Runs ------------------------------------------------------------------------------------
@@ -107,11 +105,11 @@ def list_runs(
 
 
 def get_run(run_id: str) -> Call[m.Run]:
-    return Call("GET", f"/workflow-runs/{_segment(run_id)}", _model(m.Run))
+    return _get(m.Run, "/workflow-runs/{}", run_id)
 
 
 def get_run_plan(run_id: str) -> Call[m.RunPlan]:
-    return Call("GET", f"/workflow-runs/{_segment(run_id)}/plan", _model(m.RunPlan))
+    return _get(m.RunPlan, "/workflow-runs/{}/plan", run_id)
 
 
 def tick(run_id: str, wait: float | None = None) -> Call[m.Run]:

@@ -14,7 +14,7 @@ feature); `AsyncClient` has the same methods, awaited.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import httpx
@@ -22,7 +22,7 @@ import httpx
 from calcgraph.client import models as m
 from calcgraph.client.base import ClientBase
 from calcgraph.client.model_base import Model
-from calcgraph.client.operations import Call, Flow, Sleep
+from calcgraph.client.operations import Call, Flow, Pages, Sleep
 
 R = TypeVar("R")
 M = TypeVar("M", bound=Model)
@@ -82,19 +82,14 @@ class Client(ClientBase[httpx.Client]):
                 return
             cursor = page.next_cursor
 
-    def events(
-        self,
-        types: Sequence[str] = (),
-        subject: str | None = None,
-        after: str | None = "now",
-        wait: float = 25.0,
-        run: str | None = None,
-    ) -> Iterator[m.Event]:
-        """Every event the caller may see, as it is recorded, from `after` (default: now; None:
-        the oldest kept): `for event in cg.events(["calcgraph.run.*"]): ...`. Long-polls.
-        `run` (a workflow run id) keeps that run's own events and its jobs'."""
-        cursor = after
-        while True:
-            page = self.events_page(types, subject, cursor, None, wait, run)
-            yield from page.items
-            cursor = page.next_cursor
+    def follow(self, pages: Pages) -> Iterator[Any]:
+        try:
+            call = next(pages)
+            while True:
+                page = self.send(call)
+                yield from page.items
+                call = pages.send(page)
+        except StopIteration:
+            return
+        finally:
+            pages.close()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,14 @@ class PermissionDenied(DomainError):
 
 class NotFound(DomainError):
     kind = "NotFound"
+
+
+def found(thing: T | None, what: str) -> T:
+    """`thing`, or NotFound saying there is no `what` (`f"package {ref!r}"`) when it is None:
+    the one "get or raise NotFound" of the services."""
+    if thing is None:
+        raise NotFound(f"no {what}")
+    return thing
 
 
 class MethodNotAllowed(DomainError):

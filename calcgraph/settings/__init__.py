@@ -14,7 +14,7 @@ from calcgraph.db import defaults as pool
 from calcgraph.domain.builds import limits
 from calcgraph.domain.builds.validation import SubmissionLimits
 from calcgraph.domain.events.schedule import DEFAULT_RETRY_SCHEDULE
-from calcgraph.domain.quotas.limits import GIB, Quotas
+from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.settings.fields import DatabaseUrl, HostList, LocalRoots, RetrySchedule
 
 SandboxKind = Literal["docker", "bwrap", "process"]
@@ -150,16 +150,18 @@ class Settings(BaseSettings):
         "(a quarter of it at once); 0: no limit",
     )
     limit_runs_per_user: int = Field(
-        default=200, gt=0, description="workflow runs of one user not yet terminal"
+        default=Quotas.runs, gt=0, description="workflow runs of one user not yet terminal"
     )
     limit_nodes_per_workflow: int = Field(
-        default=20_000, gt=0, description="nodes of one workflow version"
+        default=Quotas.nodes, gt=0, description="nodes of one workflow version"
     )
     limit_queued_jobs_per_user: int = Field(
-        default=1_000, gt=0, description="jobs of one user submitted and not yet started"
+        default=Quotas.queued_jobs,
+        gt=0,
+        description="jobs of one user submitted and not yet started",
     )
     limit_stored_bytes_per_user: int = Field(
-        default=5 * GIB, gt=0, description="inputs, outputs and logs of one user's jobs"
+        default=Quotas.stored_bytes, gt=0, description="inputs, outputs and logs of one user's jobs"
     )
 
     cors_origins: str | None = Field(

@@ -23,6 +23,7 @@ from calcgraph.domain.errors import (
     NotFound,
     PermissionDenied,
     ValidationError,
+    found,
 )
 from calcgraph.domain.events.service import record
 from calcgraph.domain.read_models import from_attributes
@@ -113,12 +114,11 @@ class AccessService:
         """`thing`, the package or workflow the caller named `name`: NotFound when there is
         none, PermissionDenied when it is hidden from the caller (the specification asks for
         403 there, not 404)."""
-        if thing is None:
-            raise NotFound(f"no {kind} {name!r}")
+        owned = found(thing, f"{kind} {name!r}")
         act: policy.Act = "see_package" if kind == "package" else "see_workflow"
         refusal = f"{kind} {name!r}: it is not visible to you"
-        await self.require(session, principal, (act, refusal), on=thing)
-        return thing
+        await self.require(session, principal, (act, refusal), on=owned)
+        return owned
 
     async def _facts(
         self,
@@ -184,9 +184,10 @@ class AccessService:
         return user
 
     async def _organization(self, session: AsyncSession, slug: str) -> Organization:
-        org = await OrganizationRepository.from_session(session).get_by_slug(slug)
-        if org is None:
-            raise NotFound(f"no organization {slug!r}")
+        org = found(
+            await OrganizationRepository.from_session(session).get_by_slug(slug),
+            f"organization {slug!r}",
+        )
         return org
 
     async def _view(self, session: AsyncSession, org: Organization) -> OrganizationView:
@@ -238,9 +239,10 @@ class AccessService:
         refusal = f"the members of {slug!r}: only its owners and admins may"
         await self.require(session, principal, ("manage_members", refusal), organization_id=org.id)
         orgs = OrganizationRepository.from_session(session)
-        user = await UserRepository.from_session(session).get_by_username(username)
-        if user is None:
-            raise NotFound(f"no user {username!r}; a user exists after their first sign-in")
+        user = found(
+            await UserRepository.from_session(session).get_by_username(username),
+            f"user {username!r}; a user exists after their first sign-in",
+        )
         membership = await orgs.get_membership(org.id, user.id)
         if membership is None:
             await orgs.add_membership(

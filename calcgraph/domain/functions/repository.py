@@ -52,8 +52,8 @@ class FunctionRepository(ViewRepository[Function, FunctionView]):
 
     async def visible_by_package(
         self, principal: Principal, package_ids: Sequence[str]
-    ) -> list[FunctionView]:
-        return await self._views_in(
+    ) -> dict[str, list[FunctionView]]:
+        return await self._grouped_in(
             Function.package_id, package_ids, visible_clause(principal), order_by=(Function.name,)
         )
 
@@ -166,8 +166,8 @@ class FunctionVersionRepository(ViewRepository[FunctionVersion, FunctionVersionV
 
     async def visible_views_by_function(
         self, principal: Principal, function_ids: Sequence[str]
-    ) -> list[FunctionVersionView]:
-        return await self._views_in(
+    ) -> dict[str, list[FunctionVersionView]]:
+        return await self._grouped_in(
             FunctionVersion.function_id,
             function_ids,
             visible_clause(principal),

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import Conflict, NotFound
+from calcgraph.domain.errors import Conflict, NotFound, found
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.functions.repository import (
     FunctionRepository,
@@ -23,45 +23,32 @@ from calcgraph.domain.functions.views import (
     FunctionView,
     ResolvedFunction,
 )
-from calcgraph.domain.listing.filters import parse_search
-from calcgraph.domain.listing.paging import Page, PageRequest
+from calcgraph.domain.listing.service import RepositoryRead, VisibleListing
 from calcgraph.domain.packages.addressing import parse_function_ref, select_version, split_selector
 from calcgraph.domain.packages.repository import PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import latest_version
 from calcgraph.domain.packages.service import package_read_service
-from calcgraph.domain.read_models import from_attributes, grouped_by
+from calcgraph.domain.read_models import from_attributes
 
 
 class FunctionReadService:
-    async def list_functions(
-        self,
-        session: AsyncSession,
-        principal: Principal,
-        page: PageRequest,
-        *,
-        search: str | None = None,
-    ) -> Page[FunctionView]:
-        """`search`: a case-insensitive part of `package/name`."""
-        return await FunctionRepository.from_session(session).list_visible(
-            principal, page, search=parse_search(search, "search")
-        )
+    list_functions = VisibleListing(FunctionRepository.from_session)
+    """`search`: a case-insensitive part of `package/name`."""
 
     async def get_function(
         self, session: AsyncSession, principal: Principal, function_id: str
     ) -> FunctionView:
-        function = await FunctionRepository.from_session(session).get_view(function_id)
-        if function is None:
-            raise NotFound(f"no function {function_id!r}")
+        function = found(
+            await FunctionRepository.from_session(session).get_view(function_id),
+            f"function {function_id!r}",
+        )
         await package_read_service.ensure_visible(session, principal, function.package_id)
         return function
 
-    async def visible_by_package(
-        self, session: AsyncSession, principal: Principal, package_ids: Sequence[str]
-    ) -> dict[str, list[FunctionView]]:
-        rows = await FunctionRepository.from_session(session).visible_by_package(
-            principal, package_ids
-        )
-        return grouped_by(package_ids, rows, lambda row: row.package_id)
+    visible_by_package = RepositoryRead(
+        FunctionRepository.from_session, FunctionRepository.visible_by_package
+    )
+    """`(session, principal, package_ids)`: the visible functions of each package."""
 
     async def visible_functions(
         self, session: AsyncSession, principal: Principal, ids: Sequence[str]
@@ -164,9 +151,10 @@ class FunctionVersionService:
     async def code_files(self, session: AsyncSession, function_version_id: str) -> dict[str, bytes]:
         """The files a function version runs from, `{path: content}` (no access check: the
         caller resolved the version under the policy first)."""
-        row = await FunctionVersionRepository.from_session(session).get(function_version_id)
-        if row is None:
-            raise NotFound(f"no function version {function_version_id!r}")
+        row = found(
+            await FunctionVersionRepository.from_session(session).get(function_version_id),
+            f"function version {function_version_id!r}",
+        )
         return await PackageVersionRepository.from_session(session).files_of(row.package_version_id)
 
     async def function_versions(
@@ -212,13 +200,10 @@ class FunctionVersionService:
         )
         return {v.id: v for v in rows}
 
-    async def visible_versions_by_function(
-        self, session: AsyncSession, principal: Principal, function_ids: Sequence[str]
-    ) -> dict[str, list[FunctionVersionView]]:
-        rows = await FunctionVersionRepository.from_session(session).visible_views_by_function(
-            principal, function_ids
-        )
-        return grouped_by(function_ids, rows, lambda row: row.function_id)
+    visible_versions_by_function = RepositoryRead(
+        FunctionVersionRepository.from_session, FunctionVersionRepository.visible_views_by_function
+    )
+    """`(session, principal, function_ids)`: the visible versions of each function."""
 
     async def _by_name(
         self, session: AsyncSession, principal: Principal, name: str
@@ -265,9 +250,9 @@ class FunctionVersionService:
             function = await session.get(Function, pinned.function_id)
             assert function is not None  # foreign key
             return await self._resolved(session, principal, function, pinned)
-        function = await session.get(Function, identifier)
-        if function is None:
-            raise NotFound(f"no function or function version {identifier!r}")
+        function = found(
+            await session.get(Function, identifier), f"function or function version {identifier!r}"
+        )
         current = (
             await repository.get(function.current_version_id)
             if function.current_version_id

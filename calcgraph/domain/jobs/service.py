@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import NotFound
+from calcgraph.domain.errors import found
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JOB_STATUSES, JobView
 from calcgraph.domain.listing.filters import JobFilter
@@ -41,9 +41,7 @@ class JobReadService:
         return await JobRepository.from_session(session).list_of_caller(principal, page, where)
 
     async def get_job(self, session: AsyncSession, principal: Principal, job_id: str) -> JobView:
-        job = await JobRepository.from_session(session).get_view(job_id)
-        if job is None:
-            raise NotFound(f"no job {job_id!r}")
+        job = found(await JobRepository.from_session(session).get_view(job_id), f"job {job_id!r}")
         package = await PackageRepository.from_session(session).get_view(job.package_id)
         await access_service.require(
             session, principal, ("see_job", f"job {job_id!r}"), on=package, submitted_by=job.user_id

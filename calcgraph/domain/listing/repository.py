@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Generic, TypeVar, TypeVarTuple
 
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select, true
@@ -25,6 +26,7 @@ from calcgraph.domain.listing.paging import (
     keyset,
     make_page,
 )
+from calcgraph.domain.read_models import grouped_by
 
 Ts = TypeVarTuple("Ts")
 V = TypeVar("V", bound=Created)
@@ -72,6 +74,15 @@ class ViewRepository(RepositoryBase[M], Generic[M, V]):
             return []
         query = self._views().where(column.in_(keys), *where).order_by(*order_by)
         return [self._view(row) for row in await self.session.execute(query)]
+
+    async def _grouped_in(
+        self, column: Any, keys: Sequence[str], *where: ColumnElement[bool], order_by: Any = ()
+    ) -> dict[str, list[V]]:
+        """`_views_in`, one list per key (empty when no view has it) as a DataLoader answers:
+        each view under its own value of `column`'s attribute (`Function.package_id`: the
+        view's `package_id`)."""
+        views = await self._views_in(column, keys, *where, order_by=order_by)
+        return grouped_by(keys, views, attrgetter(column.key))
 
     async def _ids_in(self, id_: Any, ids: Sequence[str], *where: ColumnElement[bool]) -> set[str]:
         """Which of `ids` (the model's `id_` column) `where` selects (no ids, no statement)."""

@@ -94,8 +94,8 @@ class PackageRepository(ViewRepository[Package, PackageView]):
 
     async def visible_by_organization(
         self, principal: Principal, organization_ids: Sequence[str]
-    ) -> list[PackageView]:
-        return await self._views_in(
+    ) -> dict[str, list[PackageView]]:
+        return await self._grouped_in(
             Package.organization_id,
             organization_ids,
             visible_clause(principal),

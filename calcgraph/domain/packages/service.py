@@ -8,27 +8,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import NotFound
-from calcgraph.domain.listing.filters import parse_search
-from calcgraph.domain.listing.paging import Page, PageRequest
+from calcgraph.domain.errors import found
+from calcgraph.domain.listing.service import RepositoryRead, VisibleListing
 from calcgraph.domain.packages.models import Package
 from calcgraph.domain.packages.repository import PackageRepository, PackageVersionRepository
 from calcgraph.domain.packages.views import PackageView
 
 
 class PackageReadService:
-    async def list_packages(
-        self,
-        session: AsyncSession,
-        principal: Principal,
-        page: PageRequest,
-        *,
-        search: str | None = None,
-    ) -> Page[PackageView]:
-        """`search`: a case-insensitive part of the name."""
-        return await PackageRepository.from_session(session).list_visible(
-            principal, page, parse_search(search, "search")
-        )
+    list_packages = VisibleListing(PackageRepository.from_session)
+    """`search`: a case-insensitive part of the name."""
 
     async def get_package(
         self, session: AsyncSession, principal: Principal, package_id: str
@@ -41,9 +30,10 @@ class PackageReadService:
     ) -> tuple[Package, PackageView]:
         """A package by id, else name, and its view: NotFound when there is none, refused
         when the caller may not see it."""
-        package = await PackageVersionRepository.from_session(session).find_package(package_ref)
-        if package is None:
-            raise NotFound(f"no package {package_ref!r}")
+        package = found(
+            await PackageVersionRepository.from_session(session).find_package(package_ref),
+            f"package {package_ref!r}",
+        )
         return package, await self.get_package(session, principal, package.id)
 
     async def ensure_visible(
@@ -60,17 +50,10 @@ class PackageReadService:
         visible = await repository.visible_ids(principal, ids)
         return {p.id: p for p in await repository.get_views(sorted(visible))}
 
-    async def visible_by_organization(
-        self, session: AsyncSession, principal: Principal, organization_ids: Sequence[str]
-    ) -> dict[str, list[PackageView]]:
-        rows = await PackageRepository.from_session(session).visible_by_organization(
-            principal, organization_ids
-        )
-        grouped: dict[str, list[PackageView]] = {oid: [] for oid in organization_ids}
-        for row in rows:
-            if row.organization_id is not None:
-                grouped[row.organization_id].append(row)
-        return grouped
+    visible_by_organization = RepositoryRead(
+        PackageRepository.from_session, PackageRepository.visible_by_organization
+    )
+    """`(session, principal, organization_ids)`: the visible packages of each organization."""
 
 
 package_read_service = PackageReadService()

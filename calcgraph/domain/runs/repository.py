@@ -329,30 +329,29 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         for name, value in fields.items():
             set_committed_value(run, name, value)
 
-    async def function_owners(self, version_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """Function version id -> (function id, package id), for the job rows of a tick."""
+    async def _of_versions(self, version_ids: Iterable[str], *columns: Any) -> Sequence[Any]:
+        """(function version id, *columns) of each of `version_ids`, the version joined to its
+        function and its deployment (no ids, no statement)."""
         wanted = sorted(set(version_ids))
         if not wanted:
-            return {}
+            return []
         rows = await self.session.execute(
-            select(FunctionVersion.id, Function.id, Function.package_id)
+            select(FunctionVersion.id, *columns)
             .join(Function, Function.id == FunctionVersion.function_id)
+            .join(PackageVersion, PackageVersion.id == FunctionVersion.package_version_id)
             .where(FunctionVersion.id.in_(wanted))
         )
+        return rows.all()
+
+    async def function_owners(self, version_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """Function version id -> (function id, package id), for the job rows of a tick."""
+        rows = await self._of_versions(version_ids, Function.id, Function.package_id)
         return {row[0]: (row[1], row[2]) for row in rows}
 
     async def retry_defaults(self, version_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Function version id -> the retry policy its manifest declares as the default of its
         nodes (contract section 10), for those that declare one."""
-        wanted = sorted(set(version_ids))
-        if not wanted:
-            return {}
-        rows = await self.session.execute(
-            select(FunctionVersion.id, Function.name, PackageVersion.manifest)
-            .join(Function, Function.id == FunctionVersion.function_id)
-            .join(PackageVersion, PackageVersion.id == FunctionVersion.package_version_id)
-            .where(FunctionVersion.id.in_(wanted))
-        )
+        rows = await self._of_versions(version_ids, Function.name, PackageVersion.manifest)
         found: dict[str, dict[str, Any]] = {}
         for version_id, name, manifest in rows:
             declared = ((manifest or {}).get("functions") or {}).get(name) or {}

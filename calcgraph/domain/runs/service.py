@@ -36,7 +36,7 @@ from calcgraph.db.base import utcnow
 from calcgraph.db.engine import Database
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
-from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError
+from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError, found
 from calcgraph.domain.jobs.cache_key import ResultLookup
 from calcgraph.domain.listing.filters import TimeRange
 from calcgraph.domain.listing.paging import Page, PageRequest
@@ -131,11 +131,9 @@ class RunService(RunLoads):
         GraphQL reads them a page at a time), its plan unless `plan` is false (then the plan
         snapshot is empty: GraphQL reads it, megabytes at 10,000 nodes, when a field needs it)."""
         store = RunStore(session, self.memo)
-        found = await store.read(run_id, "none")
-        if found is None:
-            raise NotFound(f"no workflow run {run_id!r}")
-        run = found.run
-        await self._ensure_visible(session, principal, run, found.facts)
+        read = found(await store.read(run_id, "none"), f"workflow run {run_id!r}")
+        run = read.run
+        await self._ensure_visible(session, principal, run, read.facts)
         snapshot = await store.plan_snapshot(run_id) if plan else {}
         # States remembered at this revision are committed ones; states read here are not
         # remembered: without the run's lock a tick may commit between the two reads.
@@ -347,10 +345,8 @@ class RunService(RunLoads):
         """(job id, status) of the jobs the run's running nodes wait on: what a long-poll
         tick waits for."""
         repository = RunRepository.from_session(session)
-        found = await repository.locked_run(run_id, lock=False)
-        if found is None:
-            raise NotFound(f"no workflow run {run_id!r}")
-        await self._ensure_visible(session, principal, *found)
+        locked = await repository.locked_run(run_id, lock=False)
+        await self._ensure_visible(session, principal, *found(locked, f"workflow run {run_id!r}"))
         return await repository.running_jobs(run_id)
 
     async def _ensure_visible(

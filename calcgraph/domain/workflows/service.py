@@ -39,12 +39,11 @@ from calcgraph.domain.errors import (
     Conflict,
     DomainError,
     FieldError,
-    NotFound,
     ValidationError,
+    found,
 )
 from calcgraph.domain.functions.service import function_version_service
-from calcgraph.domain.listing.filters import parse_search
-from calcgraph.domain.listing.paging import Page, PageRequest
+from calcgraph.domain.listing.service import VisibleListing
 from calcgraph.domain.quotas.limits import Quotas, check_nodes
 from calcgraph.domain.spend import OFF_LOOP_NODES, off_loop
 from calcgraph.domain.workflows.checking import Checked, Versions, checked, refuse
@@ -259,11 +258,10 @@ class WorkflowService:
         self, session: AsyncSession, principal: Principal, slug: str, *, for_update: bool = False
     ) -> Workflow:
         """The workflow, if the caller may manage it (NotFound or PermissionDenied)."""
-        workflow = await WorkflowRepository.from_session(session).by_slug(
-            slug, for_update=for_update
+        repository = WorkflowRepository.from_session(session)
+        workflow = found(
+            await repository.by_slug(slug, for_update=for_update), f"workflow {slug!r}"
         )
-        if workflow is None:
-            raise NotFound(f"no workflow {slug!r}")
         await access_service.require(
             session,
             principal,
@@ -336,18 +334,8 @@ class WorkflowService:
         view = await WorkflowRepository.from_session(session).view_by_slug(slug)
         return await access_service.visible(session, principal, view, "workflow", slug)
 
-    async def list_workflows(
-        self,
-        session: AsyncSession,
-        principal: Principal,
-        page: PageRequest,
-        *,
-        search: str | None = None,
-    ) -> Page[WorkflowView]:
-        """`search`: a case-insensitive part of the slug or the name."""
-        return await WorkflowRepository.from_session(session).list_visible(
-            principal, page, parse_search(search, "search")
-        )
+    list_workflows = VisibleListing(WorkflowRepository.from_session)
+    """`search`: a case-insensitive part of the slug or the name."""
 
     async def visible_by_id(
         self, session: AsyncSession, principal: Principal, ids: Sequence[str]

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import NotFound
+from calcgraph.domain.errors import found
 from calcgraph.domain.events.service import record_job_rows
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
@@ -166,9 +166,7 @@ class JobSubmissionService:
 
     async def view(self, session: AsyncSession, job_id: str) -> JobView:
         """The job as it is now, for the door that submitted it (access was checked then)."""
-        job = await JobRepository.from_session(session).get_view(job_id)
-        if job is None:
-            raise NotFound(f"no job {job_id!r}")
+        job = found(await JobRepository.from_session(session).get_view(job_id), f"job {job_id!r}")
         return job
 
 

@@ -19,8 +19,8 @@ from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import (
     Conflict,
     FieldError,
-    NotFound,
     ValidationError,
+    found,
 )
 from calcgraph.domain.events.catalog import FILE_UPLOADED
 from calcgraph.domain.events.service import record, upload_data
@@ -209,9 +209,10 @@ class PublishingService:
     ) -> PackageView:
         """`PATCH /packages/{id}`: owner, owners of the owning organization, admins."""
         _check_visibility(visibility)
-        package = await PackageVersionRepository.from_session(session).find_package(package_ref)
-        if package is None:
-            raise NotFound(f"no package {package_ref!r}")
+        package = found(
+            await PackageVersionRepository.from_session(session).find_package(package_ref),
+            f"package {package_ref!r}",
+        )
         await self._ensure_manager(session, principal, package)
         if visibility == "internal" and package.organization_id is None:
             raise ValidationError(

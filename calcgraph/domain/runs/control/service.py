@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import utcnow
 from calcgraph.domain.access.principal import Principal
-from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError
+from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError, found
 from calcgraph.domain.events.service import record_job_transitions
 from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.service import job_read_service
@@ -111,9 +111,9 @@ class RunControl:
                 f"workflow run {run_id!r} is {original.status}: only a finished run is re-run"
             )
         workflows = WorkflowRepository.from_session(session)
-        workflow = await workflows.view_by_id(original.workflow_id)
-        if workflow is None:
-            raise NotFound(f"no workflow run {run_id!r}")
+        workflow = found(
+            await workflows.view_by_id(original.workflow_id), f"workflow run {run_id!r}"
+        )
         workflow = await workflow_service.visible(session, principal, workflow.slug)
         if workflow_version == "same":
             versions = await workflow_service.versions_by_id(
