@@ -1,6 +1,7 @@
 // A run's layout, started as soon as its plan is read (lib/liveRun), in a worker
-// (lib/layoutWorker): dagre takes 170-220 ms for a 1,000-node run, which the page's thread then
-// spends loading the app and drawing the rest of the run. A run's plan never changes: it is laid
+// (lib/layoutWorker): dagre took 94-160 ms for a 1,000-node run in Node and about 320 ms in the
+// web bench's Chromium worker (2026-11-29, load 1-3), time the page's thread spends loading the
+// app and drawing the rest of the run. A run's plan never changes: it is laid
 // out once, and the page takes the layout already under way. Where no worker can run (a test's
 // DOM, a worker that fails to load), the layout runs on the page's thread all the same.
 import type { Box } from "./boxes";
