@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import jwt
@@ -35,17 +38,32 @@ MEMO_SECONDS = 60.0
 MEMO_SIZE = 10_000
 
 
+@dataclass(eq=False)
+class Verified:
+    """A token whose signature verified, as the memo keeps it: its claims (read-only) and what
+    a caller derived from them once (the authenticator's principal), taken again with them
+    while the memo holds the token."""
+
+    claims: Mapping[str, Any]
+    derived: dict[str, object] = field(default_factory=dict)
+
+
 class TokenVerifier:
     def __init__(self, provider: OidcProvider, audience: str, leeway: float = 30.0) -> None:
         self.provider = provider
         self.audience = audience
         self.leeway = leeway
-        # digest of the token -> (claims, the key that verified them, its kid, monotonic
+        # digest of the token -> (what verified, the key that verified it, its kid, monotonic
         # deadline)
-        self._memo: OrderedDict[bytes, tuple[dict[str, Any], object, str, float]] = OrderedDict()
+        self._memo: OrderedDict[bytes, tuple[Verified, object, str, float]] = OrderedDict()
 
     async def verify(self, token: str) -> dict[str, Any]:
         """The claims of a valid access token, or Unauthenticated saying what is wrong."""
+        return dict((await self.verified(token)).claims)
+
+    async def verified(self, token: str) -> Verified:
+        """A valid access token's claims, the same object while the memo holds the token (so
+        what a caller derives from them once is kept with them), or Unauthenticated."""
         if len(token) > MAX_TOKEN_BYTES:
             raise Unauthenticated(f"the bearer token is longer than {MAX_TOKEN_BYTES} bytes")
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
@@ -54,10 +72,10 @@ class TokenVerifier:
             # The same bytes passed every header check below when they were first verified:
             # only the key (still the issuer's for the kid?) and the deadline are asked again,
             # without parsing the header (a tenth of an idle tick's verification cost).
-            claims, by_key, known_kid, deadline = remembered
+            verified, by_key, known_kid, deadline = remembered
             if time.monotonic() < deadline and by_key is await self.provider.key(known_kid):
                 self._memo.move_to_end(digest)
-                return dict(claims)
+                return verified
             del self._memo[digest]
         try:
             header = jwt.get_unverified_header(token)
@@ -78,11 +96,12 @@ class TokenVerifier:
         claims = self._decode(token, key)
         # Until the token's own expiry, without the leeway a fresh check allows.
         lifetime = min(MEMO_SECONDS, float(claims["exp"]) - time.time())
+        verified = Verified(MappingProxyType(claims))
         if lifetime > 0:
-            self._memo[digest] = (dict(claims), key, kid, time.monotonic() + lifetime)
+            self._memo[digest] = (verified, key, kid, time.monotonic() + lifetime)
             if len(self._memo) > MEMO_SIZE:
                 self._memo.popitem(last=False)
-        return claims
+        return verified
 
     def _decode(self, token: str, key: Any) -> dict[str, Any]:
         try:

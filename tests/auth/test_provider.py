@@ -199,3 +199,22 @@ class TestVerifiedTokenMemo:
         again[0]["sub"] = "changed by a caller"
         assert (await verifier.verify(tokens[0]))["sub"] == "sub-ann"
         assert len(verifier._memo) == 3
+
+    async def test_what_a_caller_derives_is_kept_with_the_token_and_never_outlives_it(
+        self, idp: LocalIdentityProvider, clock: Clock
+    ) -> None:
+        strict = TokenVerifier(OidcProvider(idp.issuer, clock=clock), AUDIENCE, leeway=0)
+        claims = idp.claims()
+        claims["exp"] = claims["iat"] + 2
+        token, other = idp.sign(claims), idp.token("bob")
+        first = await strict.verified(token)
+        first.derived["principal"] = "alice's principal"
+        again = await strict.verified(token)
+        assert again is first
+        assert again.derived == {"principal": "alice's principal"}
+        assert (await strict.verified(other)).derived == {}
+        with pytest.raises(TypeError):
+            again.claims["sub"] = "mallory"  # type: ignore[index]
+        await asyncio.sleep(2.5)
+        with pytest.raises(Unauthenticated, match="expired"):
+            await strict.verified(token)
