@@ -285,18 +285,22 @@ def update_from_arrays(
     )
 
 
-def insert_from_arrays(table: Any, arrays: Sequence[str], scalars: Sequence[str] = ()) -> Any:
+def insert_from_arrays(
+    table: Any, arrays: Sequence[str], scalars: Sequence[str] = (), prefix: str = "a_"
+) -> Any:
     """PostgreSQL: one INSERT of many rows of `table`: row i's column is the i-th element of
-    the array bound to the column's name for `arrays`, the value bound to it for `scalars`
-    (what every row shares: bound once). JSON columns take JSON text, cast to JSONB. An
-    executemany runs one statement per row on the server, each bound and executed apart
-    (1,000 job rows: ~2x the time of this one statement)."""
+    the array bound to `prefix` and the column's name for `arrays`, the value bound to it for
+    `scalars` (what every row shares: bound once). JSON columns take JSON text, cast to JSONB.
+    An executemany runs one statement per row on the server, each bound and executed apart
+    (1,000 job rows: ~2x the time of this one statement). The prefix keeps the names apart
+    from a column's own (reserved by an INSERT or UPDATE) in a statement that holds it as a
+    CTE."""
 
     def value(name: str, array: bool) -> Any:
         column = table.c[name]
         json = isinstance(column.type, JSON)
         kind = Text() if json else column.type
-        bound: Any = bindparam(name, type_=ARRAY(kind) if array else kind)
+        bound: Any = bindparam(prefix + name, type_=ARRAY(kind) if array else kind)
         if array:
             bound = func.unnest(bound)
         return (cast(bound, JSONB) if json else bound).label(name)

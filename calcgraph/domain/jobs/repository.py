@@ -206,33 +206,57 @@ class JobRepository(RepositoryBase[Job]):
                 await self.session.execute(insert(_JOBS), group)
 
     async def _insert_arrays(self, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
-        """One INSERT from arrays: what every row shares (the function, the run, the user,
-        the status) bound once, each other column as an array; JSON as JSON text, each
-        distinct object encoded once (a node job's inputs are its resolved inputs)."""
-        first = rows[0]
-        # `list.count` compares in C (identity first): a tick's 1,000 rows share most columns.
-        shared = tuple(
-            c
-            for c in columns
-            if c != "id" and [row[c] for row in rows].count(first[c]) == len(rows)
-        )
-        varying = tuple(c for c in columns if c not in shared)
-        encoded: dict[int, str] = {}
+        await self.session.execute(*_from_arrays(columns, rows))
 
-        def json_text(value: Any) -> str:
-            found = encoded.get(id(value))
-            if found is None:
-                found = encoded[id(value)] = json.dumps(value)
-            return found
+    def insert_statement(self, rows: Sequence[dict[str, Any]]) -> tuple[Any, dict[str, Any]] | None:
+        """PostgreSQL, rows that name the same columns (a tick's node jobs without a result
+        cache hit): `insert_many`'s one INSERT from arrays as (statement, parameters), for a
+        caller that sends it inside a statement of its own (a tick's write, as a CTE: one
+        round trip less). None otherwise: the caller calls `insert_many`. Its parameters are
+        the jobs' columns' names after `JOB_PARAMETER`."""
+        if not rows or self.session.get_bind().dialect.name != "postgresql":
+            return None
+        keys = set(rows[0])
+        if any(set(row) != keys for row in rows):
+            return None
+        return _from_arrays(sorted(keys), rows)
 
-        params: dict[str, Any] = {}
-        for name in columns:
-            is_json = isinstance(_JOBS.c[name].type, JSON)
-            if name in shared:
-                params[name] = json_text(first[name]) if is_json else first[name]
-            else:
-                params[name] = [json_text(r[name]) if is_json else r[name] for r in rows]
-        await self.session.execute(_insert_from_arrays(varying, shared), params)
+
+def _from_arrays(
+    columns: Sequence[str], rows: Sequence[dict[str, Any]]
+) -> tuple[Any, dict[str, Any]]:
+    """One INSERT from arrays: what every row shares (the function, the run, the user, the
+    status) bound once, each other column as an array; JSON as JSON text, each distinct object
+    encoded once (a node job's inputs are its resolved inputs)."""
+    first = rows[0]
+    # `list.count` compares in C (identity first): a tick's 1,000 rows share most columns.
+    shared = tuple(
+        c for c in columns if c != "id" and [row[c] for row in rows].count(first[c]) == len(rows)
+    )
+    varying = tuple(c for c in columns if c not in shared)
+    encoded: dict[int, str] = {}
+
+    def json_text(value: Any) -> str:
+        found = encoded.get(id(value))
+        if found is None:
+            found = encoded[id(value)] = json.dumps(value)
+        return found
+
+    params: dict[str, Any] = {}
+    for name in columns:
+        is_json = isinstance(_JOBS.c[name].type, JSON)
+        if name in shared:
+            params[JOB_PARAMETER + name] = json_text(first[name]) if is_json else first[name]
+        else:
+            params[JOB_PARAMETER + name] = [
+                json_text(r[name]) if is_json else r[name] for r in rows
+            ]
+    return _insert_from_arrays(varying, shared), params
+
+
+JOB_PARAMETER = "j_"
+"""The prefix of the parameters of `insert_statement`'s INSERT (a tick's statements name
+theirs `k_`, `v_` and `a_`)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -251,4 +275,4 @@ def _visible_by_ids(dialect_name: str, fields: tuple[str, ...], principal: Princ
 
 @functools.cache
 def _insert_from_arrays(arrays: tuple[str, ...], scalars: tuple[str, ...]) -> Any:
-    return insert_from_arrays(_JOBS, arrays, scalars)
+    return insert_from_arrays(_JOBS, arrays, scalars, JOB_PARAMETER)

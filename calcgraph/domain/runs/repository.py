@@ -26,6 +26,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import custom_plans
 from calcgraph.domain.functions.models import Function, FunctionVersion
+from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.packages.models import PackageVersion
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
@@ -291,12 +292,22 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         return rest
 
     async def write_tick(
-        self, run: WorkflowRun, changed: Mapping[str, NodeState], fields: Mapping[str, Any]
+        self,
+        run: WorkflowRun,
+        changed: Mapping[str, NodeState],
+        fields: Mapping[str, Any],
+        jobs: Sequence[dict[str, Any]] = (),
     ) -> None:
         """A changing tick's writes: its changed node rows at the run's new revision (`fields`'
-        `revision`) and the run's fields (`write_states`, then `write_run`). PostgreSQL: both
-        in one statement (`queries.WRITE_TICK`), after the submitted nodes' UPDATEs from
-        arrays when a tick submitted more than `queries.FEW` at once."""
+        `revision`), the run's fields (`write_states`, then `write_run`) and the rows of the
+        jobs it submitted (`JobRepository.insert_many`). PostgreSQL: the three in one statement
+        (`queries.WRITE_TICK`, the jobs' INSERT as a CTE of it when their rows name the same
+        columns), after the submitted nodes' UPDATEs from arrays when a tick submitted more
+        than `queries.FEW` at once."""
+        job_rows = JobRepository.from_session(self.session)
+        inserted = job_rows.insert_statement(jobs) if jobs else None
+        if jobs and inserted is None:
+            await job_rows.insert_many(jobs)
         if self._dialect != "postgresql":
             await self.write_states(run.id, changed, fields["revision"])
             await self.write_run(run, fields)
@@ -314,7 +325,11 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             params[f"a_{name}"] = (
                 [None if v is None else json.dumps(v) for v in column] if json_text else column
             )
-        await self.session.execute(queries.WRITE_TICK, params)
+        statement = queries.WRITE_TICK
+        if inserted is not None:
+            statement = queries.write_tick_with(inserted[0])
+            params |= inserted[1]
+        await self.session.execute(statement, params)
         for name, value in fields.items():
             set_committed_value(run, name, value)
 

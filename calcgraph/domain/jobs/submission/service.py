@@ -55,6 +55,15 @@ class NodeJob:
     """The actor its message goes to: `jobs.run`, or `chains.run` to go on along its chain."""
 
 
+@dataclass(frozen=True)
+class NodeJobRows:
+    """A tick's node job rows as `insert_many` takes them, and (job id, actor) of the queued
+    ones, whose messages leave after the commit."""
+
+    rows: list[dict[str, Any]]
+    to_send: list[tuple[str, str]]
+
+
 class JobSubmissionService:
     async def resolve(
         self, session: AsyncSession, principal: Principal, address: ExecuteAddress
@@ -123,6 +132,23 @@ class JobSubmissionService:
         """Workflow node jobs: the execute path (result cache, `queued` row, message after the
         commit) for a whole tick at once, in one flush. The inputs were resolved and checked
         by the tick; the (run, node, attempt) unique key refuses a node submitted twice."""
+        prepared = await self.node_job_rows(jobs, cache)
+        # One INSERT of every row, without an ORM object per job: a tick may submit 1,000.
+        await JobRepository.from_session(session).insert_many(prepared.rows)
+        await self.node_jobs_written(session, prepared)
+
+    async def node_jobs_written(self, session: AsyncSession, prepared: NodeJobRows) -> None:
+        """After `node_job_rows`' rows are written in this unit of work: the queued ones'
+        messages, sent after the commit, and the result cache's answers as events."""
+        for job_id, actor in prepared.to_send:
+            enqueue_job(actor, job_id, 1)
+        if len(prepared.to_send) < len(prepared.rows):
+            await record_job_rows(session, [r for r in prepared.rows if r["status"] != "queued"])
+
+    async def node_job_rows(self, jobs: list[NodeJob], cache: ResultLookup) -> NodeJobRows:
+        """The job rows of a tick's node jobs, answered from the result cache where it has
+        the result, to be written by the caller (`submit_node_jobs`, or a tick's write that
+        inserts them in its own statement), then told `node_jobs_written`."""
         rows: list[dict[str, Any]] = []
         to_send: list[tuple[str, str]] = []
         now = utcnow()
@@ -157,12 +183,7 @@ class JobSubmissionService:
             else:
                 to_send.append((spec.job_id, spec.actor))
             rows.append(row)
-        # One INSERT of every row, without an ORM object per job: a tick may submit 1,000.
-        await JobRepository.from_session(session).insert_many(rows)
-        for job_id, actor in to_send:
-            enqueue_job(actor, job_id, 1)
-        if len(to_send) < len(rows):
-            await record_job_rows(session, [r for r in rows if r["status"] != "queued"])
+        return NodeJobRows(rows, to_send)
 
     async def view(self, session: AsyncSession, job_id: str) -> JobView:
         """The job as it is now, for the door that submitted it (access was checked then)."""

@@ -1,6 +1,7 @@
 """Persist, the tick's last step: `apply` writes a decided `TickResult` in the caller's unit
-of work. Only the changed node rows and the run fields (the revision bumped), the submitted
-jobs through the execution path (their messages leave after the commit), the run's end as an
+of work. Only the changed node rows and the run fields (the revision bumped) with the rows of
+the submitted jobs (on PostgreSQL one statement), the submitted jobs' messages through the
+execution path (they leave after the commit), the run's end as an
 event, and the memo told once the unit of work commits (never before: it could roll back,
 and another tick would then write that revision)."""
 
@@ -36,6 +37,13 @@ async def apply(
     store.changed(run_id)
     revision = run.revision
     after = result.run
+    jobs = (
+        await job_submission_service.node_job_rows(
+            await _node_jobs(store, run, result), REFRESH if run.cache_refresh else cache
+        )
+        if result.jobs
+        else None
+    )
     await store.repository.write_tick(
         run,
         result.nodes,
@@ -50,13 +58,10 @@ async def apply(
             "retry_at": after.retry_at,
             "revision": revision + 1,
         },
+        () if jobs is None else jobs.rows,
     )
-    if result.jobs:
-        await job_submission_service.submit_node_jobs(
-            session,
-            await _node_jobs(store, run, result),
-            REFRESH if run.cache_refresh else cache,
-        )
+    if jobs is not None:
+        await job_submission_service.node_jobs_written(session, jobs)
     if after.status in RUN_TERMINAL and not ended_before:
         await record_run(
             session,

@@ -146,6 +146,15 @@ WRITE_TICK = WRITE_RUN.add_cte(
 )
 
 
+@functools.cache
+def write_tick_with(jobs_insert: Any) -> Any:
+    """`WRITE_TICK` with the INSERT of the jobs the tick submitted as a CTE of its own: one
+    statement, one round trip, for the whole write of a tick that submits (PostgreSQL runs
+    every data-modifying CTE, referenced or not). One per shape of the jobs' INSERT (which
+    of its columns are arrays), built once."""
+    return WRITE_TICK.add_cte(jobs_insert.cte("submitted_jobs"))
+
+
 # The nodes a tick submitted (running, a new job, nothing else): one UPDATE from arrays when
 # there are more than `FEW`. Up to that many, the executemany by primary key (one round trip,
 # each row by key whatever the plan) costs less than the two statements that must surround
