@@ -62,6 +62,9 @@ def _figures(cpu: CpuSplit, ticks: int) -> dict[str, object]:
         "ticks": ticks,
         "cpu_ms_per_tick": round(cpu.ours / ticks * 1000, 3),
         "cpu_ms_per_tick_without_sandboxes": round(without / ticks * 1000, 3),
+        # The platform's share (API, worker, sandboxes, PostgreSQL, Redis): the machine's
+        # less this load generator, which stands for the browsers on their users' machines.
+        "platform_cpu_ms_per_tick": round((cpu.ours - cpu.client) / ticks * 1000, 3),
         "cpu_s_api": round(cpu.loop_thread, 2),
         "cpu_s_api_threads_and_worker": round(cpu.worker_threads, 2),
         "cpu_s_sandboxes": cpu.sandboxes,
@@ -73,7 +76,7 @@ def _figures(cpu: CpuSplit, ticks: int) -> dict[str, object]:
     }
 
 
-async def _unchanged(bench: Api) -> tuple[Result, float, float]:
+async def _unchanged(bench: Api) -> tuple[Result, float, float, float]:
     # As many sleeping jobs as the worker has threads: all of them run, none waits to start.
     slug = await bench.workflow([diamond_nodes(bench)[0], _sleepy(bench)])
     ids = [await bench.start(slug, float(i)) for i in range(SLEEPERS)]
@@ -114,6 +117,7 @@ async def _unchanged(bench: Api) -> tuple[Result, float, float]:
         result,
         cpu.ours / UNCHANGED_TICKS,
         (cpu.ours - cpu.sandboxes) / UNCHANGED_TICKS,
+        (cpu.ours - cpu.client) / UNCHANGED_TICKS,
     )
 
 
@@ -137,7 +141,9 @@ async def _drive(bench: Api, run_id: str, counts: dict[str, int], latencies: lis
     raise RuntimeError(f"run {run_id} did not end")
 
 
-async def _changing(bench: Api, unchanged_ms: float, unchanged_bare_ms: float) -> Result:
+async def _changing(
+    bench: Api, unchanged_ms: float, unchanged_bare_ms: float, unchanged_platform_ms: float
+) -> Result:
     slug = await bench.workflow(diamond_nodes(bench))
     await bench.run_to_end(slug, -1.0, 60)  # warm: sandboxes started
     ids = await gather_limited(16, *(bench.start(slug, i + time.time() % 1) for i in range(RUNS)))
@@ -161,6 +167,9 @@ async def _changing(bench: Api, unchanged_ms: float, unchanged_bare_ms: float) -
         "cpu_ms_per_changing_tick": round(
             (cpu.ours - unchanged * unchanged_ms) / changing * 1000, 3
         ),
+        "platform_cpu_ms_per_changing_tick": round(
+            (cpu.ours - cpu.client - unchanged * unchanged_platform_ms) / changing * 1000, 3
+        ),
         "cpu_ms_per_changing_tick_without_sandboxes": round(
             (bare - unchanged * unchanged_bare_ms) / changing * 1000, 3
         ),
@@ -183,9 +192,9 @@ def tick_cpu(options: Options) -> list[Result]:
     async def run(prefix: str) -> list[Result]:
         # Two servers: the sleeping jobs of the first would hold the worker's threads.
         async with api(redis=(REDIS_URL, prefix), job_worker=True) as bench:
-            unchanged, per_tick, bare = await _unchanged(bench)
+            unchanged, per_tick, bare, platform = await _unchanged(bench)
         async with api(redis=(REDIS_URL, prefix), job_worker=True) as bench:
-            changing = await _changing(bench, per_tick, bare)
+            changing = await _changing(bench, per_tick, bare, platform)
         return [unchanged, changing]
 
     with redis_prefix() as prefix:
