@@ -173,7 +173,7 @@ class PackageMutation:
         # Raised after the commit: a refused build keeps its record and its reason.
         if outcome.refusal is not None:
             raise outcome.refusal
-        return FunctionBuildType.from_outcome(outcome)
+        return FunctionBuildType.from_view(outcome)
 
     @strawberry.mutation(
         description="Change a package's visibility; owner, organization owners, admins."
