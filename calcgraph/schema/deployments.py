@@ -50,10 +50,7 @@ class DeploymentHistoryEntryType(FromView[DeploymentHistoryEntry]):
     history=list[DeploymentHistoryEntryType],
 )
 class DeploymentStateType(FromView[DeploymentStateView]):
-    @classmethod
-    def from_view(cls, view: DeploymentStateView) -> DeploymentStateType:
-        history = [DeploymentHistoryEntryType.from_view(e) for e in view.history]
-        return cls.viewing(view, history=history)
+    pass
 
 
 @strawberry.type(
@@ -97,13 +94,7 @@ class PinnedDependencyType(FromView[PinnedDependencyView]):
 class PackageVersionDetailType(FromView[PackageVersionDetailView]):
     @classmethod
     def from_view(cls, view: PackageVersionDetailView) -> PackageVersionDetailType:
-        return cls.viewing(
-            view,
-            pinned_dependencies=[
-                PinnedDependencyType.from_view(p) for p in view.pinned_dependencies
-            ],
-            functions=[f.__dict__ for f in view.functions],
-        )
+        return cls.viewing(view, functions=[f.__dict__ for f in view.functions])
 
 
 @strawberry.type(name="PackageDiff", description="Interface changes between two versions.")

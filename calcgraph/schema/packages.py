@@ -126,24 +126,7 @@ class DeployedFunctionType(FromView[DeployedFunctionView]):
     functions=list[DeployedFunctionType],
 )
 class PackageVersionType(FromView[PackageVersionView]):
-    @classmethod
-    def from_view(cls, v: PackageVersionView) -> PackageVersionType:
-        return cls.viewing(v, functions=[DeployedFunctionType.from_view(f) for f in v.functions])
-
-
-@strawberry.type(name="PackageVersionHistory", description="Every deployment of a package.")
-class PackageVersionHistoryType:
-    package: PackageType = strawberry.field(description="The package.")
-    current_version: str | None = strawberry.field(description="The latest version.")
-    versions: list[PackageVersionType] = strawberry.field(description="Oldest first.")
-
-    @classmethod
-    def from_view(cls, listing: PackageVersionsView) -> PackageVersionHistoryType:
-        return cls(
-            package=PackageType.from_view(listing.package),
-            current_version=listing.package.current_version,
-            versions=[PackageVersionType.from_view(v) for v in listing.versions],
-        )
+    pass
 
 
 @strawberry.type(
@@ -163,26 +146,6 @@ class PackageVersionHistoryType:
 )
 class FunctionVersionEntryType(FromView[FunctionVersionEntry]):
     pass
-
-
-@strawberry.type(
-    name="FunctionVersionHistory",
-    description="A function's versions, one entry per deployment that carried one.",
-)
-class FunctionVersionHistoryType:
-    function: FunctionType = strawberry.field(description="The function.")
-    package: str = strawberry.field(description="Name of its package.")
-    current_version: str | None = strawberry.field(description="What unpinned calls run.")
-    versions: list[FunctionVersionEntryType] = strawberry.field(description="Oldest first.")
-
-    @classmethod
-    def from_view(cls, listing: FunctionVersionsView) -> FunctionVersionHistoryType:
-        return cls(
-            function=FunctionType.from_view(listing.function),
-            package=listing.function.package,
-            current_version=listing.function.current_version,
-            versions=[FunctionVersionEntryType.from_view(e) for e in listing.versions],
-        )
 
 
 @strawberry.type(name="FunctionDeployment", description="One function of a deployment report.")
@@ -259,7 +222,6 @@ class DeploymentReportType(FromView[DeploymentReport]):
     def from_view(cls, r: DeploymentReport) -> DeploymentReportType:
         return cls.viewing(
             r,
-            functions=[FunctionDeploymentType.from_view(f) for f in r.functions],
             removed_functions=list(r.removed_functions),
             warnings=list(r.warnings),
             breaking_changes=cast(JSON, list(r.breaking_changes)),
@@ -348,3 +310,45 @@ class PackagePage(Page[PackageType]):
 @strawberry.type(description="A page of functions.")
 class FunctionPage(Page[FunctionType]):
     items: list[FunctionType] = strawberry.field(description="Functions of this page.")
+
+
+@strawberry.type(name="PackageVersionHistory", description="Every deployment of a package.")
+@view_fields(
+    {
+        "package": "The package.",
+        "current_version": "The latest version.",
+        "versions": "Oldest first.",
+    },
+    package=PackageType,
+    current_version=str | None,
+    versions=list[PackageVersionType],
+)
+class PackageVersionHistoryType(FromView[PackageVersionsView]):
+    @classmethod
+    def from_view(cls, listing: PackageVersionsView) -> PackageVersionHistoryType:
+        return cls.viewing(listing, current_version=listing.package.current_version)
+
+
+@strawberry.type(
+    name="FunctionVersionHistory",
+    description="A function's versions, one entry per deployment that carried one.",
+)
+@view_fields(
+    {
+        "function": "The function.",
+        "package": "Name of its package.",
+        "current_version": "What unpinned calls run.",
+        "versions": "Oldest first.",
+    },
+    function=FunctionType,
+    package=str,
+    current_version=str | None,
+    versions=list[FunctionVersionEntryType],
+)
+class FunctionVersionHistoryType(FromView[FunctionVersionsView]):
+    @classmethod
+    def from_view(cls, listing: FunctionVersionsView) -> FunctionVersionHistoryType:
+        function = listing.function
+        return cls.viewing(
+            listing, package=function.package, current_version=function.current_version
+        )

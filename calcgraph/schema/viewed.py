@@ -7,8 +7,18 @@ from __future__ import annotations
 import functools
 import operator
 import types
-from collections.abc import Callable, Mapping
-from typing import Any, Generic, Self, TypeVar, Union, get_args, get_origin, get_type_hints
+from collections.abc import Callable, Iterator, Mapping
+from typing import (
+    Any,
+    ClassVar,
+    Generic,
+    Self,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import strawberry
 from strawberry.scalars import JSON
@@ -16,14 +26,27 @@ from strawberry.scalars import JSON
 from calcgraph.domain.read_models import from_attributes
 
 V = TypeVar("V")
-C = TypeVar("C", bound=type)
+C = TypeVar("C", bound="type[FromView[Any]]")
 
 
 class FromView(Generic[V]):
     """A type whose every field is read from the attribute of the same name of a `V`."""
 
     view: V
-    """The view shown (no GraphQL field; `view_fields` declares it): what resolvers read."""
+    """The view shown (a private field, no GraphQL one): what resolvers read, typed."""
+
+    nested: ClassVar[Mapping[str, tuple[type[FromView[Any]], bool]]] = {}
+    """The fields that show views of their own, by name: the type of each view, and whether
+    the field is a list of them (`view_fields` reads both from the types it is given)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Declares `view` to strawberry, which reads the annotations after this: a private
+        field (mypy reads its type above)."""
+        super().__init_subclass__(**kwargs)
+        cls.__annotations__ = {
+            **cls.__dict__.get("__annotations__", {}),
+            "view": strawberry.Private[object],
+        }
 
     @classmethod
     def from_view(cls, view: V) -> Self:
@@ -31,7 +54,14 @@ class FromView(Generic[V]):
 
     @classmethod
     def viewing(cls, view: V, **given: Any) -> Self:
-        """The type of `view`, with the fields that differ from its attributes `given`."""
+        """The type of `view`, with the fields that differ from its attributes `given`; a
+        `nested` field not given is its view's items, each as its type."""
+        for name, (shown, many) in cls.nested.items():
+            if name not in given:
+                value = getattr(view, name)
+                given[name] = (
+                    [shown.from_view(v) for v in value] if many else shown.from_view(value)
+                )
         return from_attributes(cls, view, view=view, **given)
 
 
@@ -60,6 +90,17 @@ def _view_of(cls: type) -> type:
     raise TypeError(f"{cls.__name__} is no FromView[...]")
 
 
+def _nested(
+    shown_as: Mapping[str, object],
+) -> Iterator[tuple[str, tuple[type[FromView[Any]], bool]]]:
+    """The fields of `shown_as` that show a `FromView` type, or a list of one."""
+    for name, shown in shown_as.items():
+        many = get_origin(shown) is list
+        item = get_args(shown)[0] if many else shown
+        if isinstance(item, type) and issubclass(item, FromView):
+            yield name, (item, many)
+
+
 def view_fields(descriptions: Mapping[str, str], **shown_as: object) -> Callable[[C], C]:
     """Under `strawberry.type`: the fields `descriptions` names, in its order and before the
     class's own, each with its description and the type of the view's attribute of that name
@@ -73,8 +114,8 @@ def view_fields(descriptions: Mapping[str, str], **shown_as: object) -> Callable
         for name, description in descriptions.items():
             declared[name] = shown_as[name] if name in shown_as else graphql_type(hints[name])
             setattr(cls, name, strawberry.field(description=description))
-        # `view` is typed for mypy by `FromView`; strawberry only needs to know it is private.
-        cls.__annotations__ = {**declared, **own, "view": strawberry.Private[object]}
+        cls.nested = dict(_nested(shown_as))
+        cls.__annotations__ = {**declared, **own}
         return cls
 
     return declare
