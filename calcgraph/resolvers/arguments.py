@@ -1,7 +1,7 @@
 """Argument sets several fields take alike, each declared once: a resolver takes one as
 `**named: Unpack[TheSet]` (typed for mypy) and `arguments(TheSet)` shows strawberry its keys,
 each an optional argument (default null) in the set's order, after the resolver's own (or
-before them: `first`)."""
+after the one it names)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import inspect
 from collections.abc import Callable
 from typing import TypedDict, TypeVar, get_type_hints
 
+from calcgraph.domain.listing.paging import PageRequest
 from calcgraph.schema.packages import Visibility, visibility_value
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -20,6 +21,19 @@ class Owned(TypedDict, total=False):
 
     visibility: Visibility | None
     organization: str | None
+
+
+class Paging(TypedDict, total=False):
+    """Which page of a listing: at most `limit` items (a default, and a most, per listing),
+    after `cursor` (the `nextCursor` of the page before; none: the first page)."""
+
+    limit: int | None
+    cursor: str | None
+
+
+def page_request(paging: Paging) -> PageRequest:
+    """The listing services' spelling of `Paging`."""
+    return PageRequest.parse(paging.get("limit"), paging.get("cursor"))
 
 
 class EventFilter(TypedDict, total=False):
@@ -36,21 +50,21 @@ def owner(owned: Owned) -> tuple[str | None, str | None]:
     return visibility_value(owned.get("visibility")), owned.get("organization")
 
 
-def arguments(named: type, *, first: bool = False) -> Callable[[F], F]:
+def arguments(named: type, *, after: str | None = None) -> Callable[[F], F]:
     """The resolver's `**named` as the optional arguments `named` (a TypedDict) declares,
-    after its own arguments, or before them (after `self` and `info`) when `first`."""
+    after its own arguments, or after the one `after` names (`info`: before its own)."""
 
     def declare(resolver: F) -> F:
         signature = inspect.signature(resolver)
-        given = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        reserved = [p for p in given if p.name in ("self", "info")]
-        # Keyword-only from here on: strawberry passes every argument by name.
-        own = [p.replace(kind=p.KEYWORD_ONLY) for p in given if p not in reserved]
+        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        at = len(own) if after is None else [p.name for p in own].index(after) + 1
         added = [
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
             for name, hint in get_type_hints(named).items()
         ]
-        shown = [*reserved, *added, *own] if first else [*reserved, *own, *added]
+        # Keyword-only from the first added on: strawberry passes every argument by name.
+        rest = [p.replace(kind=p.KEYWORD_ONLY) for p in own[at:]]
+        shown = [*own[:at], *added, *rest]
         resolver.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
         return resolver
 

@@ -42,7 +42,7 @@ class EventQuery:
         "workflow run id) keeps that run's own events and its jobs' (NOT_FOUND for a run the "
         "caller may not see)."
     )
-    @arguments(EventFilter, first=True)
+    @arguments(EventFilter, after="info")
     async def events(
         self,
         info: Info,
@@ -82,7 +82,7 @@ class EventSubscription:
         "workflow run id) keeps that run's own events and its jobs' (a run page): the "
         "subscriber is not even woken by other runs' (NOT_FOUND for a run it may not see)."
     )
-    @arguments(EventFilter, first=True)
+    @arguments(EventFilter, after="info")
     async def events(
         self, info: Info, run: strawberry.ID | None = None, **which: Unpack[EventFilter]
     ) -> AsyncGenerator[CloudEventType, None]:

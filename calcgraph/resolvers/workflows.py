@@ -15,7 +15,7 @@ from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
-from calcgraph.resolvers.arguments import Owned, arguments, owner
+from calcgraph.resolvers.arguments import Owned, Paging, arguments, owner
 from calcgraph.resolvers.unit import read, read_page, searched_listing, staged, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
@@ -83,21 +83,20 @@ class WorkflowQuery:
         "start time: `startedAfter` (inclusive) and `startedBefore` (exclusive), ISO 8601 "
         "dates (midnight UTC) or date-times."
     )
+    @arguments(Paging, after="workflow")
     async def workflow_runs(
         self,
         info: Info,
         status: list[str] | None = None,
         workflow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
         started_after: str | None = None,
         started_before: str | None = None,
+        **paging: Unpack[Paging],
     ) -> WorkflowRunPage:
         return await read_page(
             info,
             run_service.list_runs,
-            limit,
-            cursor,
+            paging,
             WorkflowRunPage,
             WorkflowRunType.from_view,
             status or (),
