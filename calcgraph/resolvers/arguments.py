@@ -16,11 +16,16 @@ F = TypeVar("F", bound=Callable[..., object])
 
 
 class Owned(TypedDict, total=False):
-    """Who a new package or workflow belongs to and who may see it (none: the caller's own,
+    """Who a new package or workflow belongs to and who may see it (none: the caller alone,
     `private`)."""
 
     visibility: Visibility | None
     organization: str | None
+
+
+def owner(owned: Owned) -> tuple[str | None, str | None]:
+    """The services' spelling of `Owned`: the visibility's value and the organization's slug."""
+    return visibility_value(owned.get("visibility")), owned.get("organization")
 
 
 class Paging(TypedDict, total=False):
@@ -43,11 +48,6 @@ class EventFilter(TypedDict, total=False):
     types: list[str] | None
     subject: str | None
     after: str | None
-
-
-def owner(owned: Owned) -> tuple[str | None, str | None]:
-    """The services' spelling of `Owned`: the visibility's value and the organization's slug."""
-    return visibility_value(owned.get("visibility")), owned.get("organization")
 
 
 def arguments(named: type, *, after: str | None = None) -> Callable[[F], F]:
