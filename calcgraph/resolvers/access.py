@@ -3,6 +3,8 @@ services, with the principal the authentication middleware put on the request.""
 
 from __future__ import annotations
 
+from typing import Unpack
+
 import strawberry
 
 from calcgraph.domain.access.service import access_service
@@ -10,6 +12,7 @@ from calcgraph.domain.functions.service import function_read_service
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.packages.service import package_read_service
 from calcgraph.domain.quotas.service import quota_service
+from calcgraph.resolvers.arguments import Paging, arguments
 from calcgraph.resolvers.unit import read, read_page, searched_listing, write
 from calcgraph.schema.access import (
     MemberRole,
@@ -58,21 +61,20 @@ class AccessQuery:
         "(`queued`, `running`, `success`, `failed`); `createdAfter` (inclusive) and "
         "`createdBefore` (exclusive): ISO 8601 dates (midnight UTC) or date-times."
     )
+    @arguments(Paging, after="info")
     async def jobs(
         self,
         info: Info,
-        limit: int | None = None,
-        cursor: str | None = None,
         function: str | None = None,
         status: list[str] | None = None,
         created_after: str | None = None,
         created_before: str | None = None,
+        **paging: Unpack[Paging],
     ) -> JobPage:
         return await read_page(
             info,
             job_read_service.list_jobs,
-            limit,
-            cursor,
+            paging,
             JobPage,
             JobType.from_view,
             function=function,

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import Unpack
 
 import strawberry
 
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.events.feed.service import MAX_WAIT
 from calcgraph.domain.events.service import DEFAULT_LIMIT, parse_query
+from calcgraph.resolvers.arguments import EventFilter, arguments
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.schema.events import CloudEventType, EventPageType
@@ -26,6 +28,11 @@ def _require_within(field: str, value: float, low: float, high: float, told: str
         )
 
 
+def _filter(which: EventFilter, after: str | None) -> tuple[list[str], str | None, str | None]:
+    """`parse_query`'s first arguments: the types (none: all), the subject, `after`."""
+    return which.get("types") or [], which.get("subject"), after
+
+
 @strawberry.type
 class EventQuery:
     @strawberry.field(
@@ -35,19 +42,18 @@ class EventQuery:
         "workflow run id) keeps that run's own events and its jobs' (NOT_FOUND for a run the "
         "caller may not see)."
     )
+    @arguments(EventFilter, after="info")
     async def events(
         self,
         info: Info,
-        types: list[str] | None = None,
-        subject: str | None = None,
-        after: str | None = None,
         limit: int = DEFAULT_LIMIT,
         wait: float = 0.0,
         run: strawberry.ID | None = None,
+        **which: Unpack[EventFilter],
     ) -> EventPageType:
         principal = principal_of(info)
         _require_within("wait", wait, 0, MAX_WAIT, f"a number of seconds from 0 to {MAX_WAIT:g}")
-        query = parse_query(types or [], subject, after, limit, run)
+        query = parse_query(*_filter(which, which.get("after")), limit, run)
         page = await info.context.services.events.pull(principal, query, wait)
         return EventPageType.from_page(page)
 
@@ -76,15 +82,11 @@ class EventSubscription:
         "workflow run id) keeps that run's own events and its jobs' (a run page): the "
         "subscriber is not even woken by other runs' (NOT_FOUND for a run it may not see)."
     )
+    @arguments(EventFilter, after="info")
     async def events(
-        self,
-        info: Info,
-        types: list[str] | None = None,
-        subject: str | None = None,
-        after: str | None = None,
-        run: strawberry.ID | None = None,
+        self, info: Info, run: strawberry.ID | None = None, **which: Unpack[EventFilter]
     ) -> AsyncGenerator[CloudEventType, None]:
         principal = principal_of(info)
-        query = parse_query(types or [], subject, after or "now", DEFAULT_LIMIT, run)
+        query = parse_query(*_filter(which, which.get("after") or "now"), DEFAULT_LIMIT, run)
         async for view in info.context.services.events.follow(principal, query):
             yield CloudEventType.from_view(view)

@@ -3,7 +3,7 @@ publishing and function-version services."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
 import strawberry
 from strawberry.scalars import JSON
@@ -12,6 +12,7 @@ from calcgraph.domain.builds.service import FunctionSubmission, build_service
 from calcgraph.domain.errors import FieldError, ValidationError
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.packages.publishing.service import publishing_service
+from calcgraph.resolvers.arguments import Owned, arguments, owner
 from calcgraph.resolvers.unit import read, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
@@ -23,7 +24,6 @@ from calcgraph.schema.packages import (
     PackageType,
     PackageVersionHistoryType,
     Visibility,
-    visibility_value,
 )
 
 
@@ -93,44 +93,24 @@ class PackageQuery:
 @strawberry.type
 class PackageMutation:
     @strawberry.mutation(description="Publish a package version from a manifest and its files.")
+    @arguments(Owned)
     async def publish_package(
-        self,
-        info: Info,
-        manifest: JSON,
-        files: JSON,
-        visibility: Visibility | None = None,
-        organization: str | None = None,
+        self, info: Info, manifest: JSON, files: JSON, **owned: Unpack[Owned]
     ) -> DeploymentReportType:
-        report = await write(
-            info,
-            publishing_service.publish,
-            _manifest(info, manifest),
-            _files(files),
-            visibility_value(visibility),
-            organization,
-        )
+        source = _manifest(info, manifest), _files(files)
+        report = await write(info, publishing_service.publish, *source, *owner(owned))
         return DeploymentReportType.from_view(report)
 
     @strawberry.mutation(
         description="Publish a package version from a git tag, branch or commit SHA."
     )
+    @arguments(Owned)
     async def publish_package_from_git(
-        self,
-        info: Info,
-        git_url: str,
-        ref: str,
-        visibility: Visibility | None = None,
-        organization: str | None = None,
+        self, info: Info, git_url: str, ref: str, **owned: Unpack[Owned]
     ) -> DeploymentReportType:
-        report = await write(
-            info,
-            publishing_service.publish_from_git,
-            info.context.services.sources,
-            git_url,
-            ref,
-            visibility_value(visibility),
-            organization,
-        )
+        sources = info.context.services.sources
+        publish = publishing_service.publish_from_git
+        report = await write(info, publish, sources, git_url, ref, *owner(owned))
         return DeploymentReportType.from_view(report)
 
     @strawberry.mutation(
@@ -139,6 +119,7 @@ class PackageMutation:
         "line (`extensions.errors`); at the scan an `InvalidRequest` with "
         "`extensions.vulnerabilities`; either keeps its build record."
     )
+    @arguments(Owned)
     async def submit_function(
         self,
         info: Info,
@@ -148,10 +129,10 @@ class PackageMutation:
         handler: str = "main:main",
         inputs: JSON | None = None,
         outputs: JSON | None = None,
-        visibility: Visibility | None = None,
-        organization: str | None = None,
+        **owned: Unpack[Owned],
     ) -> FunctionBuildType:
         principal_of(info)
+        visibility, organization = owner(owned)
         submission = FunctionSubmission(
             name=_function_name(name),
             code=code,
@@ -159,7 +140,7 @@ class PackageMutation:
             handler=handler,
             inputs=_ports(inputs, "inputs"),
             outputs=_ports(outputs, "outputs"),
-            visibility=visibility_value(visibility),
+            visibility=visibility,
             organization=organization,
         )
         services = info.context.services
@@ -173,7 +154,7 @@ class PackageMutation:
         # Raised after the commit: a refused build keeps its record and its reason.
         if outcome.refusal is not None:
             raise outcome.refusal
-        return FunctionBuildType.from_outcome(outcome)
+        return FunctionBuildType.from_view(outcome)
 
     @strawberry.mutation(
         description="Change a package's visibility; owner, organization owners, admins."

@@ -5,12 +5,13 @@ and the answer."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Concatenate, TypeVar
+from typing import Any, Concatenate, TypeVar, Unpack
 
 import strawberry
 
 from calcgraph.db.engine import wants_one_snapshot
 from calcgraph.domain.listing.paging import Page, PageRequest
+from calcgraph.resolvers.arguments import Paging, arguments, page_request
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
 from calcgraph.services import P, R, StagedUseCase, UseCase
@@ -43,17 +44,15 @@ async def staged(info: Info, use_case: StagedUseCase[P, R], *args: P.args, **kwa
 async def read_page(
     info: Info,
     use_case: UseCase[Concatenate[PageRequest, P], Page[V]],
-    limit: int | None,
-    cursor: str | None,
+    paging: Paging,
     page_type: Callable[..., R],
     item: Callable[[V], T],
     *filters: P.args,
     **named: P.kwargs,
 ) -> R:
-    """One page of a listing (`read`), each item as its GraphQL type: the `limit` and `cursor`
-    arguments every listing field takes, then the listing's own filters, answered as its
-    `*Page` type."""
-    page = await read(info, use_case, PageRequest.parse(limit, cursor), *filters, **named)
+    """One page of a listing (`read`), each item as its GraphQL type: the `Paging` arguments
+    every listing field takes, then the listing's own filters, answered as its `*Page` type."""
+    page = await read(info, use_case, page_request(paging), *filters, **named)
     return page_of(page, page_type, item)
 
 
@@ -71,11 +70,11 @@ def searched_listing(
     """A listing field searched by name (`limit`, `cursor`, `search`), declared in one line
     where the same resolver would otherwise be written out for each listing."""
 
-    async def resolve(
-        info: Info, limit: int | None = None, cursor: str | None = None, search: str | None = None
-    ) -> R:
-        return await read_page(info, use_case, limit, cursor, page_type, item, search=search)
+    async def resolve(info: Info, search: str | None = None, **paging: Unpack[Paging]) -> R:
+        return await read_page(info, use_case, paging, page_type, item, search=search)
 
     # The annotations are text here (postponed); strawberry reads the answer's type from them.
     resolve.__annotations__ = {**resolve.__annotations__, "info": Info, "return": page_type}
-    return strawberry.field(resolver=resolve, description=description)
+    return strawberry.field(
+        resolver=arguments(Paging, after="info")(resolve), description=description
+    )

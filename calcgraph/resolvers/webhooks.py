@@ -3,11 +3,13 @@ call; a destination is checked against the operator's allow list, as there."""
 
 from __future__ import annotations
 
+from typing import Unpack
+
 import strawberry
 
 from calcgraph.domain.events.destinations import AllowList
-from calcgraph.domain.listing.paging import PageRequest
 from calcgraph.domain.webhooks.service import webhook_service
+from calcgraph.resolvers.arguments import Paging, arguments, page_request
 from calcgraph.resolvers.unit import page_of, read, read_page, write
 from calcgraph.schema.context import Info
 from calcgraph.schema.events import (
@@ -26,33 +28,21 @@ def _allow(info: Info) -> AllowList:
 @strawberry.type
 class WebhookQuery:
     @strawberry.field(description="The caller's webhooks (admins: all), oldest first.")
-    async def webhooks(
-        self, info: Info, limit: int | None = None, cursor: str | None = None
-    ) -> WebhookPage:
-        return await read_page(
-            info,
-            webhook_service.list_webhooks,
-            limit,
-            cursor,
-            WebhookPage,
-            WebhookType.from_view,
-        )
+    @arguments(Paging)
+    async def webhooks(self, info: Info, **paging: Unpack[Paging]) -> WebhookPage:
+        listing = webhook_service.list_webhooks
+        return await read_page(info, listing, paging, WebhookPage, WebhookType.from_view)
 
     @strawberry.field(description="A webhook; NotFound when it is another user's.")
     async def webhook(self, info: Info, id: strawberry.ID) -> WebhookType:
         return WebhookType.from_view(await read(info, webhook_service.get, str(id)))
 
     @strawberry.field(description="A webhook's delivery attempts, newest first.")
+    @arguments(Paging)
     async def webhook_deliveries(
-        self,
-        info: Info,
-        id: strawberry.ID,
-        limit: int | None = None,
-        cursor: str | None = None,
+        self, info: Info, id: strawberry.ID, **paging: Unpack[Paging]
     ) -> WebhookDeliveryPage:
-        page = await read(
-            info, webhook_service.deliveries, str(id), PageRequest.parse(limit, cursor)
-        )
+        page = await read(info, webhook_service.deliveries, str(id), page_request(paging))
         return page_of(page, WebhookDeliveryPage, WebhookDeliveryType.from_view)
 
 

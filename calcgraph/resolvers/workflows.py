@@ -4,7 +4,7 @@ services (the same ones the REST routes call)."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Annotated, cast
+from typing import Annotated, Unpack, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -15,10 +15,10 @@ from calcgraph.domain.runs.control.service import run_control
 from calcgraph.domain.runs.service import run_service
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.workflows.service import workflow_service
+from calcgraph.resolvers.arguments import Owned, Paging, arguments, owner
 from calcgraph.resolvers.unit import read, read_page, searched_listing, staged, write
 from calcgraph.schema.access import principal_of
 from calcgraph.schema.context import Info
-from calcgraph.schema.packages import Visibility, visibility_value
 from calcgraph.schema.selection import asks_for_plan
 from calcgraph.schema.workflows import (
     WorkflowPage,
@@ -83,21 +83,20 @@ class WorkflowQuery:
         "start time: `startedAfter` (inclusive) and `startedBefore` (exclusive), ISO 8601 "
         "dates (midnight UTC) or date-times."
     )
+    @arguments(Paging, after="workflow")
     async def workflow_runs(
         self,
         info: Info,
         status: list[str] | None = None,
         workflow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
         started_after: str | None = None,
         started_before: str | None = None,
+        **paging: Unpack[Paging],
     ) -> WorkflowRunPage:
         return await read_page(
             info,
             run_service.list_runs,
-            limit,
-            cursor,
+            paging,
             WorkflowRunPage,
             WorkflowRunType.from_view,
             status or (),
@@ -110,22 +109,19 @@ class WorkflowQuery:
 @strawberry.type
 class WorkflowMutation:
     @strawberry.mutation(description="Create a workflow with its version 1.")
+    @arguments(Owned)
     async def create_workflow(
-        self,
-        info: Info,
-        slug: str,
-        name: str,
-        graph: JSON,
-        visibility: Visibility | None = None,
-        organization: str | None = None,
+        self, info: Info, slug: str, name: str, graph: JSON, **owned: Unpack[Owned]
     ) -> WorkflowType:
+        checked = _graph(info, graph)
+        visibility, organization = owner(owned)
         detail = await staged(
             info,
             workflow_service.create,
             slug=slug,
             name=name,
-            graph=_graph(info, graph),
-            visibility=visibility_value(visibility),
+            graph=checked,
+            visibility=visibility,
             organization_slug=organization,
             quotas=info.context.settings.quotas,
         )

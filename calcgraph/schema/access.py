@@ -10,7 +10,6 @@ top-level lookup: a hidden object is `null` where the field is nullable (`NodeSt
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,10 +19,9 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.views import MemberView, OrganizationView, UserView
 from calcgraph.domain.errors import Unauthenticated
 from calcgraph.domain.quotas.views import UsageView
-from calcgraph.domain.read_models import from_attributes
 from calcgraph.schema.access_loaders import AccessLoaders
 from calcgraph.schema.context import Info
-from calcgraph.schema.viewed import FromView
+from calcgraph.schema.viewed import FromView, view_fields
 
 if TYPE_CHECKING:
     from calcgraph.schema.packages import PackageType
@@ -50,18 +48,21 @@ def loaders_of(info: Info) -> AccessLoaders:
 
 
 @strawberry.type(name="User", description="An authenticated user, provisioned from its token.")
-class UserType:
-    id: str = strawberry.field(description="Identifier in calcgraph.")
-    username: str = strawberry.field(description="`preferred_username` of the token.")
-    email: str | None = strawberry.field(description="E-mail address, if the token has one.")
-    given_name: str | None = strawberry.field(description="Given name.")
-    family_name: str | None = strawberry.field(description="Family name.")
-    roles: list[str] = strawberry.field(description="Realm roles: `user`, `admin`.")
-    created_at: datetime = strawberry.field(description="First sign-in.")
-
+@view_fields(
+    {
+        "id": "Identifier in calcgraph.",
+        "username": "`preferred_username` of the token.",
+        "email": "E-mail address, if the token has one.",
+        "given_name": "Given name.",
+        "family_name": "Family name.",
+        "roles": "Realm roles: `user`, `admin`.",
+        "created_at": "First sign-in.",
+    },
+)
+class UserType(FromView[UserView]):
     @classmethod
     def from_view(cls, user: UserView) -> UserType:
-        return from_attributes(cls, user, roles=list(user.roles))
+        return cls.viewing(user, roles=list(user.roles))
 
 
 @strawberry.enum(description="Role in an organization.")
@@ -71,48 +72,58 @@ class MemberRole(Enum):
 
 
 @strawberry.type(name="Member", description="A member of an organization.")
+@view_fields(
+    {
+        "username": "The member's username.",
+        "role": "`owner` or `member`.",
+    },
+)
 class MemberType(FromView[MemberView]):
-    username: str = strawberry.field(description="The member's username.")
-    role: str = strawberry.field(description="`owner` or `member`.")
+    pass
 
 
 @strawberry.type(name="Organization", description="An organization; readable by its members.")
-class OrganizationType:
-    id: str = strawberry.field(description="Identifier.")
-    slug: str = strawberry.field(description="Address of the organization.")
-    name: str = strawberry.field(description="Display name.")
-    created_at: datetime = strawberry.field(description="Creation time.")
-    members: list[MemberType] = strawberry.field(description="Members and their roles.")
-
+@view_fields(
+    {
+        "id": "Identifier.",
+        "slug": "Address of the organization.",
+        "name": "Display name.",
+        "created_at": "Creation time.",
+        "members": "Members and their roles.",
+    },
+    members=list[MemberType],
+)
+class OrganizationType(FromView[OrganizationView]):
     @strawberry.field(description="The organization's packages that the caller may see.")
     async def packages(
         self, info: Info
     ) -> list[Annotated[PackageType, strawberry.lazy("calcgraph.schema.packages")]]:
-        rows = await loaders_of(info).packages_by_organization_id.load(self.id)
+        rows = await loaders_of(info).packages_by_organization_id.load(self.view.id)
         package_type = _PACKAGE_TYPE.resolve_type()
         return [package_type.from_view(p) for p in rows]
 
     @classmethod
     def from_view(cls, org: OrganizationView) -> OrganizationType:
-        return from_attributes(cls, org, members=[MemberType.from_view(m) for m in org.members])
+        return cls.viewing(org, members=[MemberType.from_view(m) for m in org.members])
 
 
 @strawberry.type(
     name="UserUsage", description="What one user holds now against the quotas (contract 8b)."
 )
-class UserUsageType:
-    user_id: str = strawberry.field(description="Identifier in calcgraph.")
-    username: str = strawberry.field(description="`preferred_username` of the token.")
-    unfinished_runs: int = strawberry.field(description="Workflow runs not yet terminal.")
-    jobs: int = strawberry.field(description="Jobs kept.")
-    queued_jobs: int = strawberry.field(description="Jobs submitted and not yet started.")
-    stored_bytes: float = strawberry.field(
-        description="Bytes of the jobs' inputs, outputs and logs (a Float: Int is 32 bits)."
-    )
-    largest_workflow_nodes: int = strawberry.field(
-        description="Nodes of the largest workflow version of the workflows the user owns."
-    )
-
+@view_fields(
+    {
+        "user_id": "Identifier in calcgraph.",
+        "username": "`preferred_username` of the token.",
+        "unfinished_runs": "Workflow runs not yet terminal.",
+        "jobs": "Jobs kept.",
+        "queued_jobs": "Jobs submitted and not yet started.",
+        "stored_bytes": "Bytes of the jobs' inputs, outputs and logs (a Float: Int is 32 bits).",
+        "largest_workflow_nodes": "Nodes of the largest workflow version of the workflows the "
+        "user owns.",
+    },
+    stored_bytes=float,
+)
+class UserUsageType(FromView[UsageView]):
     @classmethod
     def from_view(cls, usage: UsageView) -> UserUsageType:
-        return from_attributes(cls, usage, stored_bytes=float(usage.stored_bytes))
+        return cls.viewing(usage, stored_bytes=float(usage.stored_bytes))

@@ -6,9 +6,9 @@ from enum import Enum
 
 import strawberry
 
-from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.types.catalog import TypeDef
 from calcgraph.domain.types.service import ConnectionCheck
+from calcgraph.schema.viewed import FromView, view_fields
 
 
 @strawberry.enum(description="Whether a source port may be connected to a target port.")
@@ -18,17 +18,21 @@ class Compatibility(Enum):
 
 
 @strawberry.type(description="A named type of the shared catalog.")
-class CatalogType:
-    name: str = strawberry.field(description="Canonical name, e.g. `Force`.")
-    parent: str | None = strawberry.field(description="The type this one extends, if any.")
-    kind: str = strawberry.field(description="`scalar`, `physical` or `composite`.")
-    unit: str | None = strawberry.field(description="SI unit of a physical scalar.")
-    shape: str | None = strawberry.field(description="Shape of a composite type.")
-    description: str = strawberry.field(description="What the type stands for.")
-
+@view_fields(
+    {
+        "name": "Canonical name, e.g. `Force`.",
+        "parent": "The type this one extends, if any.",
+        "kind": "`scalar`, `physical` or `composite`.",
+        "unit": "SI unit of a physical scalar.",
+        "shape": "Shape of a composite type.",
+        "description": "What the type stands for.",
+    },
+    kind=str,
+)
+class CatalogType(FromView[TypeDef]):
     @classmethod
     def from_domain(cls, t: TypeDef) -> CatalogType:
-        return from_attributes(cls, t, unit=t.unit_symbol)
+        return cls.viewing(t, unit=t.unit_symbol)
 
 
 @strawberry.type(description="The verdict of the connection rule for two type expressions.")

@@ -3,8 +3,6 @@ history, one version in detail, the interface diff of two versions."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import strawberry
 from strawberry.scalars import JSON
 
@@ -15,105 +13,101 @@ from calcgraph.domain.packages.views import (
     PackageVersionDetailView,
     PinnedDependencyView,
 )
-from calcgraph.domain.read_models import from_attributes
-from calcgraph.schema.viewed import FromView
+from calcgraph.schema.viewed import FromView, view_fields
 
 
 @strawberry.type(name="DeploymentHistoryEntry", description="One change of the current version.")
+@view_fields(
+    {
+        "version": "The version the change concerns.",
+        "action": "`deployed`, `canary_started`, `promoted` or `rolled_back`.",
+        "at": "When.",
+        "reason": "Why, and by whom.",
+    }
+)
 class DeploymentHistoryEntryType(FromView[DeploymentHistoryEntry]):
-    version: str = strawberry.field(description="The version the change concerns.")
-    action: str = strawberry.field(
-        description="`deployed`, `canary_started`, `promoted` or `rolled_back`."
-    )
-    at: datetime = strawberry.field(description="When.")
-    reason: str | None = strawberry.field(description="Why, and by whom.")
+    pass
 
 
 @strawberry.type(name="DeploymentState", description="Which version unpinned calls get.")
-class DeploymentStateType:
-    package_id: str = strawberry.field(description="The package.")
-    strategy: str = strawberry.field(description="`rolling`, `blue-green` or `canary`.")
-    state: str = strawberry.field(description="`stable`, `awaiting_promotion` or `canary`.")
-    current: str | None = strawberry.field(description="What unpinned calls run.")
-    candidate: str | None = strawberry.field(description="A hosted version awaiting promotion.")
-    traffic_split: JSON | None = strawberry.field(description="Canary shares by version.")
-    started_at: datetime | None = strawberry.field(description="Start of a canary.")
-    ends_at: datetime | None = strawberry.field(description="When a canary is judged.")
-    observed: JSON | None = strawberry.field(
-        description="A running canary's candidate: jobs, failed, error_rate, latency_p95_ms; "
-        "and routed, the calls each version got."
-    )
-    history: list[DeploymentHistoryEntryType] = strawberry.field(description="Oldest first.")
-    criteria: JSON | None = strawberry.field(
-        description="A running canary's success criteria: `error_rate_max` (a fraction), "
-        "`latency_p95_max_ms`."
-    )
-    viewer_may_decide: bool = strawberry.field(
-        description="Whether the caller may promote and roll back this package."
-    )
-
-    @classmethod
-    def from_view(cls, view: DeploymentStateView) -> DeploymentStateType:
-        history = [DeploymentHistoryEntryType.from_view(e) for e in view.history]
-        return from_attributes(cls, view, history=history)
+@view_fields(
+    {
+        "package_id": "The package.",
+        "strategy": "`rolling`, `blue-green` or `canary`.",
+        "state": "`stable`, `awaiting_promotion` or `canary`.",
+        "current": "What unpinned calls run.",
+        "candidate": "A hosted version awaiting promotion.",
+        "traffic_split": "Canary shares by version.",
+        "started_at": "Start of a canary.",
+        "ends_at": "When a canary is judged.",
+        "observed": "A running canary's candidate: jobs, failed, error_rate, latency_p95_ms; "
+        "and routed, the calls each version got.",
+        "history": "Oldest first.",
+        "criteria": "A running canary's success criteria: `error_rate_max` (a fraction), "
+        "`latency_p95_max_ms`.",
+        "viewer_may_decide": "Whether the caller may promote and roll back this package.",
+    },
+    history=list[DeploymentHistoryEntryType],
+)
+class DeploymentStateType(FromView[DeploymentStateView]):
+    pass
 
 
 @strawberry.type(
     name="PinnedDependency", description="A package a deployment pinned (contract 11)."
 )
+@view_fields(
+    {
+        "name": "The dependency's package name.",
+        "version": "The pinned version.",
+        "package_id": "The dependency's package.",
+        "direct": "Declared by this version; false: brought along by a dependency's pins.",
+        "range": "The declared range, for a direct one.",
+    }
+)
 class PinnedDependencyType(FromView[PinnedDependencyView]):
-    name: str = strawberry.field(description="The dependency's package name.")
-    version: str = strawberry.field(description="The pinned version.")
-    package_id: str = strawberry.field(description="The dependency's package.")
-    direct: bool = strawberry.field(
-        description="Declared by this version; false: brought along by a dependency's pins."
-    )
-    range: str | None = strawberry.field(description="The declared range, for a direct one.")
+    pass
 
 
 @strawberry.type(name="PackageVersionDetail", description="One package version in detail.")
-class PackageVersionDetailType:
-    id: str = strawberry.field(description="The deployment's identifier.")
-    package_id: str = strawberry.field(description="The package.")
-    package: str = strawberry.field(description="Package name.")
-    version: str = strawberry.field(description="The package version.")
-    is_latest: bool = strawberry.field(description="The current version.")
-    is_stable: bool = strawberry.field(description="False for a pre-release.")
-    created_at: datetime = strawberry.field(description="Deployment time.")
-    changelog: JSON | None = strawberry.field(description="Changelog entry of this version.")
-    compatibility: JSON | None = strawberry.field(description="The manifest's compatibility.")
-    migration_guide: JSON | None = strawberry.field(description="Text, or a text per version.")
-    dependencies: JSON = strawberry.field(description="Declared ranges by package name.")
-    pinned_dependencies: list[PinnedDependencyType] = strawberry.field(
-        description="What it was deployed with and its handlers import: the direct pins "
-        "first, then the packages they brought along."
-    )
-    functions: JSON = strawberry.field(
-        description="Each function: name, version, version_id, typed, inputs_schema, "
-        "outputs_schema, deprecated, deprecated_message, removal_version."
-    )
-
+@view_fields(
+    {
+        "id": "The deployment's identifier.",
+        "package_id": "The package.",
+        "package": "Package name.",
+        "version": "The package version.",
+        "is_latest": "The current version.",
+        "is_stable": "False for a pre-release.",
+        "created_at": "Deployment time.",
+        "changelog": "Changelog entry of this version.",
+        "compatibility": "The manifest's compatibility.",
+        "migration_guide": "Text, or a text per version.",
+        "dependencies": "Declared ranges by package name.",
+        "pinned_dependencies": "What it was deployed with and its handlers import: the direct "
+        "pins first, then the packages they brought along.",
+        "functions": "Each function: name, version, version_id, typed, inputs_schema, "
+        "outputs_schema, deprecated, deprecated_message, removal_version.",
+    },
+    pinned_dependencies=list[PinnedDependencyType],
+    functions=JSON,
+)
+class PackageVersionDetailType(FromView[PackageVersionDetailView]):
     @classmethod
     def from_view(cls, view: PackageVersionDetailView) -> PackageVersionDetailType:
-        return from_attributes(
-            cls,
-            view,
-            pinned_dependencies=[
-                PinnedDependencyType.from_view(p) for p in view.pinned_dependencies
-            ],
-            functions=[f.__dict__ for f in view.functions],
-        )
+        return cls.viewing(view, functions=[f.__dict__ for f in view.functions])
 
 
 @strawberry.type(name="PackageDiff", description="Interface changes between two versions.")
-class PackageDiffType:
-    package: str = strawberry.field(description="Package name.")
-    from_version: str = strawberry.field(description="The older version.")
-    to_version: str = strawberry.field(description="The newer version.")
-    changes: JSON = strawberry.field(
-        description="Each change: function, change, port, breaking, reason."
-    )
-
+@view_fields(
+    {
+        "package": "Package name.",
+        "from_version": "The older version.",
+        "to_version": "The newer version.",
+        "changes": "Each change: function, change, port, breaking, reason.",
+    },
+    changes=JSON,
+)
+class PackageDiffType(FromView[PackageDiffView]):
     @classmethod
     def from_view(cls, view: PackageDiffView) -> PackageDiffType:
-        return from_attributes(cls, view, changes=list(view.changes))
+        return cls.viewing(view, changes=list(view.changes))

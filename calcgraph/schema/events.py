@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from types import SimpleNamespace
 
 import strawberry
@@ -14,6 +13,7 @@ from calcgraph.domain.events.views import EventView
 from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.webhooks.views import DeliveryView, WebhookView
 from calcgraph.schema.pages import Page
+from calcgraph.schema.viewed import FromView, view_fields
 
 
 @strawberry.type(name="CloudEvent", description="An event, as CloudEvents 1.0 structures it.")
@@ -50,17 +50,19 @@ class EventPageType:
 
 
 @strawberry.type(name="Webhook", description="A webhook (contract section 9); its secret never.")
-class WebhookType:
-    id: strawberry.ID = strawberry.field(description="Identifier.")
-    url: str = strawberry.field(description="Where its events are POSTed.")
-    types: list[str] = strawberry.field(description="Event types, or prefixes ending in `*`.")
-    description: str = strawberry.field(description="What it is for.")
-    enabled: bool = strawberry.field(description="False: switched off (or after 50 failures).")
-    created_at: datetime = strawberry.field(description="Creation time.")
-
-    @classmethod
-    def from_view(cls, view: WebhookView) -> WebhookType:
-        return from_attributes(cls, view, id=strawberry.ID(view.id), types=list(view.types))
+@view_fields(
+    {
+        "id": "Identifier.",
+        "url": "Where its events are POSTed.",
+        "types": "Event types, or prefixes ending in `*`.",
+        "description": "What it is for.",
+        "enabled": "False: switched off (or after 50 failures).",
+        "created_at": "Creation time.",
+    },
+    id=strawberry.ID,
+)
+class WebhookType(FromView[WebhookView]):
+    pass
 
 
 @strawberry.type(
@@ -80,21 +82,23 @@ class WebhookPage(Page[WebhookType]):
 
 
 @strawberry.type(name="WebhookDelivery", description="One attempt to deliver an event.")
-class WebhookDeliveryType:
-    id: strawberry.ID = strawberry.field(description="Identifier of the attempt.")
-    event_id: str = strawberry.field(description="The event's id (its `webhook-id` header).")
-    type: str = strawberry.field(description="The event's type.")
-    attempt: int = strawberry.field(description="1 for the first attempt.")
-    status_code: int | None = strawberry.field(description="The receiver's HTTP status, if any.")
-    error: str | None = strawberry.field(description="Why it did not deliver, if it did not.")
-    duration_ms: int | None = strawberry.field(description="How long the attempt took.")
-    attempted_at: datetime | None = strawberry.field(description="When it was attempted.")
-    state: str = strawberry.field(description="`delivered`, `retrying` or `failed`.")
-    next_attempt_at: datetime | None = strawberry.field(description="When it is tried again.")
-
-    @classmethod
-    def from_view(cls, view: DeliveryView) -> WebhookDeliveryType:
-        return from_attributes(cls, view, id=strawberry.ID(view.id))
+@view_fields(
+    {
+        "id": "Identifier of the attempt.",
+        "event_id": "The event's id (its `webhook-id` header).",
+        "type": "The event's type.",
+        "attempt": "1 for the first attempt.",
+        "status_code": "The receiver's HTTP status, if any.",
+        "error": "Why it did not deliver, if it did not.",
+        "duration_ms": "How long the attempt took.",
+        "attempted_at": "When it was attempted.",
+        "state": "`delivered`, `retrying` or `failed`.",
+        "next_attempt_at": "When it is tried again.",
+    },
+    id=strawberry.ID,
+)
+class WebhookDeliveryType(FromView[DeliveryView]):
+    pass
 
 
 @strawberry.type(description="A page of delivery attempts, newest first.")

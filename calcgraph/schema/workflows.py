@@ -29,38 +29,47 @@ from calcgraph.schema.node_states import (
 from calcgraph.schema.packages import FunctionVersionType, package_loaders_of
 from calcgraph.schema.pages import Page
 from calcgraph.schema.selection import selects
+from calcgraph.schema.viewed import FromView, view_fields
 
 
 @strawberry.type(name="WorkflowVersion", description="An immutable saved graph of a workflow.")
-class WorkflowVersionType:
-    id: strawberry.ID = strawberry.field(description="Identifier; runs name the version by it.")
-    workflow_id: str = strawberry.field(description="The workflow this is a version of.")
-    version: int = strawberry.field(description="1, 2, ...: the order of saving.")
-    graph: JSON = strawberry.field(description='The graph document `{"nodes": [...]}`.')
-    resolved_functions: JSON = strawberry.field(
-        description="Function node key to the function version id it runs, frozen at save."
-    )
-    input_nodes: JSON = strawberry.field(
-        description="Input nodes: `node_key` and `type_expr` of each, what a run needs."
-    )
-    created_at: datetime = strawberry.field(description="Time of saving.")
-
+@view_fields(
+    {
+        "id": "Identifier; runs name the version by it.",
+        "workflow_id": "The workflow this is a version of.",
+        "version": "1, 2, ...: the order of saving.",
+        "graph": 'The graph document `{"nodes": [...]}`.',
+        "resolved_functions": "Function node key to the function version id it runs, frozen at "
+        "save.",
+        "input_nodes": "Input nodes: `node_key` and `type_expr` of each, what a run needs.",
+        "created_at": "Time of saving.",
+    },
+    id=strawberry.ID,
+    input_nodes=JSON,
+)
+class WorkflowVersionType(FromView[WorkflowVersionView]):
     @classmethod
     def from_view(cls, v: WorkflowVersionView) -> WorkflowVersionType:
-        return from_attributes(cls, v, input_nodes=v.input_nodes())
+        return cls.viewing(v, input_nodes=v.input_nodes())
 
 
 @strawberry.type(name="Workflow", description="A workflow: a typed DAG of functions.")
-class WorkflowType:
-    id: strawberry.ID = strawberry.field(description="Identifier.")
-    slug: str = strawberry.field(description="Address of the workflow.")
-    name: str = strawberry.field(description="Display name.")
-    visibility: str = strawberry.field(description="`private`, `internal` or `public`.")
-    owner: str = strawberry.field(description="Username of the owner.")
-    organization_slug: str | None = strawberry.field(description="Owning organization's slug.")
-    latest_version: int = strawberry.field(description="Number of the latest version.")
-    created_at: datetime = strawberry.field(description="Creation time.")
-    updated_at: datetime = strawberry.field(description="Time of the latest version.")
+@view_fields(
+    {
+        "id": "Identifier.",
+        "slug": "Address of the workflow.",
+        "name": "Display name.",
+        "visibility": "`private`, `internal` or `public`.",
+        "owner": "Username of the owner.",
+        "organization_slug": "Owning organization's slug.",
+        "latest_version": "Number of the latest version.",
+        "created_at": "Creation time.",
+        "updated_at": "Time of the latest version.",
+    },
+    id=strawberry.ID,
+    organization_slug=str | None,
+)
+class WorkflowType(FromView[WorkflowView]):
     known_latest: strawberry.Private[WorkflowVersionView | None]
 
     @strawberry.field(description="The latest version, with its graph and input nodes.")
@@ -68,7 +77,7 @@ class WorkflowType:
         found = self.known_latest
         if found is None:
             found = await workflow_loaders_of(info).workflow_version_by_workflow_id.load(
-                str(self.id)
+                str(self.view.id)
             )
         return WorkflowVersionType.from_view(found) if found is not None else None
 
@@ -80,12 +89,12 @@ class WorkflowType:
     async def last_run(
         self, info: Info
     ) -> Annotated[WorkflowRunType, strawberry.lazy("calcgraph.schema.workflows")] | None:
-        found = await workflow_loaders_of(info).last_run_by_workflow_id.load(str(self.id))
+        found = await workflow_loaders_of(info).last_run_by_workflow_id.load(str(self.view.id))
         return WorkflowRunType.from_view(found, plan=False) if found is not None else None
 
     @classmethod
     def from_view(cls, w: WorkflowView, latest: WorkflowVersionView | None = None) -> WorkflowType:
-        return from_attributes(cls, w, organization_slug=w.organization, known_latest=latest)
+        return cls.viewing(w, organization_slug=w.organization, known_latest=latest)
 
     @classmethod
     def from_detail(cls, detail: WorkflowDetailView) -> WorkflowType:
