@@ -13,7 +13,6 @@ each process counts on its own (and says so in its log), as the rate limits do.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import uuid
@@ -158,7 +157,7 @@ class RedisCensus:
         self._client: Any = None
         self._arrive: Any = None
         self._renew: Any = None
-        self._task: asyncio.Task[None] | None = None
+        self._renewal = tasks.Every(lease_seconds / 3, self.renew)
         self._redis_down = DownWarning(
             log, "socket counts are per process while Redis does not answer: %s"
         )
@@ -170,9 +169,8 @@ class RedisCensus:
             self._client = async_client(self.url)
             self._arrive = self._client.register_script(_ARRIVE_LUA)
             self._renew = self._client.register_script(_RENEW_LUA)
-        if self._task is None:
-            # The renewing task belongs to the event loop that first counts: the API's loop.
-            self._task = asyncio.get_running_loop().create_task(self._renewing())
+        # The renewing task belongs to the event loop that first counts: the API's loop.
+        self._renewal.start()
 
     async def _count(self, key: str, seat: Seat, limit: int) -> bool | None:
         """Whether Redis counted the socket under `key` (None: Redis did not answer)."""
@@ -221,11 +219,6 @@ class RedisCensus:
         except Exception as exc:  # its lease ends it
             self._redis_down(exc)
 
-    async def _renewing(self) -> None:
-        while True:
-            await asyncio.sleep(self.lease / 3)
-            await self.renew()
-
     async def renew(self) -> None:
         """Extend the leases of this process's open sockets."""
         counted = list(self.open.values())
@@ -239,8 +232,7 @@ class RedisCensus:
             self._redis_down(exc)
 
     async def close(self) -> None:
-        await tasks.stop(self._task)
-        self._task = None
+        await self._renewal.stop()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 for key, id in list(self.open.values()):

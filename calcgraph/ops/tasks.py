@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 log = logging.getLogger("calcgraph.ops")
@@ -41,3 +42,27 @@ async def stop(
         await asyncio.wait({task}, timeout=min(recancel, left))
     if not task.cancelled():
         task.exception()  # retrieved: not reported again when the task is collected
+
+
+class Every:
+    """A background task that awaits `work()` every `seconds`, on the event loop that first
+    `start`s it (a serve process's counts shared through Redis: the rate limiter's sync, the
+    socket census's lease renewal), until `stop`."""
+
+    def __init__(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
+        self.seconds = seconds
+        self._work = work
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._every())
+
+    async def _every(self) -> None:
+        while True:
+            await asyncio.sleep(self.seconds)
+            await self._work()
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        await stop(task)

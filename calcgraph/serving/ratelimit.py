@@ -15,7 +15,6 @@ request cost 8 % of a busy event loop and, under load, Redis connections.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import math
@@ -131,11 +130,10 @@ class RedisLimiter(MemoryLimiter):
     ) -> None:
         super().__init__(per_minute, burst)
         self.prefix = f"{prefix}calcgraph:ratelimit:"
-        self.sync_seconds = sync_seconds
         self._url = url
         self._client: Any = None
         self._script: Any = None
-        self._task: asyncio.Task[None] | None = None
+        self._syncing = tasks.Every(sync_seconds, self.sync)
         self._used: dict[str, int] = {}  # tokens taken per caller since the last sync
         self._seen: dict[str, float] = {}  # caller -> when this process last let it through
         self._redis_down = DownWarning(
@@ -143,18 +141,12 @@ class RedisLimiter(MemoryLimiter):
         )
 
     async def acquire(self, key: str) -> float:
-        if self._task is None:
-            # The syncing task belongs to the event loop that first uses it: the API's loop.
-            self._task = asyncio.get_running_loop().create_task(self._syncing())
+        # The syncing task belongs to the event loop that first uses it: the API's loop.
+        self._syncing.start()
         wait = await super().acquire(key)
         if wait == 0:
             self._used[key] = self._used.get(key, 0) + 1
         return wait
-
-    async def _syncing(self) -> None:
-        while True:
-            await asyncio.sleep(self.sync_seconds)
-            await self.sync()
 
     async def sync(self) -> None:
         """Tell Redis what this process let through since the last sync and learn what the
@@ -195,8 +187,7 @@ class RedisLimiter(MemoryLimiter):
                 self._full_at[key] = shared
 
     async def close(self) -> None:
-        await tasks.stop(self._task)
-        self._task = None
+        await self._syncing.stop()
         if self._used:
             with contextlib.suppress(Exception):
                 await self.sync()

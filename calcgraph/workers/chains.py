@@ -38,6 +38,7 @@ from datetime import datetime
 from calcgraph.db.base import new_id, utcnow
 from calcgraph.db.dialect import is_retryable
 from calcgraph.domain.jobs.cache_key import CachedResult, result_key
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.service import job_store_service
 from calcgraph.domain.runs.chains.service import (
     CHAIN_ACTOR,
@@ -194,7 +195,7 @@ def _batch(
                 # `step` is the new batch's running job, with the new batch's access check.
                 step = due.next
                 links, due = [], _Due(early)
-            error = link.error
+            error = link.outcome.error
             if (
                 error is not None
                 and error.get("kind") == "infrastructure_error"
@@ -208,9 +209,9 @@ def _batch(
                     runtime.call(_release(runtime, step.job_id, context.lease))
                 raise InfrastructureFailure(str(error.get("message")))
             links.append(link)
-            if link.status != "success":
+            if link.outcome.status != "success":
                 return _flush(runtime, context, Batch(links))
-            following = service.following(context, step, link.outputs or {})
+            following = service.following(context, step, link.outcome.outputs or {})
             while following is not None:
                 denied = service.refused(following)
                 if denied is not None:
@@ -228,9 +229,8 @@ def _batch(
                 if hit is None:
                     break
                 now = utcnow()
-                links.append(
-                    Link(following, "success", hit.outputs, None, hit.logs, now, now, True)
-                )
+                outcome = Outcome("success", hit.outputs, None, hit.logs)
+                links.append(Link(following, outcome, now, now, True))
                 following = service.following(context, following, hit.outputs)
             if following is None:
                 return _flush(runtime, context, Batch(links))
@@ -256,7 +256,7 @@ def _link(
     token = logs.job_id.set(step.job_id)
     try:
         result = _run(runtime, held, context, step)
-        return Link(step, *result.recorded(), started_at, utcnow())
+        return Link(step, result.recorded(), started_at, utcnow())
     finally:
         logs.job_id.reset(token)
 
@@ -267,11 +267,11 @@ def _flush(runtime: CodeRuntime, context: ChainContext, batch: Batch) -> ChainSt
     for job_id in advance.recorded:
         runtime.notifier.publish(job_id)
     for link in batch.links[: len(advance.recorded)]:
-        if link.status != "success" or link.cache_hit:
+        if link.outcome.status != "success" or link.cache_hit:
             continue
         key = result_key(context.user_id, link.step.function_version_id, link.step.inputs)
         try:
-            runtime.cache.put(key, CachedResult(link.outputs or {}, link.logs))
+            runtime.cache.put(key, CachedResult(link.outcome.outputs or {}, link.outcome.logs))
         except Exception:  # a cache that is down costs a re-run later, not this result
             log.exception("could not store the result of job %s in the cache", link.step.job_id)
     return advance.next

@@ -225,7 +225,7 @@ async def _release(runtime: CodeRuntime, job_id: str, lease: str) -> bool:
 
 
 async def _finish(runtime: CodeRuntime, job_id: str, lease: str, result: RunResult) -> bool:
-    return await runtime.store.finish(Finish(job_id, *result.recorded(), lease))
+    return await runtime.store.finish(Finish(job_id, result.recorded(), lease))
 
 
 def retry_when(retries: int, exc: BaseException) -> bool:

@@ -13,6 +13,7 @@ import pytest
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import Finish
 from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.workers.flush import Outbox, attach
@@ -112,10 +113,10 @@ async def test_finishes_record_once_with_their_own_values(
     lease = ok_claim.lease
     error = {"kind": "user_error", "message": "boom"}
     recorded = await asyncio.gather(
-        store.finish(Finish(ok_id, "success", {"sum": 2.0}, None, "out", lease)),
-        store.finish(Finish(failed_id, "failed", None, error, "err", failed_claim.lease)),
+        store.finish(Finish(ok_id, Outcome("success", {"sum": 2.0}, None, "out"), lease)),
+        store.finish(Finish(failed_id, Outcome("failed", None, error, "err"), failed_claim.lease)),
         # never claimed
-        store.finish(Finish(queued_id, "success", {"sum": 9.0}, None, "", lease)),
+        store.finish(Finish(queued_id, Outcome("success", {"sum": 9.0}, None, ""), lease)),
     )
     assert recorded == [True, True, False]
     ok, failed, queued = [await _row(database, i) for i in (ok_id, failed_id, queued_id)]
@@ -126,7 +127,7 @@ async def test_finishes_record_once_with_their_own_values(
     assert queued.status == "queued"
     assert queued.outputs is None
     # A second record of a finished job (a redelivery that raced) changes nothing.
-    again = Finish(ok_id, "failed", None, error, "", lease)
+    again = Finish(ok_id, Outcome("failed", None, error, ""), lease)
     assert await store.finish(again) is False
     assert (await _row(database, ok_id)).status == "success"
 
@@ -161,7 +162,9 @@ async def test_a_request_that_cannot_be_written_fails_alone(
     poisoned = await store.claim(poisoned_id)
     assert poisoned is not None
     # A set is no JSON: this finish can never be written, whatever the database.
-    poison = Finish(poisoned_id, "failed", None, {"kind": {"not", "json"}}, "", poisoned.lease)
+    poison = Finish(
+        poisoned_id, Outcome("failed", None, {"kind": {"not", "json"}}, ""), poisoned.lease
+    )
     answers = await asyncio.gather(
         store.claim(claimed_id),
         store.finish(poison),

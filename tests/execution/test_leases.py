@@ -17,6 +17,7 @@ import redis
 from calcgraph.db.base import utcnow
 from calcgraph.domain.jobs.enqueue import Message, job_message_id
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import Finish
 from calcgraph.domain.jobs.store.service import job_store_service
 from calcgraph.domain.jobs.sweep.service import job_sweep_service
@@ -86,7 +87,7 @@ class TestHandOver:
         # The old worker was only slow: its result and its release find nothing to change.
         error = {"kind": "user_error", "message": "late"}
         async with platform.database.write_session() as session:
-            late = Finish(job_id, "failed", None, error, "", "dead-worker")
+            late = Finish(job_id, Outcome("failed", None, error, ""), "dead-worker")
             assert not await job_store_service.finish(session, late)
             assert not await job_store_service.release(session, job_id, "dead-worker")
         assert (await _job(platform, job_id))["outputs"] == {"sum": 5.0}

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.db.base import Base
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.store.repository import Finish, JobStoreRepository
 from calcgraph.domain.runs.chains.repository import ChainRepository
@@ -284,7 +285,7 @@ async def hot_statements(
         (
             "job: finish",
             lambda: jobs.finish(
-                Finish(job_ids[1], "success", {"y": 1}, None, "", "plan-lease"), NOW
+                Finish(job_ids[1], Outcome("success", {"y": 1}, None, ""), "plan-lease"), NOW
             ),
         ),
         ("job: heartbeat", lambda: jobs.heartbeat(["plan-lease"], NOW)),

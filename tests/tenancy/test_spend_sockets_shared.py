@@ -153,8 +153,8 @@ class TestADeadProcessesSockets:
                 "QuotaExceeded: at most 2 open sockets per user"
             )
             # The first process stops renewing (it died, its sockets never left).
-            assert dead._task is not None
-            dead._task.cancel()
+            assert dead._renewal._task is not None
+            dead._renewal._task.cancel()
             await asyncio.sleep(1.5)
             seat = Seat("10.9.9.8")
             assert await alive.arrive(seat) is None

@@ -153,8 +153,8 @@ def transition_rows(
                 job_ended_row(
                     {
                         "id": item.job_id,
-                        "status": item.status,
-                        "error": item.error,
+                        "status": item.outcome.status,
+                        "error": item.outcome.error,
                         "workflow_run_id": run_id,
                         "node_key": node_key,
                     }

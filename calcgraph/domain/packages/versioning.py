@@ -264,55 +264,43 @@ def _function_plan(
     becomes_current: bool,
 ) -> FunctionPlan:
     previous = decision.previous
+    record: FunctionSpec | ExistingFunctionVersion
+    reasons: list[str] = []
+    changes: list[InterfaceChange] = []
     if decision.status == "unchanged" and previous is not None:
         # The stored immutable record is what this deployment carries.
-        return FunctionPlan(
-            name=spec.name,
-            version=previous.version,
-            checksum=previous.checksum,
-            status="unchanged",
-            handler=previous.handler,
-            typed=spec.typed,
-            inputs_schema=spec.inputs_schema(),
-            outputs_schema=spec.outputs_schema(),
-            changelog=previous.changelog,
-            is_breaking_change=False,
-            breaking_reasons=(),
-            deprecated=previous.deprecated,
-            deprecated_message=previous.deprecated_message,
-            removal_version=previous.removal_version,
-            previous_version=previous.version,
-            becomes_current=becomes_current,
-            resources=dict(previous.resources) if previous.resources is not None else None,
-        )
-    entries = _changelog_entries(release, spec.name)
-    reasons = [f"changelog: {text}" for kind, text in entries if kind == "breaking"]
-    changes: list[InterfaceChange] = []
-    if previous is not None:
-        if parse_version(decision.version).major > parse_version(previous.version).major:
-            reasons.append(f"MAJOR version {decision.version} after {previous.version}")
-        changes = _interface_changes(spec, previous)
-        reasons += [c.reason for c in breaking(changes)]
-    changelog = spec.changelog_for(decision.version)
-    if changelog is None and entries:
-        changelog = "\n".join(f"{kind}: {text}" for kind, text in entries)
+        record = previous
+        version, checksum, changelog = previous.version, previous.checksum, previous.changelog
+    else:
+        record = spec
+        version = decision.version
+        entries = _changelog_entries(release, spec.name)
+        reasons = [f"changelog: {text}" for kind, text in entries if kind == "breaking"]
+        if previous is not None:
+            if parse_version(version).major > parse_version(previous.version).major:
+                reasons.append(f"MAJOR version {version} after {previous.version}")
+            changes = _interface_changes(spec, previous)
+            reasons += [c.reason for c in breaking(changes)]
+        changelog = spec.changelog_for(version)
+        if changelog is None and entries:
+            changelog = "\n".join(f"{kind}: {text}" for kind, text in entries)
     return FunctionPlan(
         name=spec.name,
-        version=decision.version,
+        version=version,
         checksum=checksum,
         status=decision.status,
-        handler=spec.handler,
+        handler=record.handler,
         typed=spec.typed,
         inputs_schema=spec.inputs_schema(),
         outputs_schema=spec.outputs_schema(),
         changelog=changelog,
         is_breaking_change=bool(reasons),
         breaking_reasons=tuple(reasons),
-        deprecated=spec.deprecated,
-        deprecated_message=spec.deprecated_message,
-        removal_version=spec.removal_version,
+        deprecated=record.deprecated,
+        deprecated_message=record.deprecated_message,
+        removal_version=record.removal_version,
         previous_version=previous.version if previous is not None else None,
         becomes_current=becomes_current,
         interface_changes=tuple(changes),
-        resources=dict(spec.resources) if spec.resources is not None else None,
+        resources=dict(record.resources) if record.resources is not None else None,
     )

@@ -28,11 +28,12 @@ from calcgraph.db.dialect import custom_plans
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.packages.models import PackageVersion
+from calcgraph.domain.read_models import attributes
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.statements import repository as queries
-from calcgraph.domain.runs.views import NodeRow, RunView
+from calcgraph.domain.runs.views import STORED_FIELDS, NodeRow, RunView
 
 
 @dataclass(frozen=True)
@@ -52,24 +53,10 @@ def run_view(
     states: Mapping[str, NodeState] | None = None,
     plan_snapshot: dict[str, Any] | None = None,
 ) -> RunView:
-    return RunView(
-        id=run.id,
-        workflow_id=run.workflow_id,
-        workflow_version_id=run.workflow_version_id,
-        user_id=run.user_id,
-        status=run.status,
-        inputs=run.inputs,
-        terminal_outputs=run.terminal_outputs,
-        error_message=run.error_message,
-        first_failed_node_key=run.first_failed_node_key,
-        plan_snapshot=run.plan_snapshot if plan_snapshot is None else plan_snapshot,
-        revision=run.revision,
-        started_at=run.started_at,
-        completed_at=run.completed_at,
-        node_states=states,
-        rerun_of=run.rerun_of,
-        retry_at=run.retry_at,
-    )
+    # A given plan is not read from the row (where it may not be loaded).
+    given: dict[str, Any] = {} if plan_snapshot is None else {"plan_snapshot": plan_snapshot}
+    stored = attributes(run, *(name for name in STORED_FIELDS if name not in given))
+    return RunView(**stored, **given, node_states=states)
 
 
 NODE_ROWS_PER_STATEMENT = 1000

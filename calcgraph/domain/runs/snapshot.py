@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from calcgraph.domain.read_models import from_attributes
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import WorkflowFacts
 from calcgraph.domain.runs.state import RUN_TERMINAL, JobResult, NodeState, RunState, StartedJob
@@ -41,15 +42,7 @@ class RunSnapshot:
     @property
     def before(self) -> RunState:
         """The run-level fields as the tick takes them."""
-        run = self.run
-        return RunState(
-            status=run.status,  # type: ignore[arg-type]
-            completed_at=run.completed_at,
-            terminal_outputs=run.terminal_outputs,
-            error_message=run.error_message,
-            first_failed_node_key=run.first_failed_node_key,
-            retry_at=run.retry_at,
-        )
+        return from_attributes(RunState, self.run)
 
     @property
     def ticked(self) -> bool:

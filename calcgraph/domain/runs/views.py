@@ -56,6 +56,26 @@ class RunView:
         return function_versions(self.plan_snapshot)
 
 
+STORED_FIELDS = (
+    "id",
+    "workflow_id",
+    "workflow_version_id",
+    "user_id",
+    "status",
+    "inputs",
+    "terminal_outputs",
+    "error_message",
+    "first_failed_node_key",
+    "plan_snapshot",
+    "revision",
+    "started_at",
+    "completed_at",
+    "rerun_of",
+    "retry_at",
+)
+"""The fields of a `RunView` that its run's row (`workflow_runs`) holds under the same names."""
+
+
 def function_versions(plan_snapshot: Mapping[str, Any]) -> dict[str, str]:
     """node_key -> function version id of every function node of a frozen plan."""
     return {

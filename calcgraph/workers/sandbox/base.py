@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.read_models import from_attributes
 
 ErrorKind = Literal[
@@ -159,10 +160,9 @@ class RunResult:
     def with_duration(self, duration: float) -> RunResult:
         return replace(self, duration=duration)
 
-    def recorded(self) -> tuple[Status, dict[str, Any] | None, dict[str, Any] | None, str]:
-        """(status, outputs, error, logs) as a job's row keeps them: outputs of a success only,
-        the error as JSON."""
-        return (
+    def recorded(self) -> Outcome:
+        """The outcome as a job's row keeps it: outputs of a success only, the error as JSON."""
+        return Outcome(
             self.status,
             self.outputs if self.status == "success" else None,
             self.error.as_dict() if self.error is not None else None,

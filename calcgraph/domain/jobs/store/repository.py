@@ -24,6 +24,7 @@ from calcgraph.domain.access.repository import (
 )
 from calcgraph.domain.functions.models import FunctionVersion
 from calcgraph.domain.jobs.models import Job
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.packages.models import (
     CodeBlob,
     Package,
@@ -80,10 +81,7 @@ class Finish:
     """One `running -> success/failed` transition, as a batch of them carries it."""
 
     job_id: str
-    status: str
-    outputs: dict[str, Any] | None
-    error: dict[str, Any] | None
-    logs: str
+    outcome: Outcome
     lease: str
     """The claim's token: the transition happens only while the job is still this claim's."""
 
@@ -218,14 +216,14 @@ class JobStoreRepository(RepositoryBase[Job]):
         for item in sorted(finishes, key=lambda f: f.job_id):
             params: dict[str, Any] = {
                 "job_id": item.job_id,
-                "logs": item.logs,
+                "logs": item.outcome.logs,
                 "now": now,
                 "b_lease": item.lease,
             }
-            if item.status == "success":
-                statement, params["outputs"] = _FINISH_SUCCESS, item.outputs
+            if item.outcome.status == "success":
+                statement, params["outputs"] = _FINISH_SUCCESS, item.outcome.outputs
             else:
-                statement, params["error"] = _FINISH_FAILED, item.error
+                statement, params["error"] = _FINISH_FAILED, item.outcome.error
             row = (await self.session.execute(statement, params)).first()
             if row is not None:
                 done[item.job_id] = (row[0], row[1])
@@ -290,10 +288,10 @@ class JobStoreRepository(RepositoryBase[Job]):
                 update(Job)
                 .where(Job.id == item.job_id, Job.status == "running", Job.lease == item.lease)
                 .values(
-                    status=item.status,
-                    outputs=item.outputs,
-                    error=item.error,
-                    logs=item.logs,
+                    status=item.outcome.status,
+                    outputs=item.outcome.outputs,
+                    error=item.outcome.error,
+                    logs=item.outcome.logs,
                     finished_at=now,
                 )
                 .returning(Job.workflow_run_id)

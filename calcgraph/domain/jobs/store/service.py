@@ -15,6 +15,7 @@ from calcgraph.db.base import utcnow
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.events.service import record_job_transitions, record_rows, transition_rows
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import (
     ClaimedRow,
     CodeRow,
@@ -118,7 +119,9 @@ class JobStoreService:
                 "message": "the job's owner may no longer execute function version "
                 f"{row.function_version_id!r}: its package is not visible to them now",
             }
-            await repository.finish(Finish(job_id, "failed", None, error, "", row.lease), now)
+            await repository.finish(
+                Finish(job_id, Outcome("failed", None, error, ""), row.lease), now
+            )
             claimed[job_id] = replace(row, refused=True)
         return claimed
 

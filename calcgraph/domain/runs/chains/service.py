@@ -43,6 +43,7 @@ from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.events.service import record_job_rows, record_job_transitions
 from calcgraph.domain.jobs.enqueue import enqueue_job
+from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import Finish, JobStoreRepository
 from calcgraph.domain.runs.bindings import InputResolutionError, resolve_inputs
 from calcgraph.domain.runs.chains.repository import ChainRepository
@@ -94,10 +95,7 @@ class Link:
     its times as they happened."""
 
     step: ChainStep
-    status: str
-    outputs: dict[str, Any] | None
-    error: dict[str, Any] | None
-    logs: str
+    outcome: Outcome
     started_at: datetime
     finished_at: datetime
     cache_hit: bool = False
@@ -220,7 +218,7 @@ class ChainService:
             "message": f"the run's owner may no longer execute function version "
             f"{step.function_version_id!r}: its package is not visible to them now",
         }
-        return Link(step, "failed", None, error, "", started_at or now, now)
+        return Link(step, Outcome("failed", None, error, ""), started_at or now, now)
 
     async def record(self, session: AsyncSession, context: ChainContext, batch: Batch) -> Advance:
         """Record a batch in one commit: finish the first link's job (the running one), add
@@ -229,14 +227,12 @@ class ChainService:
         repository = ChainRepository.from_session(session)
         await repository.lock_run(context.run_id)
         head = links[0]
-        finish = Finish(
-            head.step.job_id, head.status, head.outputs, head.error, head.logs, context.lease
-        )
+        finish = Finish(head.step.job_id, head.outcome, context.lease)
         if not await JobStoreRepository.from_session(session).finish(finish, head.finished_at):
             return Advance()
         await record_job_transitions(session, ended=[head.step.job_id])
         later = [*links[1:]]
-        if head.status != "success" or (not later and next_step is None):
+        if head.outcome.status != "success" or (not later and next_step is None):
             return Advance((head.step.job_id,))
         keys = [link.step.node_key for link in later]
         keys += [next_step.node_key] if next_step is not None else []
@@ -322,11 +318,11 @@ class ChainService:
             )
         else:
             row.update(
-                status=link.status,
+                status=link.outcome.status,
                 cache_hit=link.cache_hit,
-                outputs=link.outputs,
-                error=link.error,
-                logs=link.logs,
+                outputs=link.outcome.outputs,
+                error=link.outcome.error,
+                logs=link.outcome.logs,
                 deliveries=0 if link.cache_hit else 1,
                 lease=None,
                 heartbeat_at=None,

@@ -19,31 +19,16 @@ from calcgraph.domain.listing.filters import ALL_TIME, TimeRange
 from calcgraph.domain.listing.paging import Page, encode_cursor
 from calcgraph.domain.listing.repository import in_range, keyset_clause
 from calcgraph.domain.runs.models import WorkflowRun
-from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.runs.views import STORED_FIELDS, RunView
 from calcgraph.domain.workflows.models import Workflow
 from calcgraph.domain.workflows.repository import visible_workflow_clause
 
 _RUNS = cast(Table, WorkflowRun.__table__)
-_VIEW_COLUMNS = (
-    "id",
-    "workflow_id",
-    "workflow_version_id",
-    "user_id",
-    "status",
-    "inputs",
-    "error_message",
-    "first_failed_node_key",
-    "plan_snapshot",
-    "revision",
-    "started_at",
-    "completed_at",
+_VIEW_COLUMNS = tuple(
+    c for c in STORED_FIELDS if c not in ("terminal_outputs", "rerun_of", "retry_at")
 )
-
-
-_SUMMARY_COLUMNS = tuple(c for c in _VIEW_COLUMNS if c != "plan_snapshot") + (
-    "rerun_of",
-    "retry_at",
-)
+"""What `_views` reads of a listed run (its terminal outputs apart: left out when large)."""
+_SUMMARY_COLUMNS = tuple(c for c in STORED_FIELDS if c not in ("terminal_outputs", "plan_snapshot"))
 
 
 class RunListRepository(RepositoryBase[WorkflowRun]):

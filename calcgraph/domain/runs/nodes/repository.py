@@ -15,7 +15,8 @@ from sqlalchemy import Table, func, select, tuple_
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import without_sorts
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
-from calcgraph.domain.runs.state import NODE_STATE_FIELDS, NodeState
+from calcgraph.domain.runs.state import NODE_STATE_FIELDS
+from calcgraph.domain.runs.statements.repository import state
 from calcgraph.domain.runs.views import NodeRow
 
 _NODES = cast(Table, NodeRowModel.__table__)
@@ -24,23 +25,8 @@ _COLUMNS = tuple(_NODES.c[name] for name in ("run_id", "node_key", "kind", *NODE
 
 
 def _row(row: Any) -> NodeRow:
-    return NodeRow(
-        run_id=row.run_id,
-        node_key=row.node_key,
-        kind=row.kind,
-        state=NodeState(
-            status=row.status,
-            job_id=row.job_id,
-            outputs=row.outputs,
-            error=row.error,
-            attempt=row.attempt,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-            retry_at=row.retry_at,
-            attempts=tuple(row.attempts or ()),
-            reused=bool(row.reused),
-        ),
-    )
+    # `state` reads a row shaped like `STATE_COLUMNS` and skips its first value (`kind` here).
+    return NodeRow(row.run_id, row.node_key, row.kind, state(row[2:]))
 
 
 class NodePageRepository(RepositoryBase[NodeRowModel]):

@@ -26,7 +26,22 @@ from calcgraph.domain.packages.manifest_json import release_as_json
 from calcgraph.domain.packages.models import Package, PackageVersion, PackageVersionFunction
 from calcgraph.domain.packages.repository import PackageVersionRepository
 from calcgraph.domain.packages.views import DeploymentReport, FunctionDeployment
-from calcgraph.domain.read_models import from_attributes
+from calcgraph.domain.read_models import attributes, from_attributes
+
+_PLANNED = (
+    "version",
+    "handler",
+    "inputs_schema",
+    "outputs_schema",
+    "typed",
+    "changelog",
+    "is_breaking_change",
+    "deprecated",
+    "deprecated_message",
+    "removal_version",
+    "resources",
+)
+"""What a new function version row takes from its `FunctionPlan`, under the same names."""
 
 
 def package_history(
@@ -107,20 +122,10 @@ async def write_deployment(
                     id=version_id,
                     function_id=function.id,
                     package_version_id=version.id,
-                    version=fp.version,
-                    handler=fp.handler,
                     code_checksum=fp.checksum,
-                    inputs_schema=fp.inputs_schema,
-                    outputs_schema=fp.outputs_schema,
-                    typed=fp.typed,
-                    changelog=fp.changelog,
-                    is_breaking_change=fp.is_breaking_change,
-                    deprecated=fp.deprecated,
-                    deprecated_message=fp.deprecated_message,
-                    removal_version=fp.removal_version,
-                    resources=fp.resources,
                     created_at=now,
                     deployed_at=now,
+                    **attributes(fp, *_PLANNED),
                 )
             )
         session.add(
