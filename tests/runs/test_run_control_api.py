@@ -417,6 +417,8 @@ class TestRerun:
         assert rerun.status_code == 201, rerun.text
         second = rerun.json()
         assert second["rerun_of"] == first["id"]
+        listed = await platform.client.get("/workflow-runs", headers=platform.headers("alice"))
+        assert {r["id"]: r["rerun_of"] for r in listed.json()["items"]}[second["id"]] == first["id"]
         assert second["inputs"] == {"x": 1.0, "lim": 10.0}
         reused = second["node_states"]["a"]
         assert reused["status"] == "success"

@@ -24,10 +24,9 @@ from calcgraph.domain.workflows.models import Workflow
 from calcgraph.domain.workflows.repository import visible_workflow_clause
 
 _RUNS = cast(Table, WorkflowRun.__table__)
-_VIEW_COLUMNS = tuple(
-    c for c in STORED_FIELDS if c not in ("terminal_outputs", "rerun_of", "retry_at")
-)
-"""What `_views` reads of a listed run (its terminal outputs apart: left out when large)."""
+_VIEW_COLUMNS = tuple(c for c in STORED_FIELDS if c != "terminal_outputs")
+"""What `_views` reads of a listed run (its terminal outputs apart: left out when large).
+The rerun's origin and the retry's time are read too: a listing showed them null."""
 _SUMMARY_COLUMNS = tuple(c for c in STORED_FIELDS if c not in ("terminal_outputs", "plan_snapshot"))
 
 
