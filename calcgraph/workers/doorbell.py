@@ -11,6 +11,9 @@ worker's, a second), which keeps its Redis heartbeat fresh and bounds how long a
 No ring is lost: a consumer subscribes before its first fetch, so a message sent after a
 fetch found the queue empty has rung a bell that waits in the subscription's socket. A consumer
 whose threads are all busy waits for one of them to acknowledge instead (an event, no poll).
+A fetch that brought fewer messages than it asked for emptied the queue: the consumer then
+waits for the next ring at once, instead of a second fetch (a Lua script, Redis's CPU and a
+round trip: one per job) that would find the queue empty.
 A delay-queue consumer holding retries polls at `poll_ms` until their eta, as Dramatiq does;
 so does any consumer while its subscription is broken (Redis restarting), which it renews.
 """
@@ -46,6 +49,9 @@ class WakingConsumer(_RedisConsumer):
         self.channel = channel
         self._pubsub: Any = None
         self._acked = threading.Event()
+        self._emptied = False
+        """The last fetch brought fewer messages than it asked for: the queue was empty then,
+        and a message sent since has rung."""
 
     def ack(self, message: Any) -> None:
         try:
@@ -74,9 +80,16 @@ class WakingConsumer(_RedisConsumer):
             self._acked.clear()  # before counting: an ack from now on ends the wait below
             room = self.prefetch - self.outstanding_message_count
             if room > 0:
+                if self._emptied and self._pubsub is not None and not self.delays:
+                    # Subscribed since that fetch: whatever came after it has rung. (A delay
+                    # queue's consumer polls for its retries' eta instead.)
+                    self._emptied = False
+                    self._ring(self.idle_s)
+                    return None
                 subscribed = self._subscribe()
                 self.message_cache = self.broker.do_fetch(self.queue_name, room)
                 if self.message_cache:
+                    self._emptied = len(self.message_cache) < room
                     return self.__next__()
                 if self.delays and self.outstanding_message_count:
                     time.sleep(self.poll_s)  # retries held until their eta
