@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 
@@ -315,3 +316,37 @@ def test_a_consumer_that_emptied_the_queue_waits_for_the_doorbell_without_fetchi
         assert len(fetches) == 2  # the ring woke the consumer, whose next fetch found it
     finally:
         consumer.close()
+
+
+def test_a_ring_for_the_queue_does_not_wake_the_delay_queues_consumer(
+    redis_broker: dramatiq.Broker,
+) -> None:
+    """A ring names its queue: the delay queue's consumer sleeps through the rings of the
+    queue (each woke it for a fetch that found nothing), to the end of its wait."""
+    from dramatiq.common import dq_name
+
+    fetches: list[str] = []
+    fetch = redis_broker.do_fetch  # type: ignore[attr-defined]
+
+    def counted(queue_name: str, room: int) -> list[bytes]:
+        fetches.append(queue_name)
+        found: list[bytes] = fetch(queue_name, room)
+        return found
+
+    redis_broker.do_fetch = counted  # type: ignore[attr-defined]
+    delays = redis_broker.consume(dq_name(QUEUE), prefetch=4, timeout=600)
+    try:
+        assert next(delays) is None  # subscribed, fetched nothing, waited for a ring
+        assert fetches == [dq_name(QUEUE)]
+        ringing = threading.Timer(
+            0.1, lambda: send_many(redis_broker, [Message("jobs.run", {"job_id": "job-1"})])
+        )
+        ringing.start()
+        began = time.monotonic()
+        assert next(delays) is None
+        ringing.join()
+        # Its fetch, then a wait to its end (0.6 s): the queue's ring at 0.1 s let by.
+        assert fetches == [dq_name(QUEUE)] * 2
+        assert time.monotonic() - began >= 0.5
+    finally:
+        delays.close()
