@@ -11,6 +11,13 @@ worker's, a second), which keeps its Redis heartbeat fresh and bounds how long a
 No ring is lost: a consumer subscribes before its first fetch, so a message sent after a
 fetch found the queue empty has rung a bell that waits in the subscription's socket. A consumer
 whose threads are all busy waits for one of them to acknowledge instead (an event, no poll).
+A fetch that brought fewer messages than it asked for emptied the queue: the consumer then
+waits for the next ring at once, instead of a second fetch (a Lua script, Redis's CPU and a
+round trip) that would find the queue empty. A ring names its queue: the delay queue's consumer
+sleeps through the rings of its queue and the queue's through the delay queue's (each woke the
+other for a fetch that found nothing, one per send); and a fetch first takes the rings already
+there, whose messages it serves (a burst of sends rang once each, and each ring after the
+first woke the consumer for another empty fetch).
 A delay-queue consumer holding retries polls at `poll_ms` until their eta, as Dramatiq does;
 so does any consumer while its subscription is broken (Redis restarting), which it renews.
 """
@@ -23,7 +30,7 @@ from typing import Any
 
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.redis import _RedisConsumer
-from dramatiq.common import dq_name
+from dramatiq.common import dq_name, q_name
 from dramatiq.errors import ConnectionClosed
 from dramatiq.message import Message
 
@@ -43,9 +50,14 @@ class WakingConsumer(_RedisConsumer):
         self.poll_s = poll_ms / 1000
         self.idle_s = max(timeout, poll_ms) / 1000
         self.delays = queue_name == dq_name(queue_name)
+        self._other = q_name(queue_name) if self.delays else dq_name(queue_name)
+        """The queue whose rings are not this consumer's work."""
         self.channel = channel
         self._pubsub: Any = None
         self._acked = threading.Event()
+        self._emptied = False
+        """The last fetch brought fewer messages than it asked for: the queue was empty then,
+        and a message sent since has rung."""
 
     def ack(self, message: Any) -> None:
         try:
@@ -74,9 +86,17 @@ class WakingConsumer(_RedisConsumer):
             self._acked.clear()  # before counting: an ack from now on ends the wait below
             room = self.prefetch - self.outstanding_message_count
             if room > 0:
-                subscribed = self._subscribe()
+                if self._emptied and self._pubsub is not None and not self.delays:
+                    # Subscribed since that fetch: whatever came after it has rung. (A delay
+                    # queue's consumer polls for its retries' eta instead.)
+                    self._emptied = False
+                    self._ring(self.idle_s)
+                    return None
+                # The rings already there: their messages are queued, this fetch serves them.
+                subscribed = self._subscribe() and self._take_rings()
                 self.message_cache = self.broker.do_fetch(self.queue_name, room)
                 if self.message_cache:
+                    self._emptied = len(self.message_cache) < room
                     return self.__next__()
                 if self.delays and self.outstanding_message_count:
                     time.sleep(self.poll_s)  # retries held until their eta
@@ -107,16 +127,42 @@ class WakingConsumer(_RedisConsumer):
         return True
 
     def _ring(self, timeout: float) -> None:
-        """Wait up to `timeout` for a doorbell, then take every other one already rung (the
-        fetch that follows serves them all)."""
+        """Wait up to `timeout` for a doorbell of this consumer's queue (the other queue's
+        rings are let by), then take every other one already rung (the fetch that follows
+        serves them all)."""
+        import redis
+
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                rung = self._pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))
+                if rung is None:  # the wait is over (or a subscription's own message came)
+                    return
+                if self._mine(rung):
+                    break
+            self._take_rings()
+        except (redis.RedisError, OSError):
+            self._close_pubsub()  # renewed before the next fetch; meanwhile, polls
+
+    def _take_rings(self) -> bool:
+        """Take every doorbell already rung, without waiting; False when the subscription
+        broke (it is renewed before the next fetch)."""
         import redis
 
         try:
-            rung = self._pubsub.get_message(timeout=timeout)
-            while rung is not None:
-                rung = self._pubsub.get_message(timeout=0)
+            while self._pubsub.get_message(timeout=0) is not None:
+                pass
         except (redis.RedisError, OSError):
-            self._close_pubsub()  # renewed before the next fetch; meanwhile, polls
+            self._close_pubsub()
+            return False
+        return True
+
+    def _mine(self, rung: dict[str, Any]) -> bool:
+        """A ring for this consumer's queue (or one that names none: it wakes every consumer)."""
+        data = rung.get("data")
+        if isinstance(data, bytes):
+            data = data.decode(errors="replace")
+        return data != self._other
 
     def _close_pubsub(self) -> None:
         if self._pubsub is not None:
