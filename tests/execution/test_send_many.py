@@ -279,31 +279,37 @@ async def test_an_unreachable_redis_is_counted_by_the_async_sender(
         await sender.close()
 
 
+def _counted_fetches(broker: dramatiq.Broker) -> list[tuple[str, int]]:
+    """(queue, room) of each fetch the broker's consumers make from now on."""
+    fetches: list[tuple[str, int]] = []
+    fetch = broker.do_fetch  # type: ignore[attr-defined]
+
+    def counted(queue_name: str, room: int) -> list[bytes]:
+        fetches.append((queue_name, room))
+        found: list[bytes] = fetch(queue_name, room)
+        return found
+
+    broker.do_fetch = counted  # type: ignore[attr-defined]
+    return fetches
+
+
 def test_a_consumer_that_emptied_the_queue_waits_for_the_doorbell_without_fetching(
     redis_broker: dramatiq.Broker,
 ) -> None:
     """A fetch that brought fewer messages than it asked for emptied the queue: the consumer
     waits for the next ring rather than fetching again (one Lua script call a job, in Redis
     and in the worker), and a message sent afterwards still arrives at once."""
-    fetches: list[int] = []
-    fetch = redis_broker.do_fetch  # type: ignore[attr-defined]
-
-    def counted(queue_name: str, room: int) -> list[bytes]:
-        fetches.append(room)
-        found: list[bytes] = fetch(queue_name, room)
-        return found
-
-    redis_broker.do_fetch = counted  # type: ignore[attr-defined]
+    fetches = _counted_fetches(redis_broker)
     consumer = redis_broker.consume(QUEUE, prefetch=4, timeout=300)
     try:
         assert send_many(redis_broker, [Message("jobs.run", {"job_id": "job-1"})]) == 0
         first = next(consumer)
         assert first is not None
         assert first.kwargs["job_id"] == "job-1"
-        assert fetches == [4]
+        assert fetches == [(QUEUE, 4)]
         # Nothing rang since: no fetch, a wait for the doorbell (up to the timeout).
         assert next(consumer) is None
-        assert fetches == [4]
+        assert fetches == [(QUEUE, 4)]
         consumer.ack(first)
         assert send_many(redis_broker, [Message("jobs.run", {"job_id": "job-2"})]) == 0
         later = None
@@ -325,19 +331,11 @@ def test_a_ring_for_the_queue_does_not_wake_the_delay_queues_consumer(
     queue (each woke it for a fetch that found nothing), to the end of its wait."""
     from dramatiq.common import dq_name
 
-    fetches: list[str] = []
-    fetch = redis_broker.do_fetch  # type: ignore[attr-defined]
-
-    def counted(queue_name: str, room: int) -> list[bytes]:
-        fetches.append(queue_name)
-        found: list[bytes] = fetch(queue_name, room)
-        return found
-
-    redis_broker.do_fetch = counted  # type: ignore[attr-defined]
+    fetches = _counted_fetches(redis_broker)
     delays = redis_broker.consume(dq_name(QUEUE), prefetch=4, timeout=600)
     try:
         assert next(delays) is None  # subscribed, fetched nothing, waited for a ring
-        assert fetches == [dq_name(QUEUE)]
+        assert fetches == [(dq_name(QUEUE), 4)]
         ringing = threading.Timer(
             0.1, lambda: send_many(redis_broker, [Message("jobs.run", {"job_id": "job-1"})])
         )
@@ -346,7 +344,7 @@ def test_a_ring_for_the_queue_does_not_wake_the_delay_queues_consumer(
         assert next(delays) is None
         ringing.join()
         # Its fetch, then a wait to its end (0.6 s): the queue's ring at 0.1 s let by.
-        assert fetches == [dq_name(QUEUE)] * 2
+        assert fetches == [(dq_name(QUEUE), 4)] * 2
         assert time.monotonic() - began >= 0.5
     finally:
         delays.close()

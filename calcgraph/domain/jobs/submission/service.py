@@ -98,7 +98,7 @@ class JobSubmissionService:
         resolved = resolve_inputs(inputs, schema)
         assert isinstance(inputs, dict)
         now = utcnow()
-        # A plain row through Core (the insert of `submit_node_jobs`): the ORM's unit of work
+        # A plain row through Core (as a tick's node jobs are inserted): the ORM's unit of work
         # cost more than the statement on this, the execute path's, hottest write.
         row: dict[str, Any] = {
             "id": new_id(),
@@ -126,17 +126,6 @@ class JobSubmissionService:
             await record_job_rows(session, [row])
         return Submitted(_view_of_new(row), target)
 
-    async def submit_node_jobs(
-        self, session: AsyncSession, jobs: list[NodeJob], cache: ResultLookup
-    ) -> None:
-        """Workflow node jobs: the execute path (result cache, `queued` row, message after the
-        commit) for a whole tick at once, in one flush. The inputs were resolved and checked
-        by the tick; the (run, node, attempt) unique key refuses a node submitted twice."""
-        prepared = await self.node_job_rows(jobs, cache)
-        # One INSERT of every row, without an ORM object per job: a tick may submit 1,000.
-        await JobRepository.from_session(session).insert_many(prepared.rows)
-        await self.node_jobs_written(session, prepared)
-
     async def node_jobs_written(self, session: AsyncSession, prepared: NodeJobRows) -> None:
         """After `node_job_rows`' rows are written in this unit of work: the queued ones'
         messages, sent after the commit, and the result cache's answers as events."""
@@ -146,9 +135,12 @@ class JobSubmissionService:
             await record_job_rows(session, [r for r in prepared.rows if r["status"] != "queued"])
 
     async def node_job_rows(self, jobs: list[NodeJob], cache: ResultLookup) -> NodeJobRows:
-        """The job rows of a tick's node jobs, answered from the result cache where it has
-        the result, to be written by the caller (`submit_node_jobs`, or a tick's write that
-        inserts them in its own statement), then told `node_jobs_written`."""
+        """Workflow node jobs on the execute path (result cache, `queued` row, message after
+        the commit) for a whole tick at once: their rows, answered from the result cache where
+        it has the result, for the tick's write to insert (`RunRepository.write_tick`: one
+        INSERT of every row, without an ORM object per job; the (run, node, attempt) unique
+        key refuses a node submitted twice), then told `node_jobs_written`. The inputs were
+        resolved and checked by the tick."""
         rows: list[dict[str, Any]] = []
         to_send: list[tuple[str, str]] = []
         now = utcnow()
