@@ -106,8 +106,16 @@ def test_cli_tail_and_webhooks(served_hooks: Served, capsys: pytest.CaptureFixtu
         assert main([*base, "webhooks", "test", hook["id"]]) == 0
         assert "test event" in capsys.readouterr().out
         assert got.wait_for(1)
-        assert main([*base, "webhooks", "deliveries", hook["id"], "--json"]) == 0
-        deliveries = json.loads(capsys.readouterr().out)["items"]
+        # The attempt is recorded once the receiver has answered, a moment after it got the
+        # request (the listing holds attempts made): asked again until it shows, up to 20 s.
+        deadline = time.monotonic() + 20
+        deliveries: list[dict[str, object]] = []
+        while not deliveries and time.monotonic() < deadline:
+            assert main([*base, "webhooks", "deliveries", hook["id"], "--json"]) == 0
+            deliveries = json.loads(capsys.readouterr().out)["items"]
+            if not deliveries:
+                time.sleep(0.2)
+        assert deliveries, "the delivery was never listed"
         assert deliveries[0]["type"] == "calcgraph.webhook.test"
         assert main([*base, "webhooks", "delete", hook["id"]]) == 0
         assert main([*base, "webhooks", "test", hook["id"]]) != 0
