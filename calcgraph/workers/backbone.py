@@ -29,11 +29,14 @@ class Backbone:
         if settings.redis_url is not None:
             url = settings.redis_url.get_secret_value()
             prefix = settings.redis_key_prefix
+            notifier = RedisNotifier(url, prefix)
+            changes = RedisRunChanges(url, prefix)
+            changes.follow(notifier)
             return cls(
                 broker,
                 RedisResultCache(url, settings.result_cache_ttl_seconds, prefix),
-                RedisNotifier(url, prefix),
-                RedisRunChanges(url, prefix),
+                notifier,
+                changes,
             )
         return cls(
             broker,

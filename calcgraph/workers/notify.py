@@ -16,7 +16,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection
-from typing import Any
+from typing import Any, Protocol
 
 from calcgraph.ops import tasks
 from calcgraph.ops.redis_clients import DownWarning, LoopClients
@@ -30,6 +30,18 @@ _MAX_TYPES = 50
 _MAX_RUNS = 100
 """...and at most this many runs (more: it names none, every reader of those types wakes)."""
 _RUNS = "runs:"
+
+
+class Follower(Protocol):
+    """A channel carried on the API process's one subscription (`RedisNotifier.follow`), in
+    the order Redis published its messages among the notifier's own: a follower whose
+    publisher sends before a job's end or an event is told before the waiters it wakes."""
+
+    def message(self, data: str) -> None:
+        """A message of the channel (the subscriber's loop; it must not block)."""
+
+    def following(self, live: bool) -> None:
+        """The subscription began (True) or was lost (False): what was missed is unknown."""
 
 
 class _Waiters:
@@ -195,6 +207,7 @@ class RedisNotifier:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._subscribed_at: float | None = None
+        self._followers: dict[str, Follower] = {}
         self._down = DownWarning(log, "%s while Redis does not answer (waiters poll): %s")
 
     def publish(self, job_id: str) -> None:
@@ -249,6 +262,7 @@ class RedisNotifier:
                 self._down("no completion notifications", exc)
             finally:
                 self._subscribed_at = None
+                self._tell_following(False)
                 ready.set()
             await asyncio.sleep(_RESUBSCRIBE_S)
 
@@ -258,8 +272,10 @@ class RedisNotifier:
         client = async_client(self.url)
         pubsub = client.pubsub()
         try:
-            await pubsub.subscribe(self.channel, self.events_channel)
+            followers = dict(self._followers)
+            await pubsub.subscribe(self.channel, self.events_channel, *followers)
             self._subscribed_at = asyncio.get_running_loop().time()
+            self._tell_following(True)
             ready.set()
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
@@ -273,16 +289,36 @@ class RedisNotifier:
                     if channel == self.events_channel:
                         self._events.wake(*parse_events_payload(str(data)))
                         continue
+                    follower = followers.get(str(channel))
+                    if follower is not None:
+                        follower.message(str(data))
+                        continue
                     self._waiters.wake(str(data))
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()
                 await client.aclose()
 
-    async def _ensure_subscribed(self) -> None:
+    def follow(self, channel: str, follower: Follower) -> None:
+        """Carry `channel` on this process's subscription from its next start (`subscribe`
+        starts it when none runs)."""
+        self._followers[channel] = follower
+
+    def subscribe(self) -> None:
+        """Start the subscription on the running loop unless it runs; without waiting."""
         if self._task is None or self._task.done():
             self._ready = asyncio.Event()
             self._task = asyncio.create_task(self._subscribe(self._ready))
+
+    def _tell_following(self, live: bool) -> None:
+        for follower in list(self._followers.values()):
+            try:
+                follower.following(live)
+            except Exception:
+                log.exception("a follower of the subscription failed")
+
+    async def _ensure_subscribed(self) -> None:
+        self.subscribe()
         assert self._ready is not None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._ready.wait(), 2.0)
