@@ -41,7 +41,8 @@ class Follower(Protocol):
         """A message of the channel (the subscriber's loop; it must not block)."""
 
     def following(self, live: bool) -> None:
-        """The subscription began (True) or was lost (False): what was missed is unknown."""
+        """Redis confirmed the channel (True: every message published from now on comes),
+        or the subscription was lost or is being made again (False: some may be missed)."""
 
 
 class _Waiters:
@@ -269,35 +270,48 @@ class RedisNotifier:
     async def _listen(self, ready: asyncio.Event) -> None:
         from calcgraph.ops.redis_clients import async_client
 
-        client = async_client(self.url)
+        client = async_client(self.url, client_name=f"{self.channel}:subscriber")
         pubsub = client.pubsub()
         try:
             followers = dict(self._followers)
             await pubsub.subscribe(self.channel, self.events_channel, *followers)
+            # The client connects again by itself when its connection drops (and subscribes
+            # again): what was published meanwhile is lost, so its followers are told at once,
+            # and live again when Redis confirms their channel.
+            pubsub.connection.register_connect_callback(self._connected)
             self._subscribed_at = asyncio.get_running_loop().time()
-            self._tell_following(True)
             ready.set()
             while True:
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-                if message is not None and message.get("type") == "message":
-                    channel = message.get("channel")
-                    if isinstance(channel, bytes):
-                        channel = channel.decode()
-                    data = message["data"]
-                    if isinstance(data, bytes):
-                        data = data.decode()
-                    if channel == self.events_channel:
-                        self._events.wake(*parse_events_payload(str(data)))
-                        continue
-                    follower = followers.get(str(channel))
+                message = await pubsub.get_message(timeout=1.0)
+                if message is None:
+                    continue
+                channel = message.get("channel")
+                if isinstance(channel, bytes):
+                    channel = channel.decode()
+                follower = followers.get(str(channel))
+                if message.get("type") == "subscribe":
                     if follower is not None:
-                        follower.message(str(data))
-                        continue
+                        follower.following(True)
+                    continue
+                if message.get("type") != "message":
+                    continue
+                data = message["data"]
+                if isinstance(data, bytes):
+                    data = data.decode()
+                if channel == self.events_channel:
+                    self._events.wake(*parse_events_payload(str(data)))
+                elif follower is not None:
+                    follower.message(str(data))
+                else:
                     self._waiters.wake(str(data))
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()
                 await client.aclose()
+
+    def _connected(self, connection: object) -> None:
+        """The subscription's connection was made again (a redis-py connect callback)."""
+        self._tell_following(False)
 
     def follow(self, channel: str, follower: Follower) -> None:
         """Carry `channel` on this process's subscription from its next start (`subscribe`

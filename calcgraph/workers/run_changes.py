@@ -191,6 +191,10 @@ class RedisRunChanges:
         self._notifier = notifier
         notifier.follow(self.channel, self._known)
 
+    def keeping(self) -> bool:
+        """Tokens read are kept (the subscription carries the marks: Redis confirmed it)."""
+        return self._known.stamp() is not None
+
     async def token(self, run_id: str) -> Token | None:
         if time.monotonic() < self._down_until:
             return None

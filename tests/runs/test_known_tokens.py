@@ -5,8 +5,9 @@ the marks, and a reader woken by a job's end never meets a token that a mark rep
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -28,6 +29,7 @@ class _Process:
     async def subscribed(self) -> None:
         async with self.notifier.listen("nothing"):
             pass
+        await _until(self.changes.keeping)
 
     async def close(self) -> None:
         await self.notifier.close()
@@ -38,6 +40,13 @@ class _Process:
 async def prefix() -> AsyncIterator[str]:
     _redis_or_skip()
     return f"test-{uuid.uuid4().hex[:8]}:"
+
+
+async def _until(condition: Callable[[], object], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        await asyncio.sleep(0.01)
 
 
 async def _behind_its_back(prefix: str, run_id: str) -> None:
@@ -88,6 +97,47 @@ async def test_nothing_kept_is_served_once_the_subscription_ends(prefix: str) ->
         assert token is not None
         assert token[0] == "changed-behind"
     finally:
+        await here.close()
+        await worker.close()
+
+
+async def test_a_dropped_subscription_serves_nothing_kept_until_redis_confirms_it_again(
+    prefix: str,
+) -> None:
+    """redis-py connects a dropped subscription again by itself, and whatever was published
+    in between is lost: kept tokens must not outlive the connection they were kept under."""
+    here, worker = _Process(prefix), _Process(prefix)
+    admin = async_client(REDIS_URL)
+    try:
+        await worker.changes.mark({EVERYTHING, "a"})
+        await here.subscribed()
+        first = await here.changes.token("a")
+        name = f"{here.notifier.channel}:subscriber"
+        clients = await admin.client_list()
+        ids = [c["id"] for c in clients if c.get("name") == name]
+        assert len(ids) == 1
+        await admin.client_kill_filter(_id=ids[0])
+        await _behind_its_back(prefix, "a")  # published nowhere: as if lost in the outage
+
+        async def read_again() -> bool:
+            token = await here.changes.token("a")
+            return token is not None and token[0] == "changed-behind"
+
+        deadline = time.monotonic() + 10
+        while not await read_again():  # kept tokens are kept for 20 s otherwise
+            assert time.monotonic() < deadline, "the old token was still served"
+            await asyncio.sleep(0.05)
+        assert first is not None
+        await _until(here.changes.keeping)  # confirmed again: kept anew
+        async with here.notifier.listen("job-3") as ended:
+            await worker.changes.mark({"a"})
+            worker.notifier.publish("job-3")
+            await asyncio.wait_for(ended.wait(), 10)
+        renewed = await here.changes.token("a")
+        assert renewed is not None
+        assert renewed[0] not in (first[0], "changed-behind")
+    finally:
+        await admin.aclose()
         await here.close()
         await worker.close()
 
