@@ -6,12 +6,26 @@ run's next tick has work; one that cannot name the run marks every run."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, null, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    CursorResult,
+    DateTime,
+    String,
+    Table,
+    Text,
+    bindparam,
+    null,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime
@@ -22,6 +36,7 @@ from calcgraph.domain.access.repository import (
     execution_facts_of,
     with_execution_facts,
 )
+from calcgraph.domain.events.repository import NUMBERED_BINDS, numbered_params, numbered_with
 from calcgraph.domain.functions.models import FunctionVersion
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.outcome import Outcome
@@ -153,6 +168,47 @@ _FINISH_FAILED = (
     .returning(_JOBS.c.workflow_run_id, _JOBS.c.node_key)
 )
 
+# PostgreSQL: a unit's last finish and its events in one statement (`finish_numbered`): the
+# guarded UPDATE as a CTE, the job's end event built from what it returned (none when it
+# changed no row), written with the unit's held events at the next positions.
+_FINISHED_SET = {
+    "success": "status = 'success', outputs = :outputs, error = NULL",
+    "failed": "status = 'failed', outputs = NULL, error = :error",
+}
+_ENDED_EVENT = """
+    SELECT :e_id, :e_type, :job_id, 'job', :e_recorded,
+        CAST(:e_data AS JSONB)
+            || jsonb_build_object('run_id', f.workflow_run_id, 'node_key', f.node_key),
+        f.workflow_run_id, :e_slot
+    FROM finished AS f
+"""
+
+
+def _finish_numbered(status: str) -> Any:
+    source = f"""finished AS (
+        UPDATE jobs SET {_FINISHED_SET[status]}, logs = :logs, finished_at = :now
+        WHERE id = :job_id AND status = 'running' AND lease = :b_lease
+        RETURNING workflow_run_id, node_key
+    )"""
+    return text(
+        numbered_with(source, _ENDED_EVENT, "SELECT workflow_run_id, node_key FROM finished")
+    ).bindparams(
+        *NUMBERED_BINDS,
+        bindparam("outputs" if status == "success" else "error", type_=JSONType),
+        bindparam("logs", type_=Text),
+        bindparam("now", type_=UTCDateTime()),
+        bindparam("job_id", type_=String),
+        bindparam("b_lease", type_=String),
+        bindparam("e_id", type_=String),
+        bindparam("e_type", type_=String),
+        bindparam("e_recorded", type_=DateTime(timezone=True)),
+        bindparam("e_data", type_=Text),
+        bindparam("e_slot", type_=BigInteger),
+    )
+
+
+_FINISH_NUMBERED = {status: _finish_numbered(status) for status in _FINISHED_SET}
+
 
 class JobStoreRepository(RepositoryBase[Job]):
     model = Job
@@ -229,6 +285,39 @@ class JobStoreRepository(RepositoryBase[Job]):
                 done[item.job_id] = (row[0], row[1])
                 changes.changed(row[0])
         return done
+
+    async def finish_numbered(
+        self,
+        item: Finish,
+        now: datetime,
+        event: dict[str, Any],
+        slot: int,
+        held: Sequence[tuple[int, dict[str, Any]]],
+    ) -> tuple[str | None, str | None] | None:
+        """PostgreSQL: `finish_many` of one finish, and in the same statement the unit's
+        `held` events (each in its slot) and the job's end `event` (an `event_row` whose data
+        lacks `run_id` and `node_key`, taken from the job's row) in `slot` when the finish took
+        effect, at the next positions (`EventRepository.insert_numbered`): the unit's last
+        statement. Its run and node, or None when it took no effect."""
+        params: dict[str, Any] = numbered_params(held) | {
+            "job_id": item.job_id,
+            "logs": item.outcome.logs,
+            "now": now,
+            "b_lease": item.lease,
+            "outputs": item.outcome.outputs,
+            "error": item.outcome.error,
+            "e_id": event["id"],
+            "e_type": event["type"],
+            "e_recorded": event["recorded_at"],
+            "e_data": json.dumps(event["data"]),
+            "e_slot": slot,
+        }
+        statement = _FINISH_NUMBERED["success" if item.outcome.status == "success" else "failed"]
+        row = (await self.session.execute(statement, params)).first()
+        if row is None:
+            return None
+        changes.changed(row[0])
+        return (row[0], row[1])
 
     async def code_of(self, function_version_id: str) -> CodeRow | None:
         row = (

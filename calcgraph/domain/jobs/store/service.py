@@ -14,7 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import utcnow
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.builds.repository import BuildRepository
-from calcgraph.domain.events.service import record_job_transitions, record_rows, transition_rows
+from calcgraph.domain.events.service import (
+    held_for_last_statement,
+    job_ended_row,
+    record_job_transitions,
+    record_rows,
+    transition_rows,
+)
+from calcgraph.domain.events.signal import Marks
 from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import (
     ClaimedRow,
@@ -72,6 +79,9 @@ class JobStoreService:
         the ids this batch finished."""
         repository = JobStoreRepository.from_session(session)
         now = utcnow()
+        held = held_for_last_statement(session)
+        if held is not None and finishes and not claims:
+            return {}, await self._finish_numbered(repository, finishes, now, held)
         finished = await repository.finish_many(finishes, now) if finishes else {}
         claimed = await repository.claim_many(claims, now, lease) if claims else {}
         if claimed:
@@ -86,6 +96,42 @@ class JobStoreService:
         if refused:
             await record_job_transitions(session, ended=refused)
         return claimed, set(finished)
+
+    async def _finish_numbered(
+        self,
+        repository: JobStoreRepository,
+        finishes: list[Finish],
+        now: datetime,
+        held: Marks,
+    ) -> set[str]:
+        """A batch of finishes whose last (in id order, the order they lock their rows) is
+        made by the unit's last statement, which writes the unit's events with it (PostgreSQL:
+        one statement fewer per unit). The events are those `transition_rows` gives, in its
+        order, after the ones the unit held already."""
+        ordered = sorted(finishes, key=lambda f: f.job_id)
+        last = ordered[-1]
+        finished = await repository.finish_many(ordered[:-1], now) if len(ordered) > 1 else {}
+        rows = held.take()
+        place = {job_id: len(rows) + i for i, job_id in enumerate(_ended_order(finishes))}
+        slotted = list(enumerate(rows))
+        ended = transition_rows((), finishes, finished)
+        slotted += [(place[row["subject"]], row) for row in ended]
+        held.written(ended)
+        event = job_ended_row(
+            {
+                "id": last.job_id,
+                "status": last.outcome.status,
+                "error": last.outcome.error,
+                "workflow_run_id": None,
+                "node_key": None,
+            }
+        )
+        # The job's run and node come from its row, in the statement.
+        done = await repository.finish_numbered(last, now, event, place[last.job_id], slotted)
+        if done is not None:
+            finished[last.job_id] = done
+            held.written([{"type": event["type"], "run_id": done[0]}])
+        return set(finished)
 
     async def _refuse_lost_rights(
         self,
@@ -131,6 +177,11 @@ class JobStoreService:
 
     async def release(self, session: AsyncSession, job_id: str, lease: str) -> bool:
         return await JobStoreRepository.from_session(session).release(job_id, lease)
+
+
+def _ended_order(finishes: list[Finish]) -> list[str]:
+    """The jobs of `finishes` in the order `transition_rows` gives their events."""
+    return list({f.job_id: f for f in reversed(finishes)})
 
 
 job_store_service = JobStoreService()
