@@ -107,7 +107,8 @@ _MOVE_CURSOR_SQLITE = text(_MOVE_CURSOR).bindparams(_COUNT)
 # A unit's held events numbered by the statement that makes its last change (PostgreSQL,
 # `numbered_with`): the change as a data-modifying CTE (`source`), the events it adds
 # (`adding`: a SELECT of the held rows' columns and a `slot`, reading the CTE), and the held
-# rows, each in its `slot`; the events take the next positions in slot order. The cursor's
+# rows, each in its `slot`; the events take the next positions in slot order (then by subject,
+# for the events in one slot). The cursor's
 # upsert reads the events, so the change (its rows locked) is made before the cursor's row is
 # locked: the cursor stays the last row the unit locks.
 _HELD_ROWS = """
@@ -125,7 +126,7 @@ def numbered_with(source: str, adding: str, answer: str) -> str:
     return f"""
     WITH {source}, pending AS ({_HELD_ROWS} UNION ALL {adding}
     ), numbered AS (
-        SELECT pending.*, row_number() OVER (ORDER BY slot) AS n FROM pending
+        SELECT pending.*, row_number() OVER (ORDER BY slot, subject) AS n FROM pending
     ), moved AS (
         INSERT INTO event_cursors (name, position)
         SELECT :name, count(*) FROM numbered HAVING count(*) > 0

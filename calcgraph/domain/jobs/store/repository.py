@@ -21,14 +21,18 @@ from sqlalchemy import (
     Table,
     Text,
     bindparam,
+    column,
     null,
     select,
+    table,
     text,
     update,
 )
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import aliased
 
-from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime
+from calcgraph.db.base import JSONType, RepositoryBase, UTCDateTime, new_id
 from calcgraph.db.dialect import locked
 from calcgraph.domain.access.repository import (
     EXECUTION_FACTS_COLUMNS,
@@ -209,6 +213,62 @@ def _finish_numbered(status: str) -> Any:
 
 _FINISH_NUMBERED = {status: _finish_numbered(status) for status in _FINISHED_SET}
 
+# PostgreSQL: a unit's claims and its events in one statement (`claim_numbered`): the claim's
+# UPDATE as a CTE (as `_CLAIM_MANY`), each claimed job's start event built from what it
+# returned, written with the unit's held events at the next positions, and the claimed rows
+# answered with their owners' execution facts (as `_CLAIM_MANY_WITH_FACTS`).
+_CLAIMED_ROWS = table(
+    "claimed",
+    column("id", String),
+    column("function_version_id", String),
+    column("resolved_inputs", JSONType),
+    column("user_id", String),
+    column("function_id", String),
+    column("workflow_run_id", String),
+    column("node_key", String),
+)
+_CLAIM_ANSWER = with_execution_facts(
+    select(*_CLAIMED_ROWS.c), _CLAIMED_ROWS.c.function_version_id, _CLAIMED_ROWS.c.user_id
+)
+_CLAIM_SOURCE = """claimed AS (
+    UPDATE jobs SET status = 'running', started_at = :now, heartbeat_at = :now, lease = :b_lease
+    WHERE id = ANY(:claim_ids) AND status = 'queued'
+    RETURNING id, function_version_id, resolved_inputs, user_id, function_id, workflow_run_id,
+        node_key
+)"""
+_STARTED_EVENTS = """
+    SELECT c.event_id, :s_type, k.id, 'job', :s_recorded,
+        jsonb_build_object(
+            'job_id', k.id, 'function', k.function_id,
+            'function_version_id', k.function_version_id,
+            'run_id', k.workflow_run_id, 'node_key', k.node_key
+        ),
+        k.workflow_run_id, :s_slot
+    FROM claimed AS k JOIN unnest(:claim_ids, :event_ids) AS c(job_id, event_id)
+        ON c.job_id = k.id
+"""
+_CLAIM_NUMBERED = (
+    text(
+        numbered_with(
+            _CLAIM_SOURCE,
+            _STARTED_EVENTS,
+            # Its facts' joins, as `with_execution_facts` writes them (no bound parameters).
+            str(_CLAIM_ANSWER.compile(dialect=postgresql.base.PGDialect())),  # type: ignore[no-untyped-call]
+        )
+    )
+    .bindparams(
+        *NUMBERED_BINDS,
+        bindparam("now", type_=UTCDateTime()),
+        bindparam("b_lease", type_=String),
+        bindparam("claim_ids", type_=ARRAY(String)),
+        bindparam("event_ids", type_=ARRAY(String)),
+        bindparam("s_type", type_=String),
+        bindparam("s_recorded", type_=DateTime(timezone=True)),
+        bindparam("s_slot", type_=BigInteger),
+    )
+    .columns(*_CLAIM_ANSWER.selected_columns)
+)
+
 
 class JobStoreRepository(RepositoryBase[Job]):
     model = Job
@@ -260,6 +320,45 @@ class JobStoreRepository(RepositoryBase[Job]):
                 row[6],
                 facts=facts,
                 facts_read=with_facts,
+            )
+        return claimed
+
+    async def claim_numbered(
+        self,
+        job_ids: Iterable[str],
+        now: datetime,
+        lease: str,
+        started: dict[str, Any],
+        slot: int,
+        held: Sequence[tuple[int, dict[str, Any]]],
+    ) -> dict[str, ClaimedRow]:
+        """PostgreSQL: `claim_many`, and in the same statement the unit's `held` events
+        (each in its slot) and each claimed job's start event in `slot` (by job id), at the
+        next positions (`EventRepository.insert_numbered`): the unit's last statement.
+        `started` is the type and time of the start events."""
+        ids = sorted(set(job_ids))  # one lock order for every claimer
+        params: dict[str, Any] = numbered_params(held) | {
+            "now": now,
+            "b_lease": lease,
+            "claim_ids": ids,
+            "event_ids": [new_id() for _ in ids],
+            "s_type": started["type"],
+            "s_recorded": started["recorded_at"],
+            "s_slot": slot,
+        }
+        claimed: dict[str, ClaimedRow] = {}
+        for row in await self.session.execute(_CLAIM_NUMBERED, params):
+            claimed[row[0]] = ClaimedRow(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                lease,
+                row[4],
+                row[5],
+                row[6],
+                facts=execution_facts_of(row[-EXECUTION_FACTS_COLUMNS:]),
+                facts_read=True,
             )
         return claimed
 
