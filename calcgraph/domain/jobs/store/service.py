@@ -16,7 +16,6 @@ from calcgraph.domain.access.service import access_service
 from calcgraph.domain.builds.repository import BuildRepository
 from calcgraph.domain.events.catalog import CALCULATION_STARTED
 from calcgraph.domain.events.service import (
-    event_row,
     held_for_last_statement,
     job_ended_row,
     record_job_transitions,
@@ -130,7 +129,7 @@ class JobStoreService:
         ended = transition_rows((), finishes, finished)
         slotted = list(enumerate(rows))
         slotted += [(len(rows) + 1 + i, row) for i, row in enumerate(ended)]
-        started = event_row(CALCULATION_STARTED, "", {})
+        started = {"type": CALCULATION_STARTED, "recorded_at": utcnow()}
         claimed = await repository.claim_numbered(claims, now, lease, started, len(rows), slotted)
         if await self._refused(session, claimed):
             raise RightsLost()
