@@ -67,6 +67,7 @@ def _figures(cpu: CpuSplit, ticks: int) -> dict[str, object]:
         "platform_cpu_ms_per_tick": round((cpu.ours - cpu.client) / ticks * 1000, 3),
         "cpu_s_api": round(cpu.loop_thread, 2),
         "cpu_s_api_threads_and_worker": round(cpu.worker_threads, 2),
+        "cpu_s_worker": round(cpu.worker_process, 2),
         "cpu_s_sandboxes": cpu.sandboxes,
         "cpu_s_postgres": cpu.postgres,
         "cpu_s_redis": cpu.redis,

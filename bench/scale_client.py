@@ -86,6 +86,8 @@ class CpuSplit:
     machine_busy: float
     redis: float = 0.0
     """The Redis server (shared by every Redis user of the machine; 0 when none runs)."""
+    worker_process: float = 0.0
+    """The `calcgraph worker` process alone (part of `worker_threads`; 0 without one)."""
 
     def __sub__(self, other: CpuSplit) -> CpuSplit:
         return CpuSplit(
@@ -101,6 +103,7 @@ class CpuSplit:
             self.client,
             self.machine_busy,
             self.redis,
+            self.worker_process,
         )
 
     @property
@@ -166,9 +169,11 @@ async def cpu_split(api: Api) -> CpuSplit:
             loop += _seconds(_ticks(f"/proc/{pid}/task/{pid}/stat")[1])
             total += cpu_seconds(pid)
     job_pids = [api.pid] if api.worker_pid is None else [api.worker_pid]
+    worker = 0.0
     if api.worker_pid is not None:
         with contextlib.suppress(OSError):
-            total += cpu_seconds(api.worker_pid)
+            worker = cpu_seconds(api.worker_pid)
+            total += worker
     for pid in job_pids:
         with contextlib.suppress(OSError):
             sandboxes += _reaped(pid)
@@ -181,7 +186,7 @@ async def cpu_split(api: Api) -> CpuSplit:
             postgres += _seconds(_ticks(f"/proc/{backend}/stat")[1])
     client = sum(os.times()[:2])
     redis = sum(cpu_seconds(pid) for pid in _redis_servers())
-    return CpuSplit(loop, total - loop, sandboxes, postgres, client, _machine_busy(), redis)
+    return CpuSplit(loop, total - loop, sandboxes, postgres, client, _machine_busy(), redis, worker)
 
 
 def _redis_servers() -> list[int]:

@@ -22,6 +22,7 @@ from typing import Any
 from calcgraph.db.base import new_id
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.store.repository import ClaimedRow, Finish
+from calcgraph.domain.jobs.store.service import RightsLost
 from calcgraph.domain.jobs.store.service import job_store_service as service
 
 MAX_BATCH = 64
@@ -77,19 +78,22 @@ class JobStore:
         finally:
             self._flushing = None
 
-    async def _run(self, batch: list[_Request]) -> None:
+    async def _run(self, batch: list[_Request], fold: bool = True) -> None:
         claims = [r.claim for r in batch if r.claim is not None]
         finishes = [r.finish for r in batch if r.finish is not None]
         try:
             async with self.database.write_session() as session:
                 # One lease per batch: a job is claimed at most once in it.
                 claimed, finished = await service.claim_and_finish(
-                    session, claims, finishes, new_id()
+                    session, claims, finishes, new_id(), fold=fold
                 )
+        except RightsLost:
+            await self._run(batch, fold=False)
+            return
         except Exception as exc:
             if len(batch) > 1:
                 for request in batch:
-                    await self._run([request])
+                    await self._run([request], fold)
             elif not batch[0].future.done():
                 batch[0].future.set_exception(exc)
             return

@@ -9,15 +9,19 @@ import random
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy import select
 
 from calcgraph.db.engine import Database
+from calcgraph.domain.events.models import Event
 from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import Finish
 from calcgraph.domain.jobs.submission.service import job_submission_service
+from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.job_store import JobStore
+from calcgraph.workers.notify import LocalNotifier
 from calcgraph.workers.result_cache import InProcessResultCache
 from tests.access.factories import create_user
 from tests.auth.idp import LocalIdentityProvider
@@ -130,6 +134,89 @@ async def test_finishes_record_once_with_their_own_values(
     again = Finish(ok_id, Outcome("failed", None, error, ""), lease)
     assert await store.finish(again) is False
     assert (await _row(database, ok_id)).status == "success"
+
+
+async def test_each_transition_commits_its_numbered_event_once(
+    database: Database, identity_provider: LocalIdentityProvider
+) -> None:
+    """With the event signal (a worker's units hold their events for their last statement,
+    which on PostgreSQL also makes the batch's last claim or finish), each claim and each
+    finish that took effect commits its event, numbered, with what it says; one that took no
+    effect commits none."""
+    attach_signal(database, LocalNotifier())
+    ok_id, failed_id, queued_id = await _queued(database, identity_provider, 3)
+    ids = (ok_id, failed_id, queued_id)
+    store = JobStore(database)
+    ok_claim, failed_claim = await asyncio.gather(store.claim(ok_id), store.claim(failed_id))
+    assert ok_claim is not None
+    assert failed_claim is not None
+    assert await store.claim(ok_id) is None  # claimed already: no second start
+    error = {"kind": "user_error", "message": "boom", "traceback": "..."}
+    recorded = await asyncio.gather(
+        store.finish(Finish(ok_id, Outcome("success", {"sum": 2.0}, None, "out"), ok_claim.lease)),
+        store.finish(Finish(failed_id, Outcome("failed", None, error, "err"), failed_claim.lease)),
+        store.finish(Finish(queued_id, Outcome("success", {"sum": 9.0}, None, ""), "x")),
+    )
+    assert recorded == [True, True, False]
+    async with database.read_session() as session:
+        events = list(
+            await session.scalars(select(Event).where(Event.subject.in_(ids)).order_by(Event.id))
+        )
+    assert all(e.position is not None for e in events)
+    assert len({e.position for e in events}) == len(events)
+    assert all((e.subject_kind, e.run_id) == ("job", None) for e in events)
+    claimed = (await _row(database, ok_id), await _row(database, failed_id))
+    found = sorted((e.subject, e.type, sorted(e.data.items())) for e in events)
+    started = [
+        (
+            job.id,
+            "calcgraph.calculation.started",
+            sorted(
+                {
+                    "job_id": job.id,
+                    "function": job.function_id,
+                    "function_version_id": job.function_version_id,
+                    "run_id": None,
+                    "node_key": None,
+                }.items()
+            ),
+        )
+        for job in claimed
+    ]
+    ended = [
+        (
+            ok_id,
+            "calcgraph.job.succeeded",
+            sorted(
+                {
+                    "job_id": ok_id,
+                    "status": "success",
+                    "error": None,
+                    "run_id": None,
+                    "node_key": None,
+                }.items()
+            ),
+        ),
+        (
+            failed_id,
+            "calcgraph.job.failed",
+            sorted(
+                {
+                    "job_id": failed_id,
+                    "status": "failed",
+                    "error": {"kind": "user_error", "message": "boom"},
+                    "run_id": None,
+                    "node_key": None,
+                }.items()
+            ),
+        ),
+    ]
+    assert found == sorted(started + ended)
+    # Within a job, its start before its end.
+    by_job = {e.subject: [] for e in events}
+    for e in sorted(events, key=lambda e: e.position or 0):
+        by_job[e.subject].append(e.type)
+    assert by_job[ok_id] == ["calcgraph.calculation.started", "calcgraph.job.succeeded"]
 
 
 async def test_a_failed_batch_fails_its_requests_and_the_store_goes_on(

@@ -104,6 +104,71 @@ _INSERT_NUMBERED_POSTGRES = text(
 )
 _MOVE_CURSOR_SQLITE = text(_MOVE_CURSOR).bindparams(_COUNT)
 
+# A unit's held events numbered by the statement that makes its last change (PostgreSQL,
+# `numbered_with`): the change as a data-modifying CTE (`source`), the events it adds
+# (`adding`: a SELECT of the held rows' columns and a `slot`, reading the CTE), and the held
+# rows, each in its `slot`; the events take the next positions in slot order (then by subject,
+# for the events in one slot). The cursor's
+# upsert reads the events, so the change (its rows locked) is made before the cursor's row is
+# locked: the cursor stays the last row the unit locks.
+_HELD_ROWS = """
+    SELECT h.id, h.type, h.subject, h.subject_kind, h.recorded_at, CAST(h.data AS JSONB) AS data,
+        h.run_id, h.slot
+    FROM unnest(:ids, :types, :subjects, :kinds, :recorded, :datas, :runs, :slots)
+        AS h(id, type, subject, subject_kind, recorded_at, data, run_id, slot)
+"""
+
+
+def numbered_with(source: str, adding: str, answer: str) -> str:
+    """The text of a statement that makes a change (`source`, CTEs), writes the unit's held
+    events and those the change adds (`adding`) with the next positions, and answers
+    `answer` (a SELECT reading the change's CTE); bound by `numbered_params`."""
+    return f"""
+    WITH {source}, pending AS ({_HELD_ROWS} UNION ALL {adding}
+    ), numbered AS (
+        SELECT pending.*, row_number() OVER (ORDER BY slot, subject) AS n FROM pending
+    ), moved AS (
+        INSERT INTO event_cursors (name, position)
+        SELECT :name, count(*) FROM numbered HAVING count(*) > 0
+        ON CONFLICT (name) DO UPDATE SET position = event_cursors.position + excluded.position
+        RETURNING position - (SELECT count(*) FROM numbered) AS base
+    ), written AS (
+        INSERT INTO events (id, position, type, subject, subject_kind, recorded_at, data, run_id)
+        SELECT e.id, moved.base + e.n, e.type, e.subject, e.subject_kind, e.recorded_at, e.data,
+            e.run_id
+        FROM moved, numbered AS e
+    )
+    {answer}
+    """
+
+
+NUMBERED_BINDS = (
+    bindparam("ids", type_=ARRAY(String)),
+    bindparam("types", type_=ARRAY(String)),
+    bindparam("subjects", type_=ARRAY(String)),
+    bindparam("kinds", type_=ARRAY(String)),
+    bindparam("recorded", type_=ARRAY(DateTime(timezone=True))),
+    bindparam("datas", type_=ARRAY(Text)),
+    bindparam("runs", type_=ARRAY(String)),
+    bindparam("slots", type_=ARRAY(BigInteger)),
+)
+"""The bound parameters of a `numbered_with` statement's held rows."""
+
+
+def numbered_params(held: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """The parameters of a `numbered_with` statement for these held rows, each in its slot."""
+    return {
+        "name": SEQUENCE,
+        "ids": [row["id"] for _, row in held],
+        "types": [row["type"] for _, row in held],
+        "subjects": [row["subject"] for _, row in held],
+        "kinds": [row["subject_kind"] for _, row in held],
+        "recorded": [row["recorded_at"] for _, row in held],
+        "datas": [json.dumps(row["data"]) for _, row in held],
+        "runs": [row.get("run_id") for _, row in held],
+        "slots": [slot for slot, _ in held],
+    }
+
 
 class EventRepository(RepositoryBase[Event]):
     model = Event

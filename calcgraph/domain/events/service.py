@@ -91,6 +91,17 @@ async def record_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
     signal.mark(*{str(row["type"]) for row in rows}, runs={row.get("run_id") for row in rows})
 
 
+def held_for_last_statement(session: AsyncSession) -> signal.Marks | None:
+    """The unit's marks, when its events are held for its last statement and the caller's
+    statement, its last change, may write them instead (PostgreSQL; none were written apart,
+    which the hook numbers under the sequencer's advisory lock first): the caller then takes
+    the held rows (`Marks.take`) and marks what it wrote (`Marks.written`)."""
+    held = session.info.get(signal.HELD)
+    if not isinstance(held, signal.Marks) or held.unheld:
+        return None
+    return held if session.get_bind().dialect.name == "postgresql" else None
+
+
 def job_started_row(job: Mapping[str, Any]) -> dict[str, Any]:
     """`calcgraph.calculation.started` of a job row (`id`, `function_id`,
     `function_version_id`, `workflow_run_id`, `node_key`)."""

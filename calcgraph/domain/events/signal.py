@@ -36,6 +36,19 @@ class Marks:
         self.types.update(str(row["type"]) for row in rows)
         self.runs.update(str(row["run_id"]) for row in rows if row.get("run_id") is not None)
 
+    def written(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Rows the unit wrote with their positions itself (by the statement that made its
+        last change, taking the held ones): marked as held rows are."""
+        for row in rows:
+            self.types.add(str(row["type"]))
+            if row.get("run_id") is not None:
+                self.runs.add(str(row["run_id"]))
+
+    def take(self) -> list[dict[str, Any]]:
+        """The held rows, for the statement that writes them now (`written` marks its own)."""
+        taken, self.rows = self.rows, []
+        return taken
+
 
 HELD = "calcgraph.events.held"
 """The key of a write unit's `Marks` in its session's `info`: the session whose events are

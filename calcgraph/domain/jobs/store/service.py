@@ -14,7 +14,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import utcnow
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.builds.repository import BuildRepository
-from calcgraph.domain.events.service import record_job_transitions, record_rows, transition_rows
+from calcgraph.domain.events.catalog import CALCULATION_STARTED
+from calcgraph.domain.events.service import (
+    held_for_last_statement,
+    job_ended_row,
+    record_job_transitions,
+    record_rows,
+    transition_rows,
+)
+from calcgraph.domain.events.signal import Marks
 from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import (
     ClaimedRow,
@@ -23,6 +31,12 @@ from calcgraph.domain.jobs.store.repository import (
     JobStoreRepository,
 )
 from calcgraph.domain.packages.dependency_rules import staged_files
+
+
+class RightsLost(Exception):
+    """A batch's claim, made with its events (`fold`), found a job whose owner may no longer
+    execute it: its unit is rolled back and the batch made again without folding, which
+    records that job failed at its claim (it never started)."""
 
 
 class JobStoreService:
@@ -66,12 +80,21 @@ class JobStoreService:
         claims: list[str],
         finishes: list[Finish],
         lease: str,
+        *,
+        fold: bool = True,
     ) -> tuple[dict[str, ClaimedRow], set[str]]:
         """A batch of one worker process's transitions in one unit of work: the claimed rows
         (ids missing: another delivery has them; claimed under `lease`, the batch's token) and
-        the ids this batch finished."""
+        the ids this batch finished. On PostgreSQL the unit's last statement makes its last
+        change and writes its events (`fold`; `RightsLost`: the batch is to be made again
+        without it)."""
         repository = JobStoreRepository.from_session(session)
         now = utcnow()
+        held = held_for_last_statement(session) if fold else None
+        if held is not None and finishes and not claims:
+            return {}, await self._finish_numbered(repository, finishes, now, held)
+        if held is not None and claims:
+            return await self._claim_numbered(session, repository, claims, finishes, lease, held)
         finished = await repository.finish_many(finishes, now) if finishes else {}
         claimed = await repository.claim_many(claims, now, lease) if claims else {}
         if claimed:
@@ -87,6 +110,71 @@ class JobStoreService:
             await record_job_transitions(session, ended=refused)
         return claimed, set(finished)
 
+    async def _claim_numbered(
+        self,
+        session: AsyncSession,
+        repository: JobStoreRepository,
+        claims: list[str],
+        finishes: list[Finish],
+        lease: str,
+        held: Marks,
+    ) -> tuple[dict[str, ClaimedRow], set[str]]:
+        """A batch whose claims, made last, write the unit's events with them (PostgreSQL: one
+        statement fewer per unit): the events held before it, the claimed jobs' starts, then
+        the finished jobs' ends, as `transition_rows` orders them. A job whose owner lost the
+        right to execute it raises `RightsLost`: it ends at its claim, with no start."""
+        now = utcnow()
+        finished = await repository.finish_many(finishes, now) if finishes else {}
+        rows = held.take()
+        ended = transition_rows((), finishes, finished)
+        slotted = list(enumerate(rows))
+        slotted += [(len(rows) + 1 + i, row) for i, row in enumerate(ended)]
+        started = {"type": CALCULATION_STARTED, "recorded_at": utcnow()}
+        claimed = await repository.claim_numbered(claims, now, lease, started, len(rows), slotted)
+        if await self._refused(session, claimed):
+            raise RightsLost()
+        held.written(ended)
+        held.written(
+            {"type": started["type"], "run_id": c.workflow_run_id} for c in claimed.values()
+        )
+        return claimed, set(finished)
+
+    async def _finish_numbered(
+        self,
+        repository: JobStoreRepository,
+        finishes: list[Finish],
+        now: datetime,
+        held: Marks,
+    ) -> set[str]:
+        """A batch of finishes whose last (in id order, the order they lock their rows) is
+        made by the unit's last statement, which writes the unit's events with it (PostgreSQL:
+        one statement fewer per unit). The events are those `transition_rows` gives, in its
+        order, after the ones the unit held already."""
+        ordered = sorted(finishes, key=lambda f: f.job_id)
+        last = ordered[-1]
+        finished = await repository.finish_many(ordered[:-1], now) if len(ordered) > 1 else {}
+        rows = held.take()
+        place = {job_id: len(rows) + i for i, job_id in enumerate(_ended_order(finishes))}
+        slotted = list(enumerate(rows))
+        ended = transition_rows((), finishes, finished)
+        slotted += [(place[row["subject"]], row) for row in ended]
+        held.written(ended)
+        event = job_ended_row(
+            {
+                "id": last.job_id,
+                "status": last.outcome.status,
+                "error": last.outcome.error,
+                "workflow_run_id": None,
+                "node_key": None,
+            }
+        )
+        # The job's run and node come from its row, in the statement.
+        done = await repository.finish_numbered(last, now, event, place[last.job_id], slotted)
+        if done is not None:
+            finished[last.job_id] = done
+            held.written([{"type": event["type"], "run_id": done[0]}])
+        return set(finished)
+
     async def _refuse_lost_rights(
         self,
         session: AsyncSession,
@@ -100,19 +188,9 @@ class JobStoreService:
         transaction, on the facts the claim read (PostgreSQL), else in one statement per owner
         in the batch; a refused job is recorded failed with kind `permission_denied` there and
         then, and never runs."""
-        by_owner: dict[str, set[str]] = {}
-        for row in claimed.values():
-            by_owner.setdefault(row.user_id, set()).add(row.function_version_id)
-        refused: dict[str, frozenset[str]] = {}
-        for owner, versions in by_owner.items():
-            rows = [row for row in claimed.values() if row.user_id == owner]
-            if all(row.facts_read for row in rows):
-                facts = [row.facts for row in rows if row.facts is not None]
-                refused[owner] = access_service.refused_by_facts(owner, versions, facts)
-            else:
-                refused[owner] = await access_service.refused_executions(session, owner, versions)
+        refused = await self._refused(session, claimed)
         for job_id, row in list(claimed.items()):
-            if row.function_version_id not in refused[row.user_id]:
+            if job_id not in refused:
                 continue
             error = {
                 "kind": "permission_denied",
@@ -125,12 +203,36 @@ class JobStoreService:
             claimed[job_id] = replace(row, refused=True)
         return claimed
 
+    async def _refused(self, session: AsyncSession, claimed: dict[str, ClaimedRow]) -> set[str]:
+        """The claimed jobs whose owner may no longer execute their function version."""
+        by_owner: dict[str, set[str]] = {}
+        for row in claimed.values():
+            by_owner.setdefault(row.user_id, set()).add(row.function_version_id)
+        refused: dict[str, frozenset[str]] = {}
+        for owner, versions in by_owner.items():
+            rows = [row for row in claimed.values() if row.user_id == owner]
+            if all(row.facts_read for row in rows):
+                facts = [row.facts for row in rows if row.facts is not None]
+                refused[owner] = access_service.refused_by_facts(owner, versions, facts)
+            else:
+                refused[owner] = await access_service.refused_executions(session, owner, versions)
+        return {
+            job_id
+            for job_id, row in claimed.items()
+            if row.function_version_id in refused[row.user_id]
+        }
+
     async def heartbeat(self, session: AsyncSession, leases: Collection[str]) -> int:
         """A worker process's sign of life for the jobs it runs (one statement)."""
         return await JobStoreRepository.from_session(session).heartbeat(list(leases), utcnow())
 
     async def release(self, session: AsyncSession, job_id: str, lease: str) -> bool:
         return await JobStoreRepository.from_session(session).release(job_id, lease)
+
+
+def _ended_order(finishes: list[Finish]) -> list[str]:
+    """The jobs of `finishes` in the order `transition_rows` gives their events."""
+    return list({f.job_id: f for f in reversed(finishes)})
 
 
 job_store_service = JobStoreService()
