@@ -42,11 +42,34 @@ async def prefix() -> AsyncIterator[str]:
     return f"test-{uuid.uuid4().hex[:8]}:"
 
 
+@pytest.fixture
+async def pair(prefix: str) -> AsyncIterator[tuple[_Process, _Process]]:
+    """This process (subscribed) and a worker's, run "a" marked (so it has a token)."""
+    here, worker = _Process(prefix), _Process(prefix)
+    try:
+        await worker.changes.mark({EVERYTHING, "a"})
+        await here.subscribed()
+        yield here, worker
+    finally:
+        await here.close()
+        await worker.close()
+
+
 async def _until(condition: Callable[[], object], seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "not within the time allowed"
         await asyncio.sleep(0.01)
+
+
+async def _marked_then_ended(here: _Process, worker: _Process, runs: set[str]) -> None:
+    """The worker's unit: its mark, then its job's end, which wakes a waiter here (as a
+    long-polling tick is woken) once the mark's message has come before it."""
+    job = uuid.uuid4().hex
+    async with here.notifier.listen(job) as ended:
+        await worker.changes.mark(runs)
+        worker.notifier.publish(job)
+        await asyncio.wait_for(ended.wait(), 10)
 
 
 async def _behind_its_back(prefix: str, run_id: str) -> None:
@@ -59,58 +82,43 @@ async def _behind_its_back(prefix: str, run_id: str) -> None:
 
 
 async def test_a_read_token_is_kept_until_a_mark_is_heard_before_the_jobs_end(
-    prefix: str,
+    prefix: str, pair: tuple[_Process, _Process]
 ) -> None:
-    here, worker = _Process(prefix), _Process(prefix)
-    try:
-        await worker.changes.mark({EVERYTHING, "a"})
-        await here.subscribed()
-        first = await here.changes.token("a")
-        assert first is not None
-        await _behind_its_back(prefix, "a")
-        # Kept: answered without reading Redis, which now holds another value.
-        assert await here.changes.token("a") == first
-        # The worker's unit: its mark, then the job's end (a long-polling tick wakes on it).
-        async with here.notifier.listen("job-1") as ended:
-            await worker.changes.mark({"a"})
-            worker.notifier.publish("job-1")
-            await asyncio.wait_for(ended.wait(), 10)
-        now = await here.changes.token("a")
-        assert now is not None
-        assert now != first
-        assert now[0] not in (first[0], "changed-behind")
-        assert await here.changes.token("b") is None  # never marked: no token, none kept
-    finally:
-        await here.close()
-        await worker.close()
+    here, worker = pair
+    first = await here.changes.token("a")
+    assert first is not None
+    await _behind_its_back(prefix, "a")
+    # Kept: answered without reading Redis, which now holds another value.
+    assert await here.changes.token("a") == first
+    # The worker's unit: its mark, then the job's end (a long-polling tick wakes on it).
+    await _marked_then_ended(here, worker, {"a"})
+    now = await here.changes.token("a")
+    assert now is not None
+    assert now != first
+    assert now[0] not in (first[0], "changed-behind")
+    assert await here.changes.token("b") is None  # never marked: no token, none kept
 
 
-async def test_nothing_kept_is_served_once_the_subscription_ends(prefix: str) -> None:
-    here, worker = _Process(prefix), _Process(prefix)
-    try:
-        await worker.changes.mark({EVERYTHING, "a"})
-        await here.subscribed()
-        assert await here.changes.token("a") is not None
-        await here.notifier.close()  # the subscription is gone: marks are no longer heard
-        await _behind_its_back(prefix, "a")
-        token = await here.changes.token("a")
-        assert token is not None
-        assert token[0] == "changed-behind"
-    finally:
-        await here.close()
-        await worker.close()
+async def test_nothing_kept_is_served_once_the_subscription_ends(
+    prefix: str, pair: tuple[_Process, _Process]
+) -> None:
+    here, _ = pair
+    assert await here.changes.token("a") is not None
+    await here.notifier.close()  # the subscription is gone: marks are no longer heard
+    await _behind_its_back(prefix, "a")
+    token = await here.changes.token("a")
+    assert token is not None
+    assert token[0] == "changed-behind"
 
 
 async def test_a_dropped_subscription_serves_nothing_kept_until_redis_confirms_it_again(
-    prefix: str,
+    prefix: str, pair: tuple[_Process, _Process]
 ) -> None:
     """redis-py connects a dropped subscription again by itself, and whatever was published
     in between is lost: kept tokens must not outlive the connection they were kept under."""
-    here, worker = _Process(prefix), _Process(prefix)
+    here, worker = pair
     admin = async_client(REDIS_URL)
     try:
-        await worker.changes.mark({EVERYTHING, "a"})
-        await here.subscribed()
         first = await here.changes.token("a")
         name = f"{here.notifier.channel}:subscriber"
         clients = await admin.client_list()
@@ -129,17 +137,12 @@ async def test_a_dropped_subscription_serves_nothing_kept_until_redis_confirms_i
             await asyncio.sleep(0.05)
         assert first is not None
         await _until(here.changes.keeping)  # confirmed again: kept anew
-        async with here.notifier.listen("job-3") as ended:
-            await worker.changes.mark({"a"})
-            worker.notifier.publish("job-3")
-            await asyncio.wait_for(ended.wait(), 10)
+        await _marked_then_ended(here, worker, {"a"})
         renewed = await here.changes.token("a")
         assert renewed is not None
         assert renewed[0] not in (first[0], "changed-behind")
     finally:
         await admin.aclose()
-        await here.close()
-        await worker.close()
 
 
 async def test_a_mark_of_every_run_and_this_process_own_marks_are_seen_at_once(
@@ -154,10 +157,7 @@ async def test_a_mark_of_every_run_and_this_process_own_marks_are_seen_at_once(
         assert b is not None
         await here.changes.mark({"a"})  # this process's own: no wait for its message
         assert await here.changes.token("a") == here.changes.marked("a") != a
-        async with here.notifier.listen("job-2") as ended:
-            await worker.changes.mark({EVERYTHING})
-            worker.notifier.publish("job-2")
-            await asyncio.wait_for(ended.wait(), 10)
+        await _marked_then_ended(here, worker, {EVERYTHING})
         after = await here.changes.token("b")
         assert after is not None
         assert after[0] == b[0]

@@ -83,6 +83,16 @@ _MOVE_CURSOR = """
     RETURNING position - :count AS base
 """
 _COUNT = bindparam("count", type_=BigInteger)
+_EVENT_ARRAYS = (
+    bindparam("ids", type_=ARRAY(String)),
+    bindparam("types", type_=ARRAY(String)),
+    bindparam("subjects", type_=ARRAY(String)),
+    bindparam("kinds", type_=ARRAY(String)),
+    bindparam("recorded", type_=ARRAY(DateTime(timezone=True))),
+    bindparam("datas", type_=ARRAY(Text)),
+    bindparam("runs", type_=ARRAY(String)),
+)
+"""The columns of events written from arrays, one array a column."""
 _INSERT_NUMBERED_POSTGRES = text(
     f"""
     WITH moved AS ({_MOVE_CURSOR})
@@ -92,16 +102,7 @@ _INSERT_NUMBERED_POSTGRES = text(
     FROM moved, unnest(:ids, :types, :subjects, :kinds, :recorded, :datas, :runs)
         WITH ORDINALITY AS e(id, type, subject, subject_kind, recorded_at, data, run_id, n)
     """
-).bindparams(
-    _COUNT,
-    bindparam("ids", type_=ARRAY(String)),
-    bindparam("types", type_=ARRAY(String)),
-    bindparam("subjects", type_=ARRAY(String)),
-    bindparam("kinds", type_=ARRAY(String)),
-    bindparam("recorded", type_=ARRAY(DateTime(timezone=True))),
-    bindparam("datas", type_=ARRAY(Text)),
-    bindparam("runs", type_=ARRAY(String)),
-)
+).bindparams(_COUNT, *_EVENT_ARRAYS)
 _MOVE_CURSOR_SQLITE = text(_MOVE_CURSOR).bindparams(_COUNT)
 
 # A unit's held events numbered by the statement that makes its last change (PostgreSQL,
@@ -142,16 +143,7 @@ def numbered_with(source: str, adding: str, answer: str) -> str:
     """
 
 
-NUMBERED_BINDS = (
-    bindparam("ids", type_=ARRAY(String)),
-    bindparam("types", type_=ARRAY(String)),
-    bindparam("subjects", type_=ARRAY(String)),
-    bindparam("kinds", type_=ARRAY(String)),
-    bindparam("recorded", type_=ARRAY(DateTime(timezone=True))),
-    bindparam("datas", type_=ARRAY(Text)),
-    bindparam("runs", type_=ARRAY(String)),
-    bindparam("slots", type_=ARRAY(BigInteger)),
-)
+NUMBERED_BINDS = (*_EVENT_ARRAYS, bindparam("slots", type_=ARRAY(BigInteger)))
 """The bound parameters of a `numbered_with` statement's held rows."""
 
 

@@ -306,22 +306,7 @@ class JobStoreRepository(RepositoryBase[Job]):
             _CLAIM_MANY_WITH_FACTS if with_facts else _CLAIM_MANY,
             {"ids": ids, "now": now, "b_lease": lease},
         )
-        claimed: dict[str, ClaimedRow] = {}
-        for row in rows:
-            facts = execution_facts_of(row[-EXECUTION_FACTS_COLUMNS:]) if with_facts else None
-            claimed[row[0]] = ClaimedRow(
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                lease,
-                row[4],
-                row[5],
-                row[6],
-                facts=facts,
-                facts_read=with_facts,
-            )
-        return claimed
+        return {row[0]: _claimed(row, lease, with_facts) for row in rows}
 
     async def claim_numbered(
         self,
@@ -346,21 +331,8 @@ class JobStoreRepository(RepositoryBase[Job]):
             "s_recorded": started["recorded_at"],
             "s_slot": slot,
         }
-        claimed: dict[str, ClaimedRow] = {}
-        for row in await self.session.execute(_CLAIM_NUMBERED, params):
-            claimed[row[0]] = ClaimedRow(
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                lease,
-                row[4],
-                row[5],
-                row[6],
-                facts=execution_facts_of(row[-EXECUTION_FACTS_COLUMNS:]),
-                facts_read=True,
-            )
-        return claimed
+        rows = await self.session.execute(_CLAIM_NUMBERED, params)
+        return {row[0]: _claimed(row, lease, True) for row in rows}
 
     async def finish_many(
         self, finishes: Sequence[Finish], now: datetime
@@ -564,3 +536,22 @@ class JobStoreRepository(RepositoryBase[Job]):
             select(Job.id).where(Job.id.in_(sorted(set(job_ids))), Job.status != "running")
         )
         return {row[0] for row in rows}
+
+
+def _claimed(row: Any, lease: str, with_facts: bool) -> ClaimedRow:
+    """A claim statement's row (the job's id, function version, inputs and owner, then its
+    function, run and node; the owner's execution facts last when `with_facts`), claimed
+    under `lease`."""
+    facts = execution_facts_of(row[-EXECUTION_FACTS_COLUMNS:]) if with_facts else None
+    return ClaimedRow(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        lease,
+        row[4],
+        row[5],
+        row[6],
+        facts=facts,
+        facts_read=with_facts,
+    )
