@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
@@ -198,8 +199,21 @@ class CommitWait:
             yield Updates(queue, principal)
 
     async def _wait_for_run(self, principal: Principal, run_id: str, seconds: float) -> None:
-        async def read() -> list[str] | None:
+        async def running() -> list[str] | None:
             async with self.database.read_session() as session:
                 return unfinished(await run_service.running_jobs(session, principal, run_id))
+
+        async def read() -> list[str] | None:
+            # A wait is cancelled whenever its caller leaves (a subscription's last page
+            # closed, a long-polling client gone): its read is left to end on its own, since a
+            # statement cancelled mid-way on PostgreSQL costs its pooled connection (asyncpg
+            # closes it) and logs the closed connection's error at ERROR.
+            reading = asyncio.ensure_future(running())
+            try:
+                return await asyncio.shield(reading)
+            except asyncio.CancelledError:
+                # Nobody takes its answer now: its failure, if any, is not an incident.
+                reading.add_done_callback(lambda done: done.cancelled() or done.exception())
+                raise
 
         await wait_for_run(self.notifications, read, seconds)
