@@ -24,6 +24,7 @@ from calcgraph.domain.events.service import (
 )
 from calcgraph.domain.events.signal import Marks
 from calcgraph.domain.jobs.outcome import Outcome
+from calcgraph.domain.jobs.store.folded.repository import FoldedJobStoreRepository
 from calcgraph.domain.jobs.store.repository import (
     ClaimedRow,
     CodeRow,
@@ -88,7 +89,7 @@ class JobStoreService:
         the ids this batch finished. On PostgreSQL the unit's last statement makes its last
         change and writes its events (`fold`; `RightsLost`: the batch is to be made again
         without it)."""
-        repository = JobStoreRepository.from_session(session)
+        repository = FoldedJobStoreRepository.from_session(session)
         now = utcnow()
         held = held_for_last_statement(session) if fold else None
         if held is not None and finishes and not claims:
@@ -113,7 +114,7 @@ class JobStoreService:
     async def _claim_numbered(
         self,
         session: AsyncSession,
-        repository: JobStoreRepository,
+        repository: FoldedJobStoreRepository,
         claims: list[str],
         finishes: list[Finish],
         lease: str,
@@ -141,7 +142,7 @@ class JobStoreService:
 
     async def _finish_numbered(
         self,
-        repository: JobStoreRepository,
+        repository: FoldedJobStoreRepository,
         finishes: list[Finish],
         now: datetime,
         held: Marks,
