@@ -4,18 +4,13 @@ and pruning what is older than the retention."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
-    BigInteger,
-    DateTime,
     Row,
-    String,
     Table,
-    Text,
     bindparam,
     delete,
     func,
@@ -24,12 +19,16 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.events.catalog import TypeFilter
 from calcgraph.domain.events.models import Event, EventCursor
+from calcgraph.domain.events.numbered.repository import (
+    INSERT_NUMBERED_POSTGRES,
+    MOVE_CURSOR_SQLITE,
+    rows_params,
+)
 from calcgraph.domain.events.statements.repository import (
     HEAD,
     LAST_POSITION,
@@ -73,94 +72,6 @@ _SEQUENCE_POSTGRES = text(
     """
 )
 
-# A unit's own events written with their positions (`insert_numbered`): the cursor's row moved
-# past them (created at their count when missing) and locked to the commit, then each event
-# its place after the cursor's old position. PostgreSQL: one statement (the cursor's upsert as
-# a data-modifying CTE, the events from arrays); SQLite: the upsert, then the rows.
-_MOVE_CURSOR = """
-    INSERT INTO event_cursors (name, position) VALUES (:name, :count)
-    ON CONFLICT (name) DO UPDATE SET position = event_cursors.position + excluded.position
-    RETURNING position - :count AS base
-"""
-_COUNT = bindparam("count", type_=BigInteger)
-_EVENT_ARRAYS = (
-    bindparam("ids", type_=ARRAY(String)),
-    bindparam("types", type_=ARRAY(String)),
-    bindparam("subjects", type_=ARRAY(String)),
-    bindparam("kinds", type_=ARRAY(String)),
-    bindparam("recorded", type_=ARRAY(DateTime(timezone=True))),
-    bindparam("datas", type_=ARRAY(Text)),
-    bindparam("runs", type_=ARRAY(String)),
-)
-"""The columns of events written from arrays, one array a column."""
-_INSERT_NUMBERED_POSTGRES = text(
-    f"""
-    WITH moved AS ({_MOVE_CURSOR})
-    INSERT INTO events (id, position, type, subject, subject_kind, recorded_at, data, run_id)
-    SELECT e.id, moved.base + e.n, e.type, e.subject, e.subject_kind, e.recorded_at,
-        CAST(e.data AS JSONB), e.run_id
-    FROM moved, unnest(:ids, :types, :subjects, :kinds, :recorded, :datas, :runs)
-        WITH ORDINALITY AS e(id, type, subject, subject_kind, recorded_at, data, run_id, n)
-    """
-).bindparams(_COUNT, *_EVENT_ARRAYS)
-_MOVE_CURSOR_SQLITE = text(_MOVE_CURSOR).bindparams(_COUNT)
-
-# A unit's held events numbered by the statement that makes its last change (PostgreSQL,
-# `numbered_with`): the change as a data-modifying CTE (`source`), the events it adds
-# (`adding`: a SELECT of the held rows' columns and a `slot`, reading the CTE), and the held
-# rows, each in its `slot`; the events take the next positions in slot order (then by subject,
-# for the events in one slot). The cursor's
-# upsert reads the events, so the change (its rows locked) is made before the cursor's row is
-# locked: the cursor stays the last row the unit locks.
-_HELD_ROWS = """
-    SELECT h.id, h.type, h.subject, h.subject_kind, h.recorded_at, CAST(h.data AS JSONB) AS data,
-        h.run_id, h.slot
-    FROM unnest(:ids, :types, :subjects, :kinds, :recorded, :datas, :runs, :slots)
-        AS h(id, type, subject, subject_kind, recorded_at, data, run_id, slot)
-"""
-
-
-def numbered_with(source: str, adding: str, answer: str) -> str:
-    """The text of a statement that makes a change (`source`, CTEs), writes the unit's held
-    events and those the change adds (`adding`) with the next positions, and answers
-    `answer` (a SELECT reading the change's CTE); bound by `numbered_params`."""
-    return f"""
-    WITH {source}, pending AS ({_HELD_ROWS} UNION ALL {adding}
-    ), numbered AS (
-        SELECT pending.*, row_number() OVER (ORDER BY slot, subject) AS n FROM pending
-    ), moved AS (
-        INSERT INTO event_cursors (name, position)
-        SELECT :name, count(*) FROM numbered HAVING count(*) > 0
-        ON CONFLICT (name) DO UPDATE SET position = event_cursors.position + excluded.position
-        RETURNING position - (SELECT count(*) FROM numbered) AS base
-    ), written AS (
-        INSERT INTO events (id, position, type, subject, subject_kind, recorded_at, data, run_id)
-        SELECT e.id, moved.base + e.n, e.type, e.subject, e.subject_kind, e.recorded_at, e.data,
-            e.run_id
-        FROM moved, numbered AS e
-    )
-    {answer}
-    """
-
-
-NUMBERED_BINDS = (*_EVENT_ARRAYS, bindparam("slots", type_=ARRAY(BigInteger)))
-"""The bound parameters of a `numbered_with` statement's held rows."""
-
-
-def numbered_params(held: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
-    """The parameters of a `numbered_with` statement for these held rows, each in its slot."""
-    return {
-        "name": SEQUENCE,
-        "ids": [row["id"] for _, row in held],
-        "types": [row["type"] for _, row in held],
-        "subjects": [row["subject"] for _, row in held],
-        "kinds": [row["subject_kind"] for _, row in held],
-        "recorded": [row["recorded_at"] for _, row in held],
-        "datas": [json.dumps(row["data"]) for _, row in held],
-        "runs": [row.get("run_id") for _, row in held],
-        "slots": [slot for slot, _ in held],
-    }
-
 
 class EventRepository(RepositoryBase[Event]):
     model = Event
@@ -181,20 +92,11 @@ class EventRepository(RepositoryBase[Event]):
         advisory lock, then this row)."""
         if not rows:
             return
-        params: dict[str, Any] = {"name": SEQUENCE, "count": len(rows)}
         if self.session.get_bind().dialect.name == "postgresql":
-            params |= {
-                "ids": [row["id"] for row in rows],
-                "types": [row["type"] for row in rows],
-                "subjects": [row["subject"] for row in rows],
-                "kinds": [row["subject_kind"] for row in rows],
-                "recorded": [row["recorded_at"] for row in rows],
-                "datas": [json.dumps(row["data"]) for row in rows],
-                "runs": [row.get("run_id") for row in rows],
-            }
-            await self.session.execute(_INSERT_NUMBERED_POSTGRES, params)
+            await self.session.execute(INSERT_NUMBERED_POSTGRES, rows_params(rows))
             return
-        base = int((await self.session.execute(_MOVE_CURSOR_SQLITE, params)).scalar_one())
+        params = {"name": SEQUENCE, "count": len(rows)}
+        base = int((await self.session.execute(MOVE_CURSOR_SQLITE, params)).scalar_one())
         await self.session.execute(
             _INSERT, [{**row, "position": base + i} for i, row in enumerate(rows, 1)]
         )

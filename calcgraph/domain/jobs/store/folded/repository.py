@@ -17,7 +17,11 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from calcgraph.db.base import JSONType, UTCDateTime, new_id
 from calcgraph.domain.access.repository import with_execution_facts
-from calcgraph.domain.events.repository import NUMBERED_BINDS, numbered_params, numbered_with
+from calcgraph.domain.events.numbered.repository import (
+    NUMBERED_BINDS,
+    numbered_params,
+    numbered_with,
+)
 from calcgraph.domain.jobs.store.repository import (
     ClaimedRow,
     Finish,

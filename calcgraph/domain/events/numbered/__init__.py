@@ -1,0 +1,1 @@
+"""A unit of work's events written with their positions in one statement."""
