@@ -252,8 +252,10 @@ async def hot_statements(
 
     calls += [
         ("tick: run and its work, unlocked", lambda: runs.run_with_work(run.run_id)),
-        ("tick: lock the run", lambda: runs.locked_run(run.run_id)),
-        ("tick: finished jobs and chain starts", lambda: runs.work(run.run_id)),
+        (
+            "tick: lock the run with its work",
+            lambda: runs.locked_run_with_work(run.run_id, skip_locked=True),
+        ),
         ("tick: plan", lambda: runs.plan_snapshot(run.run_id)),
         (
             "tick: write changed states",

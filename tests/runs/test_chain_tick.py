@@ -159,3 +159,19 @@ def test_a_started_job_waits_for_its_dependencies() -> None:
     result = _tick(plan, states, {}, {"n1": StartedJob("w1", 1, T0)}, run=RunState("running"))
     assert result.nodes == {}
     assert not result.changed
+
+
+def test_a_start_read_again_after_its_adoption_is_not_adopted_twice() -> None:
+    """A locked tick reads its work in the statement's snapshot, which may be older than the
+    lock: a chain start an earlier tick adopted may be read again. A start of an attempt the
+    node has been through is not adopted; the next attempt's is."""
+    plan = _chain(2)
+    done = NodeState("success", job_id="j0", outputs={"y": 2.0}, attempt=1)
+    retrying = NodeState("pending", job_id="w1", attempt=1, retry_at=T0 + timedelta(hours=1))
+    states = {**initial_states(plan), "n0": done, "n1": retrying}
+    stale = _tick(plan, states, {}, {"n1": StartedJob("w1", 1, T0)}, run=RunState("running"))
+    assert "n1" not in stale.nodes
+    assert not stale.jobs
+    fresh = _tick(plan, states, {}, {"n1": StartedJob("w2", 2, T0)}, run=RunState("running"))
+    assert (fresh.nodes["n1"].status, fresh.nodes["n1"].job_id) == ("running", "w2")
+    assert fresh.nodes["n1"].attempt == 2

@@ -69,14 +69,14 @@ async def test_hot_statements_read_what_changed(
     grows = {
         label: (read["small"][label], rows)
         for label, rows in read["big"].items()
-        if rows > read["small"][label] * 1.2 + 5 and label != "tick: finished jobs and chain starts"
+        if rows > read["small"][label] * 1.2 + 5 and label != "tick: lock the run with its work"
     }
     assert not grows, f"rows read grow with the run (small, big): {grows}"
     # In flight: 100 running nodes per run, and 50 chain starts per run; the tick reads that
     # (the node rows, and the job of each by its key). The wait's read comes after the writes
     # above put 100 more nodes in flight (with jobs that do not exist).
-    # One statement reads both (and the chain starts' DELETE follows it).
-    assert read["big"]["tick: finished jobs and chain starts"] <= 2 * 100 + 2 * 50 + 50
+    # One statement reads both with the run's row (and the chain starts' DELETE follows it).
+    assert read["big"]["tick: lock the run with its work"] <= 20 + 2 * 100 + 2 * 50 + 50
     assert read["big"]["wait: running jobs"] <= 2 * 100 + 100
 
 
@@ -84,8 +84,7 @@ async def test_hot_statements_read_what_changed(
 # has 100 nodes in flight, 50 chain starts, and 100 more nodes in flight after the writes).
 _READS = {
     "tick: run and its work, unlocked": 2 * 100 + 20,
-    "tick: lock the run": 20,
-    "tick: finished jobs and chain starts": 2 * 100 + 2 * 50 + 50,  # one statement
+    "tick: lock the run with its work": 20 + 2 * 100 + 2 * 50 + 50,  # one statement
     "tick?since: changed states": 2 * (100 + 100 + 1),
     "wait: running jobs": 2 * 100 + 100,
     "chain: node states": 2 * 10,  # ten of a chain's nodes, asked for by key

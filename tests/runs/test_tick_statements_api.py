@@ -79,12 +79,12 @@ async def test_statements_do_not_grow_with_the_run(
     assert counts[1][1] == counts[2][1] == counts[40][1], counts
     submitting, idle_count = counts[40]
     # A run this process created goes to the locked tick without the unlocked read: the run
-    # locked, its finished jobs and chain starts (one statement), the owner's execution rights
+    # locked with its finished jobs and chain starts (one statement), the owner's execution rights
     # with their queued jobs counted (contract 8b's quota, only when the tick submits), the
     # node rows, the run row, the job rows. On PostgreSQL the many submitted node rows are
     # their own UPDATE, and the rest one statement (`WRITE_TICK` with the jobs' INSERT as a
     # CTE).
-    assert submitting == (5 if backend == "postgresql" else 6) + around, counted.statements
+    assert submitting == (4 if backend == "postgresql" else 5) + around, counted.statements
     # Nothing finished: the run row and whether a tick has work, in one statement.
     assert idle_count == 1, counted.statements
 

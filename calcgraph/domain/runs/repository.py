@@ -97,6 +97,31 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             return None
         return row[0], WorkflowFacts(row[1], row[2], row[3], row[4])
 
+    async def locked_run_with_work(
+        self, run_id: str, *, skip_locked: bool
+    ) -> tuple[WorkflowRun, WorkflowFacts, dict[str, JobResult], dict[str, StartedJob]] | None:
+        """`locked_run` (locked) with what the tick reconciles, in one statement; None as
+        there. What it reconciles: the results of the finished jobs the run's running nodes
+        wait on (the node rows by the (run, status) index, as many as the run has in flight,
+        not as many as it has nodes, their jobs by primary key), and the jobs chain workers
+        started for pending nodes since the last tick (by node key), with the results of those
+        already finished. This unit of work adopts the starts it read, deleting them by id
+        (what the statement's snapshot lacked stays for the next tick: see
+        `queries.locked_run_with_work`); a run without any sends nothing more."""
+        rows = (
+            await self.session.execute(
+                queries.locked_run_with_work(self._dialect, skip_locked), {"run_id": run_id}
+            )
+        ).all()
+        if not rows:
+            return None
+        first = rows[0]
+        results, adopted = self._work(queries.work_rows(self._dialect, [row[5:] for row in rows]))
+        if adopted:
+            job_ids = [job.job_id for job in adopted.values()]
+            await self.session.execute(queries.ADOPTED, {"run_id": run_id, "job_ids": job_ids})
+        return first[0], WorkflowFacts(first[1], first[2], first[3], first[4]), results, adopted
+
     async def run_with_work(self, run_id: str) -> tuple[WorkflowRun, WorkflowFacts, bool] | None:
         """The run row (unlocked, without its plan) with its workflow's access facts, and
         whether a tick would find anything to reconcile (a finished job, a chain start)."""
@@ -164,15 +189,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     def _dialect(self) -> str:
         return self.session.get_bind().dialect.name
 
-    async def work(self, run_id: str) -> tuple[dict[str, JobResult], dict[str, StartedJob]]:
-        """What a tick reconciles, in one statement: the results of the finished jobs the
-        run's running nodes wait on (the node rows by the (run, status) index, as many as the
-        run has in flight, not as many as it has nodes, their jobs by primary key), and the
-        jobs chain workers started for pending nodes since the last tick (by node key), with
-        the results of those already finished. The starts are forgotten in this unit of work,
-        which adopts them (the run is locked: no chain worker adds one meanwhile); a run
-        without any sends nothing more."""
-        rows = await self.session.execute(queries.work(self._dialect), {"run_id": run_id})
+    @staticmethod
+    def _work(rows: Iterable[Any]) -> tuple[dict[str, JobResult], dict[str, StartedJob]]:
+        """`work`'s rows as results (by job id) and chain starts (by node key)."""
         results: dict[str, JobResult] = {}
         adopted: dict[str, StartedJob] = {}
         for row in rows:
@@ -182,8 +201,6 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                 )
             if row[8]:
                 adopted[row[5]] = StartedJob(row[0], row[6], row[7])
-        if adopted:
-            await self.session.execute(queries.ADOPTED, {"run_id": run_id})
         return results, adopted
 
     async def resolved_inputs(self, run_id: str) -> dict[str, Any]:

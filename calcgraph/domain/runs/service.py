@@ -285,7 +285,7 @@ class RunService(RunLoads):
         answer it busy (another unit of work holds its lock), or advance it: load its work,
         plan and states, decide, authorize, persist."""
         store = RunStore(session, self.memo)
-        snapshot = await store.read(run_id, lock, work=advance is None)
+        snapshot = await store.read(run_id, lock, work=True)
         busy = snapshot is None and lock == "skip"
         if busy:
             # Its lock is held by another unit of work (a tick in another request or process,
@@ -319,7 +319,6 @@ class RunService(RunLoads):
                     return None
             remember = False
         else:
-            await store.read_work(snapshot)
             if snapshot.results or snapshot.started or due or advance.cancel or not snapshot.ticked:
                 await store.complete(snapshot)
                 result = await authorize(

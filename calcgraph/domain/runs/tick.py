@@ -107,6 +107,10 @@ class _Tick:
         node = self.plan.nodes[key]
         if job is None or not all(self.states[up].status == "success" for up in node.depends_on):
             return state
+        if job.attempt <= state.attempt:
+            # An attempt the node has been through: a start read before an earlier tick
+            # adopted it (`locked_run_with_work`). Adopted once.
+            return state
         adopted = replace(
             state,
             status="running",

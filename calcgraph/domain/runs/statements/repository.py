@@ -4,6 +4,8 @@ the row shapes they read (`calcgraph.domain.runs.repository` runs them)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -19,6 +21,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    true,
     union_all,
     update,
 )
@@ -87,7 +90,11 @@ JOB_COLUMNS = (
     JOBS.c.started_at,
 )
 STARTED_IDS = select(CHAIN_STARTS.c.job_id).where(CHAIN_STARTS.c.run_id == bindparam("run_id"))
-ADOPTED = delete(CHAIN_STARTS).where(CHAIN_STARTS.c.run_id == bindparam("run_id"))
+# The chain starts a tick adopted, by the ids it read (see `locked_run_with_work`).
+ADOPTED = delete(CHAIN_STARTS).where(
+    CHAIN_STARTS.c.run_id == bindparam("run_id"),
+    CHAIN_STARTS.c.job_id.in_(bindparam("job_ids", expanding=True)),
+)
 WRITE_STATE = (
     update(NODES)
     .where(NODES.c.run_id == bindparam("k_run_id"), NODES.c.node_key == bindparam("k_node_key"))
@@ -242,6 +249,47 @@ def work(dialect_name: str) -> Any:
         STARTED_IDS,
     )
     return union_all(finished, started)
+
+
+@functools.cache
+def locked_run_with_work(dialect_name: str, skip_locked: bool) -> Any:
+    """The locked tick's one read: the run row, locked (`locked_run_with_facts`), with its
+    access facts and its `work`. PostgreSQL: one row, the work a JSON array of its rows (a
+    column; `work_rows` reads it). A row lock is taken per row the statement returns, and with
+    SKIP LOCKED a row whose lock is held is left out: the work as rows of a join lost those
+    returned while a chain worker still held the lock, and a tick that saw a node's end
+    without its successor's start submitted the successor again. SQLite (its write session
+    holds the database's lock already): the work as the rows of an outer join (one row with
+    no work, the work columns NULL).
+
+    PostgreSQL reads the work in the statement's snapshot, taken before the lock: when the
+    lock's last holder committed in between, the run row is its version (the lock reads the
+    latest) and the work may lack what that holder wrote. What it lacks comes to the next
+    tick, never twice: a chain worker writes a link's end and its next step's start in one
+    commit (`ChainService.record`), so both are seen or neither (the next step's node is not
+    ready while its predecessor still runs), and the tick deletes only the chain starts it
+    read (`ADOPTED`)."""
+    found = work(dialect_name).subquery("work")
+    if dialect_name != "postgresql":
+        return RUN_WITH_FACTS.outerjoin(found, true()).add_columns(*found.c)
+    rows = (
+        select(func.json_agg(func.json_build_array(*found.c))).select_from(found).scalar_subquery()
+    )
+    query = RUN_WITH_FACTS.add_columns(sql_cast(rows, JSONB).label("work"))
+    return locked(dialect_name, query, of=WorkflowRun, skip_locked=skip_locked)
+
+
+def work_rows(dialect_name: str, rows: Sequence[Any]) -> list[Sequence[Any]]:
+    """The work rows of `locked_run_with_work`'s answer (`rows`, past the run and its facts:
+    PostgreSQL's JSON array, its times as text; SQLite's joined rows), as `work` returns them."""
+    if dialect_name != "postgresql":
+        return [row for row in rows if row[0] is not None]
+    found = rows[0][0] or []
+    for row in found:
+        for at in (4, 7):
+            if row[at] is not None:
+                row[at] = datetime.fromisoformat(row[at]).astimezone(UTC)
+    return cast(list[Sequence[Any]], found)
 
 
 def state(row: Any) -> NodeState:

@@ -40,26 +40,28 @@ class RunStore:
 
     async def read(self, run_id: str, lock: Lock, *, work: bool = False) -> RunSnapshot | None:
         """The run row with its access facts (None: no such run, or with `skip` its lock is
-        held elsewhere); `work` (unlocked): with whether a tick would find work, one statement."""
+        held elsewhere); with `work`, in the same statement, what a tick would reconcile:
+        unlocked, whether there is any (`RunSnapshot.work`); locked, the finished results
+        and the chain starts, which this unit of work adopts."""
         if lock == "none" and work:
             found = await self.repository.run_with_work(run_id)
             if found is None:
                 return None
             return RunSnapshot(found[0], found[1], locked=False, work=found[2])
+        if lock != "none" and work:
+            locked = await self.repository.locked_run_with_work(run_id, skip_locked=lock == "skip")
+            if locked is None:
+                return None
+            run, facts, results, started = locked
+            if run.revision > 0 and self.memo.revision(run_id) == 0:
+                self.memo.forget_states(run_id)  # ticked elsewhere: `unchanged` reads it again
+            if started:
+                changes.changed(run_id)  # its chain starts adopted: they are no longer work
+            return RunSnapshot(run, facts, locked=True, results=results, started=started)
         row = await self.repository.locked_run(
             run_id, lock=lock != "none", skip_locked=lock == "skip"
         )
         return None if row is None else RunSnapshot(*row, locked=lock != "none")
-
-    async def read_work(self, snapshot: RunSnapshot) -> None:
-        """The locked snapshot's work, in one statement: chain starts whatever the tick's mode
-        (a run may have chain jobs from an earlier setting), with the finished results."""
-        run_id = snapshot.run.id
-        if snapshot.run.revision > 0 and self.memo.revision(run_id) == 0:
-            self.memo.forget_states(run_id)  # ticked elsewhere: `unchanged` reads it again
-        snapshot.results, snapshot.started = await self.repository.work(run_id)
-        if snapshot.started:
-            changes.changed(run_id)  # its chain starts adopted: they are no longer work
 
     async def complete(self, snapshot: RunSnapshot) -> None:
         """The locked snapshot's plan and node states, from the memo when remembered."""
