@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import event
 
 from calcgraph.db.engine import Database
-from calcgraph.domain.runs import repository as run_repository
+from calcgraph.domain.runs.create import repository as run_repository
 from calcgraph.domain.runs.create import service as create_service
 from tests.packages.publishing import small_body
 from tests.workflows.graphs import fn, inp

@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     event,
-    insert,
     null,
     select,
 )
@@ -25,6 +24,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import custom_plans
+from calcgraph.domain.events.numbered.repository import rows_params, with_numbered
 from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.packages.models import PackageVersion
@@ -57,10 +57,6 @@ def run_view(
     given: dict[str, Any] = {} if plan_snapshot is None else {"plan_snapshot": plan_snapshot}
     stored = attributes(run, *(name for name in STORED_FIELDS if name not in given))
     return RunView(**stored, **given, node_states=states)
-
-
-NODE_ROWS_PER_STATEMENT = 1000
-"""A run's node rows are inserted this many per statement (contract 8b: big work in steps)."""
 
 
 def _state_values(state: NodeState) -> dict[str, Any]:
@@ -142,19 +138,6 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call `callback` once the unit of work has committed (never after a rollback)."""
         event.listen(self.session.sync_session, "after_commit", lambda _: callback(), once=True)
-
-    async def add_node_states(self, run_id: str, kinds: Mapping[str, str]) -> None:
-        """One row per node, inserted `NODE_ROWS_PER_STATEMENT` at a time: the parameters of
-        12,000 rows took the event loop for one long step, between two of which the other
-        callers (and /health) are served."""
-        rows = [
-            {"run_id": run_id, "node_key": key, "kind": kind, "status": "pending", "attempt": 0}
-            for key, kind in kinds.items()
-        ]
-        for start in range(0, len(rows), NODE_ROWS_PER_STATEMENT):
-            await self.session.execute(
-                insert(NodeRowModel), rows[start : start + NODE_ROWS_PER_STATEMENT]
-            )
 
     async def states(self, run_id: str) -> dict[str, NodeState]:
         rows = await self.session.execute(
@@ -301,18 +284,21 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         changed: Mapping[str, NodeState],
         fields: Mapping[str, Any],
         jobs: Sequence[dict[str, Any]] = (),
+        events: Sequence[dict[str, Any]] = (),
     ) -> None:
         """A changing tick's writes: its changed node rows at the run's new revision (`fields`'
         `revision`), the run's fields (`write_states`, then `write_run`) and the rows of the
         jobs it submitted (`JobRepository.insert_many`). PostgreSQL: the three in one statement
         (`queries.WRITE_TICK`, the jobs' INSERT as a CTE of it when their rows name the same
         columns), after the submitted nodes' UPDATEs from arrays when a tick submitted more
-        than `queries.FEW` at once."""
+        than `queries.FEW` at once; with the unit's held `events` (PostgreSQL only), written
+        with their positions by that statement too (`with_numbered`)."""
         job_rows = JobRepository.from_session(self.session)
         inserted = job_rows.insert_statement(jobs) if jobs else None
         if jobs and inserted is None:
             await job_rows.insert_many(jobs)
         if self._dialect != "postgresql":
+            assert not events, "held events are written by a tick's write on PostgreSQL only"
             await self.write_states(run.id, changed, fields["revision"])
             await self.write_run(run, fields)
             return
@@ -333,6 +319,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         if inserted is not None:
             statement = queries.write_tick_with(inserted[0])
             params |= inserted[1]
+        if events:
+            statement = with_numbered(statement)
+            params |= rows_params(events)
         await self.session.execute(statement, params)
         for name, value in fields.items():
             set_committed_value(run, name, value)

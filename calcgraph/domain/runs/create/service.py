@@ -1,8 +1,9 @@
 """Run creation: inputs checked, version and plan frozen (retry defaults included), every
 function version a node will run visible to the caller, the run's rows written and its plan
-and first states remembered. Planning (`prepare_run`) is pure and holds no session, so a run
-creation can read what it needs in a short session, plan holding no pooled connection (issue
-27: a 12,000-node run creation held one 7.8 s), then write (`insert_run`)."""
+and first states remembered. Planning (`prepare_run`) is pure and holds no session, so a large
+run's creation reads what it needs in a short session, plans holding no pooled connection
+(issue 27: a 12,000-node run creation held one 7.8 s), then writes (`insert_run`); a small
+one is planned in its write transaction (`create_run`)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from calcgraph.db.engine import Database
 from calcgraph.domain.access import policy
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import FieldError, PermissionDenied, ValidationError
-from calcgraph.domain.events.service import record_run
+from calcgraph.domain.events.service import held_for_last_statement, record_run
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.jobs.inputs import refuse_mismatches
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs import changes
+from calcgraph.domain.runs.create.repository import RunCreationRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository, run_view
@@ -195,12 +197,19 @@ async def insert_run(
         rerun_of=order.rerun_of,
         cache_refresh=order.refresh,
     )
-    repository = RunRepository.from_session(session)
-    await repository.add(run)
-    await repository.add_node_states(run.id, {key: node.kind for key, node in frozen.nodes.items()})
-    started = {key: state for key, state in states.items() if state.status != "pending"}
-    await repository.write_states(run.id, started, 0)
     await record_run(session, run.id, order.slug, "pending")
+    repository = RunCreationRepository.from_session(session)
+    kinds = {key: node.kind for key, node in frozen.nodes.items()}
+    started = {key: state for key, state in states.items() if state.status != "pending"}
+    # The unit's events so far (the run's creation) written by its insert when that is the
+    # unit's last statement (PostgreSQL, a run that starts with every node pending).
+    once = not started and repository.inserts_at_once(len(kinds))
+    held = held_for_last_statement(session) if once else None
+    events = held.take() if held is not None else []
+    await repository.insert_run(run, kinds, events)
+    if held is not None:
+        held.written(events)
+    await RunRepository.from_session(session).write_states(run.id, started, 0)
     changes.changed(run.id)
     # Remembered before the commit, which is harmless here: if it rolls back, no tick can
     # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
@@ -245,21 +254,26 @@ async def create_run(
     quotas: Quotas,
 ) -> RunView:
     """A run of the workflow's latest version; `refresh`: its jobs are never answered from
-    the result cache (contract section 10). Staged: the workflow, its version and the
-    retry defaults are read in a short session, the run is planned holding none, then one
-    write transaction checks again what may have changed meanwhile (the caller's sight of
-    the workflow, their room for runs, every function version a node will run still
-    visible to them) and writes it."""
-    async with database.read_session() as session:
+    the result cache (contract section 10). One write transaction reads the workflow, the
+    caller's room for runs, the version and its retry defaults, plans a version of up to
+    `OFF_LOOP_NODES` nodes (pure work of a millisecond or so: a diamond's plan) and writes
+    the run. A larger one is planned holding no session (a 12,000-node plan is a second of
+    work: issue 27), then a second transaction checks again what may have changed meanwhile
+    (the caller's sight of the workflow, their room for runs; every function version a node
+    will run still visible to them is checked in the write either way) and writes it."""
+    async with database.write_session() as session:
         workflow = await workflow_service.visible(session, principal, slug)
         await quota_service.require_run_room(session, principal, quotas)
         version = await latest_version(session, memo, workflow)
         defaults = await retry_defaults(session, memo, version)
+        order = RunOrder(slug, workflow.id, version, inputs, refresh=refresh)
+        if _node_count(version.graph) <= OFF_LOOP_NODES:
+            prepared = _prepared(version, inputs, defaults, None)
+            return await insert_run(session, memo, principal, order, prepared)
     prepared = await prepare_run(version, inputs, defaults)
     async with database.write_session() as session:
         await workflow_service.visible(session, principal, slug)
         await quota_service.require_run_room(session, principal, quotas)
-        order = RunOrder(slug, workflow.id, version, inputs, refresh=refresh)
         return await insert_run(session, memo, principal, order, prepared)
 
 

@@ -1,9 +1,9 @@
 """Persist, the tick's last step: `apply` writes a decided `TickResult` in the caller's unit
 of work. Only the changed node rows and the run fields (the revision bumped) with the rows of
-the submitted jobs (on PostgreSQL one statement), the submitted jobs' messages through the
-execution path (they leave after the commit), the run's end as an
-event, and the memo told once the unit of work commits (never before: it could roll back,
-and another tick would then write that revision)."""
+the submitted jobs and the unit's events so far, the run's end (on PostgreSQL one statement),
+the submitted jobs' messages through the execution path (they leave after the commit), and
+the memo told once the unit of work commits (never before: it could roll back, and another
+tick would then write that revision)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from calcgraph.domain.events.service import record_run
+from calcgraph.domain.events.service import held_for_last_statement, record_run
 from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
 from calcgraph.domain.jobs.enqueue import RUN_ACTOR
 from calcgraph.domain.jobs.submission.service import NodeJob, job_submission_service
@@ -44,6 +44,19 @@ async def apply(
         if result.jobs
         else None
     )
+    if after.status in RUN_TERMINAL and not ended_before:
+        await record_run(
+            session,
+            run_id,
+            snapshot.facts.slug or run.workflow_id,
+            after.status,
+            after.first_failed_node_key,
+            after.terminal_outputs,
+        )
+    # The unit's events so far (the run's end) written by the write, its last statement
+    # (PostgreSQL): one round trip fewer than the hook's own INSERT before the commit.
+    held = held_for_last_statement(session)
+    events = held.take() if held is not None else []
     await store.repository.write_tick(
         run,
         result.nodes,
@@ -59,18 +72,12 @@ async def apply(
             "revision": revision + 1,
         },
         () if jobs is None else jobs.rows,
+        events,
     )
+    if held is not None:
+        held.written(events)
     if jobs is not None:
         await job_submission_service.node_jobs_written(session, jobs)
-    if after.status in RUN_TERMINAL and not ended_before:
-        await record_run(
-            session,
-            run_id,
-            snapshot.facts.slug or run.workflow_id,
-            after.status,
-            after.first_failed_node_key,
-            after.terminal_outputs,
-        )
     states = {**snapshot.states, **result.nodes}
     if after.status in RUN_TERMINAL:
         store.forget_on_commit(run_id)

@@ -1,0 +1,88 @@
+"""All SQL of a run's creation: its row and its node rows (`create.service.insert_run`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import String, bindparam, func, insert, literal_column, select
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from calcgraph.db.base import RepositoryBase
+from calcgraph.domain.events.numbered.repository import rows_params, with_numbered
+from calcgraph.domain.runs.models import NodeState as NodeRowModel
+from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.statements.repository import NODES, RUNS
+
+NODE_ROWS_PER_STATEMENT = 1000
+"""A run's node rows are inserted this many per statement (contract 8b: big work in steps)."""
+
+# PostgreSQL: a new run's row and its node rows (pending, from arrays: a data-modifying CTE)
+# in one statement; the node rows' foreign key is checked at the statement's end, when the
+# run's row is there. Up to `NODE_ROWS_PER_STATEMENT` nodes (`RunCreationRepository.insert_run`).
+_NEW_NODES = select(
+    bindparam("r_id", type_=String),
+    func.unnest(bindparam("a_node_keys", type_=ARRAY(String))),
+    func.unnest(bindparam("a_kinds", type_=ARRAY(String))),
+    literal_column("'pending'"),
+    literal_column("0"),
+)
+# Every column of the run's row but its outputs, which a new run has none of (a bound None
+# would be JSON null, not the NULL an INSERT without the column writes).
+NEW_RUN_COLUMNS = tuple(c.key for c in RUNS.c if c.key != "terminal_outputs")
+INSERT_RUN = (
+    insert(RUNS)
+    .values({name: bindparam(f"r_{name}", type_=RUNS.c[name].type) for name in NEW_RUN_COLUMNS})
+    .add_cte(
+        insert(NODES)
+        .from_select(["run_id", "node_key", "kind", "status", "attempt"], _NEW_NODES)
+        .cte("new_nodes")
+    )
+)
+
+
+class RunCreationRepository(RepositoryBase[WorkflowRun]):
+    model = WorkflowRun
+
+    def inserts_at_once(self, nodes: int) -> bool:
+        """Whether `insert_run` writes a run of `nodes` nodes, and the unit's held events, in
+        one statement (PostgreSQL, up to `NODE_ROWS_PER_STATEMENT` nodes)."""
+        dialect = self.session.get_bind().dialect.name
+        return dialect == "postgresql" and nodes <= NODE_ROWS_PER_STATEMENT
+
+    async def insert_run(
+        self,
+        run: WorkflowRun,
+        kinds: Mapping[str, str],
+        events: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """A new run's row and its node rows, pending, of these kinds by node key. When
+        `inserts_at_once`: one statement (`INSERT_RUN`), writing the unit's held
+        `events` with their positions too (`with_numbered`); else `add`, then
+        `add_node_states` (and no events: given only with the former)."""
+        if not self.inserts_at_once(len(kinds)):
+            assert not events, "held events are written by a run's insert at once only"
+            await self.add(run)
+            await self.add_node_states(run.id, kinds)
+            return
+        assert run.terminal_outputs is None
+        params: dict[str, Any] = {f"r_{n}": getattr(run, n) for n in NEW_RUN_COLUMNS}
+        params |= {"a_node_keys": list(kinds), "a_kinds": list(kinds.values())}
+        statement = INSERT_RUN
+        if events:
+            statement = with_numbered(statement)
+            params |= rows_params(events)
+        await self.session.execute(statement, params)
+
+    async def add_node_states(self, run_id: str, kinds: Mapping[str, str]) -> None:
+        """One row per node, inserted `NODE_ROWS_PER_STATEMENT` at a time: the parameters of
+        12,000 rows took the event loop for one long step, between two of which the other
+        callers (and /health) are served."""
+        rows = [
+            {"run_id": run_id, "node_key": key, "kind": kind, "status": "pending", "attempt": 0}
+            for key, kind in kinds.items()
+        ]
+        for start in range(0, len(rows), NODE_ROWS_PER_STATEMENT):
+            await self.session.execute(
+                insert(NodeRowModel), rows[start : start + NODE_ROWS_PER_STATEMENT]
+            )
