@@ -50,11 +50,14 @@ def parse_instant(raw: str | None, name: str) -> datetime | None:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
-def parse_statuses(values: Sequence[str] | None, allowed: Sequence[str]) -> tuple[str, ...]:
+def parse_statuses(
+    values: Sequence[str] | None, allowed: Sequence[str], noun: str = "status"
+) -> tuple[str, ...]:
+    """The statuses asked for, each once; `noun` names a status in the refusal."""
     unknown = [s for s in values or () if s not in allowed]
     if unknown:
         raise ValidationError(
-            f"unknown status {unknown[0]!r}",
+            f"unknown {noun} {unknown[0]!r}",
             [FieldError(("query", "status"), f"one of {', '.join(allowed)}")],
         )
     return tuple(sorted(set(values or ())))
