@@ -89,22 +89,6 @@ class JobFilter:
     statuses: tuple[str, ...] = ()
     created: TimeRange = TimeRange()
 
-    @classmethod
-    def parse(
-        cls,
-        allowed_statuses: Sequence[str],
-        *,
-        function: str | None = None,
-        status: Sequence[str] | None = None,
-        created_after: str | None = None,
-        created_before: str | None = None,
-    ) -> JobFilter:
-        return cls(
-            parse_search(function, "function"),
-            parse_statuses(status, allowed_statuses),
-            TimeRange.parse(created_after, created_before, "created"),
-        )
-
 
 ALL_TIME = TimeRange()
 EVERY_JOB = JobFilter()
