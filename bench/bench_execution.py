@@ -43,9 +43,9 @@ from starlette.applications import Starlette
 from bench.core import Options, Result, summarise
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
-from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.submission.service import job_submission_service
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.migrations.runner import upgrade
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import send

@@ -11,7 +11,7 @@ from strawberry.scalars import JSON
 
 from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT
 from calcgraph.domain.errors import InvalidRequest
-from calcgraph.domain.jobs.address import ExecuteAddress
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.domain.runs.control.service import run_control
 from calcgraph.resolvers.unit import write
 from calcgraph.resolvers.workflows import cache_refresh

@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT
-from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.views import TERMINAL
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.rest_compat.operations import Call, Operations, Reply
 from calcgraph.rest_compat.parsing import Query, Refusal
 from calcgraph.rest_compat.wire_execute import ExecuteBody, ExecuteOut

@@ -77,8 +77,7 @@ class CreatedWebhookType:
 
 
 @strawberry.type(description="A page of webhooks.")
-class WebhookPage(Page[WebhookType]):
-    items: list[WebhookType] = strawberry.field(description="Webhooks of this page.")
+class WebhookPage(Page[WebhookType], items="Webhooks of this page."): ...
 
 
 @strawberry.type(name="WebhookDelivery", description="One attempt to deliver an event.")
@@ -102,5 +101,4 @@ class WebhookDeliveryType(FromView[DeliveryView]):
 
 
 @strawberry.type(description="A page of delivery attempts, newest first.")
-class WebhookDeliveryPage(Page[WebhookDeliveryType]):
-    items: list[WebhookDeliveryType] = strawberry.field(description="Attempts of this page.")
+class WebhookDeliveryPage(Page[WebhookDeliveryType], items="Attempts of this page."): ...

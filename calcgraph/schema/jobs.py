@@ -85,5 +85,4 @@ class JobType(FromView[JobView]):
 
 
 @strawberry.type(description="A page of jobs.")
-class JobPage(Page[JobType]):
-    items: list[JobType] = strawberry.field(description="Jobs of this page, newest first.")
+class JobPage(Page[JobType], items="Jobs of this page, newest first."): ...

@@ -303,13 +303,11 @@ class FunctionType(FromView[FunctionView]):
 
 
 @strawberry.type(description="A page of packages.")
-class PackagePage(Page[PackageType]):
-    items: list[PackageType] = strawberry.field(description="Packages of this page.")
+class PackagePage(Page[PackageType], items="Packages of this page."): ...
 
 
 @strawberry.type(description="A page of functions.")
-class FunctionPage(Page[FunctionType]):
-    items: list[FunctionType] = strawberry.field(description="Functions of this page.")
+class FunctionPage(Page[FunctionType], items="Functions of this page."): ...
 
 
 @strawberry.type(name="PackageVersionHistory", description="Every deployment of a package.")

@@ -285,13 +285,11 @@ class WorkflowRunType:
 
 
 @strawberry.type(description="A page of workflows.")
-class WorkflowPage(Page[WorkflowType]):
-    items: list[WorkflowType] = strawberry.field(description="Workflows of this page.")
+class WorkflowPage(Page[WorkflowType], items="Workflows of this page."): ...
 
 
 @strawberry.type(description="A page of workflow runs.")
-class WorkflowRunPage(Page[WorkflowRunType]):
-    items: list[WorkflowRunType] = strawberry.field(description="Runs of this page, newest first.")
+class WorkflowRunPage(Page[WorkflowRunType], items="Runs of this page, newest first."): ...
 
 
 @strawberry.type(description="The validation report of a graph.")

@@ -284,6 +284,19 @@ class TestRuns:
         body = await gql(client, RUNS, bearer("alice"), after="2026-02-30")
         assert body["errors"][0]["extensions"]["code"] == "ValidationError"
 
+    async def test_an_unknown_status_is_refused_alike_at_both_doors(
+        self, client: httpx.AsyncClient, bearer: Bearer
+    ) -> None:
+        rest = await client.get("/workflow-runs?status=bogus", headers=bearer("alice"))
+        assert rest.status_code == 422
+        assert rest.json()["detail"] == "ValidationError: unknown run status 'bogus'"
+        body = await gql(
+            client, '{ workflowRuns(status: ["bogus"]) { items { id } } }', bearer("alice")
+        )
+        (error,) = body["errors"]
+        assert error["message"] == rest.json()["detail"]
+        assert error["extensions"]["code"] == "ValidationError"
+
     async def test_a_hidden_workflow_answers_null_on_a_run(
         self,
         client: httpx.AsyncClient,

@@ -13,11 +13,11 @@ from sqlalchemy import select
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.events.models import Event
-from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.jobs.store.repository import Finish
 from calcgraph.domain.jobs.submission.service import job_submission_service
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.workers.event_signal import attach_signal
 from calcgraph.workers.flush import Outbox, attach
 from calcgraph.workers.job_store import JobStore

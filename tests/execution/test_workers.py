@@ -10,11 +10,11 @@ import pytest
 
 from calcgraph.db.base import utcnow
 from calcgraph.db.engine import Database
-from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.enqueue import Message, NoOutbox, enqueue
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.domain.jobs.sweep.service import job_sweep_service
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.settings import Settings
 from calcgraph.workers.broker import QUEUE, build_broker
 from calcgraph.workers.flush import Outbox, attach

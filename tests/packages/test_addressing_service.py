@@ -14,6 +14,7 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import NotFound, PermissionDenied
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from tests.access.factories import create_user
 from tests.auth.idp import LocalIdentityProvider
 from tests.packages.publishing import Bearer, by_name, demo_body, publish
@@ -28,15 +29,18 @@ class World:
         self.second: dict[str, Any] = {}
 
     async def resolve(self, principal: Principal | None = None, **how: Any) -> ResolvedFunction:
-        async with self.database.read_session() as session:
-            return await function_version_service.resolve_function_version(
-                session, principal or self.alice, **how
-            )
+        return await self.resolve_address(ExecuteAddress(**how), principal)
 
     async def call(self, package: str, function: str) -> ResolvedFunction:
+        """The path segments of `/packages/{package}[@v]/functions/{function}[@v]/execute`."""
+        return await self.resolve_address(ExecuteAddress.by_path(package, function))
+
+    async def resolve_address(
+        self, address: ExecuteAddress, principal: Principal | None = None
+    ) -> ResolvedFunction:
         async with self.database.read_session() as session:
-            return await function_version_service.resolve_call(
-                session, self.alice, package, function
+            return await function_version_service.resolve_function_version(
+                session, principal or self.alice, address
             )
 
     def version_id(self, report: dict[str, Any], name: str) -> str:
@@ -83,9 +87,9 @@ async def test_by_package_and_function(world: World) -> None:
     latest = await world.resolve(package="demo-beam", function="verdict")
     assert latest.version.version == "1.2.1"
     assert (
-        await world.resolve(package="demo-beam", function="verdict", version="latest")
+        await world.resolve(package="demo-beam", function="verdict", function_selector="latest")
     ) == latest
-    exact = await world.resolve(package="demo-beam", function="verdict", version="1.2.0")
+    exact = await world.resolve(package="demo-beam", function="verdict", function_selector="1.2.0")
     assert exact.version.id == world.version_id(world.first, "verdict")
     by_id = await world.resolve(package=world.first["package_id"], function="verdict")
     assert by_id == latest
@@ -94,16 +98,19 @@ async def test_by_package_and_function(world: World) -> None:
 
 
 async def test_by_package_version(world: World) -> None:
-    old = await world.resolve(package="demo-beam", package_version="1.2.0", function="verdict")
+    old = await world.resolve(package="demo-beam", package_selector="1.2.0", function="verdict")
     assert old.version.id == world.version_id(world.first, "verdict")
     carried = await world.resolve(
-        package="demo-beam", package_version="1.3.0", function="cantilever"
+        package="demo-beam", package_selector="1.3.0", function="cantilever"
     )
     assert carried.version.id == world.version_id(world.first, "cantilever")
-    newest = await world.resolve(package="demo-beam", package_version="latest", function="verdict")
+    newest = await world.resolve(package="demo-beam", package_selector="latest", function="verdict")
     assert newest.version.version == "1.2.1"
     pinned_both = await world.resolve(
-        package="demo-beam", package_version="1.3.0", function="cantilever", version="1.2.0"
+        package="demo-beam",
+        package_selector="1.3.0",
+        function="cantilever",
+        function_selector="1.2.0",
     )
     assert pinned_both == carried
 
@@ -140,11 +147,16 @@ async def test_versions_that_do_not_exist_name_what_exists(world: World) -> None
     with pytest.raises(NotFound):
         await world.call("no-package", "verdict")
     with pytest.raises(NotFound):
-        await world.call("demo-beam@1.3.0", "cantilever@1.2.1")
+        await world.resolve(
+            package="demo-beam",
+            package_selector="1.3.0",
+            function="cantilever",
+            function_selector="1.2.1",
+        )
 
 
 async def test_hidden_package_is_permission_denied(world: World) -> None:
     with pytest.raises(PermissionDenied):
         await world.resolve(world.bob, package="demo-beam", function="verdict")
     with pytest.raises(PermissionDenied):
-        await world.resolve(world.bob, package="demo-beam", package_version="1.2.0", function="x")
+        await world.resolve(world.bob, package="demo-beam", package_selector="1.2.0", function="x")

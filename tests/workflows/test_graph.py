@@ -8,9 +8,7 @@ from calcgraph.domain.workflows.graph import (
     Binding,
     ExtractNode,
     FunctionNode,
-    FunctionRef,
     InputNode,
-    parse_function_ref,
     parse_graph,
 )
 from tests.workflows.graphs import ex, fn, inp
@@ -119,25 +117,3 @@ def test_duplicate_keys_keep_the_first() -> None:
     assert [(p.category, p.extra) for p in graph.problems] == [
         ("duplicate_node_keys", {"index": 1})
     ]
-
-
-@pytest.mark.parametrize(
-    ("ref", "parsed"),
-    [
-        ("demo-beam/cantilever", FunctionRef("demo-beam", "cantilever")),
-        ("demo-beam/stress_check@1.2.0", FunctionRef("demo-beam", "stress_check", "1.2.0")),
-        ("demo-beam/stress_check@latest", FunctionRef("demo-beam", "stress_check")),
-        (
-            "0b6c2f9e-8d9a-4f5e-9a51-2f6f0a3c1d2e",
-            FunctionRef(function_version_id="0b6c2f9e-8d9a-4f5e-9a51-2f6f0a3c1d2e"),
-        ),
-    ],
-)
-def test_function_references(ref: str, parsed: FunctionRef) -> None:
-    assert parse_function_ref(ref) == parsed
-
-
-@pytest.mark.parametrize("ref", ["/f", "p/", "p/f/g"])
-def test_malformed_function_references(ref: str) -> None:
-    with pytest.raises(ValueError, match="is not"):
-        parse_function_ref(ref)

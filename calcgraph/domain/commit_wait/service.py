@@ -26,10 +26,10 @@ from calcgraph.domain.commit_wait.waiting import (
 )
 from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
 from calcgraph.domain.functions.deprecation import deprecation_of
-from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.domain.jobs.views import TERMINAL, Executed, JobView
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.changes import RunChanges, Token

@@ -24,7 +24,11 @@ from calcgraph.domain.functions.views import (
     ResolvedFunction,
 )
 from calcgraph.domain.listing.service import RepositoryRead, VisibleListing
-from calcgraph.domain.packages.addressing import parse_function_ref, select_version, split_selector
+from calcgraph.domain.packages.addressing import (
+    ExecuteAddress,
+    parse_function_ref,
+    select_version,
+)
 from calcgraph.domain.packages.repository import PackageVersionRepository
 from calcgraph.domain.packages.semver_rules import latest_version
 from calcgraph.domain.packages.service import package_read_service
@@ -78,22 +82,16 @@ class FunctionVersionService:
     """
 
     async def resolve_function_version(
-        self,
-        session: AsyncSession,
-        principal: Principal,
-        *,
-        function_id: str | None = None,
-        package: str | None = None,
-        package_version: str | None = None,
-        function: str | None = None,
-        version: str | None = None,
+        self, session: AsyncSession, principal: Principal, address: ExecuteAddress
     ) -> ResolvedFunction:
         """Exactly one function version, from an id, or a package and function name with
         optional selectors (`None`/`latest`/exact) for the package or function version."""
-        if function_id is not None:
-            return await self._by_id(session, principal, function_id)
+        if address.function_id is not None:
+            return await self._by_id(session, principal, address.function_id)
+        package, function = address.package, address.function
         if package is None or function is None:
             raise NotFound("name a function id, or a package and a function")
+        package_version, version = address.package_selector, address.function_selector
         if package_version is None and version in (None, "latest"):
             fast = await self._current(session, principal, package, function)
             if fast is not None:
@@ -122,31 +120,19 @@ class FunctionVersionService:
         found = next(v for v in versions if v.version == chosen)
         return await self._resolved(session, principal, row, found)
 
-    async def resolve_call(
-        self, session: AsyncSession, principal: Principal, package: str, function: str
-    ) -> ResolvedFunction:
-        """The path segments of `/packages/{package}[@v]/functions/{function}[@v]/execute`."""
-        package_name, package_selector = split_selector(package)
-        function_name, function_selector = split_selector(function)
-        return await self.resolve_function_version(
-            session,
-            principal,
-            package=package_name,
-            package_version=package_selector,
-            function=function_name,
-            version=function_selector,
-        )
-
     async def resolve_reference(
         self, session: AsyncSession, principal: Principal, reference: str
     ) -> ResolvedFunction:
         """A workflow node's `function` (contract 5): `package/function[@v]` or an id."""
         ref = parse_function_ref(reference)
-        if ref is None:
-            return await self.resolve_function_version(session, principal, function_id=reference)
-        return await self.resolve_function_version(
-            session, principal, package=ref.package, function=ref.function, version=ref.selector
+        address = (
+            ExecuteAddress.by_function_id(reference)
+            if ref is None
+            else ExecuteAddress(
+                package=ref.package, function=ref.function, function_selector=ref.selector
+            )
         )
+        return await self.resolve_function_version(session, principal, address)
 
     async def code_files(self, session: AsyncSession, function_version_id: str) -> dict[str, bytes]:
         """The files a function version runs from, `{path: content}` (no access check: the

@@ -12,7 +12,7 @@ from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import found
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JOB_STATUSES, JobView
-from calcgraph.domain.listing.filters import JobFilter
+from calcgraph.domain.listing.filters import JobFilter, TimeRange, parse_search, parse_statuses
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.packages.repository import PackageRepository
 
@@ -31,12 +31,10 @@ class JobReadService:
     ) -> Page[JobView]:
         """The caller's jobs, narrowed by a `package/function` search, statuses and a creation
         time range (`domain.listing.filters`)."""
-        where = JobFilter.parse(
-            JOB_STATUSES,
-            function=function,
-            status=status,
-            created_after=created_after,
-            created_before=created_before,
+        where = JobFilter(
+            parse_search(function, "function"),
+            parse_statuses(status, JOB_STATUSES),
+            TimeRange.parse(created_after, created_before, "created"),
         )
         return await JobRepository.from_session(session).list_of_caller(principal, page, where)
 

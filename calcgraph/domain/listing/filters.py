@@ -50,11 +50,14 @@ def parse_instant(raw: str | None, name: str) -> datetime | None:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
-def parse_statuses(values: Sequence[str] | None, allowed: Sequence[str]) -> tuple[str, ...]:
+def parse_statuses(
+    values: Sequence[str] | None, allowed: Sequence[str], noun: str = "status"
+) -> tuple[str, ...]:
+    """The statuses asked for, each once; `noun` names a status in the refusal."""
     unknown = [s for s in values or () if s not in allowed]
     if unknown:
         raise ValidationError(
-            f"unknown status {unknown[0]!r}",
+            f"unknown {noun} {unknown[0]!r}",
             [FieldError(("query", "status"), f"one of {', '.join(allowed)}")],
         )
     return tuple(sorted(set(values or ())))
@@ -85,22 +88,6 @@ class JobFilter:
     """A search in `package/function`."""
     statuses: tuple[str, ...] = ()
     created: TimeRange = TimeRange()
-
-    @classmethod
-    def parse(
-        cls,
-        allowed_statuses: Sequence[str],
-        *,
-        function: str | None = None,
-        status: Sequence[str] | None = None,
-        created_after: str | None = None,
-        created_before: str | None = None,
-    ) -> JobFilter:
-        return cls(
-            parse_search(function, "function"),
-            parse_statuses(status, allowed_statuses),
-            TimeRange.parse(created_after, created_before, "created"),
-        )
 
 
 ALL_TIME = TimeRange()

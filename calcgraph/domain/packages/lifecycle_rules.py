@@ -12,28 +12,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from calcgraph.domain.errors import Conflict, FieldError, ValidationError
 from calcgraph.domain.packages.interface_diff import InterfaceChange, breaking, function_changes
 from calcgraph.domain.packages.semver_rules import Version, parse_version
 
 if TYPE_CHECKING:
-    from calcgraph.domain.packages.deployment_plan import PackageHistory
+    from calcgraph.domain.packages.deployment_plan import FunctionPlan, PackageHistory
     from calcgraph.domain.packages.manifest import Manifest
-
-
-class Planned(Protocol):
-    """What these rules read of a function's plan (`deployment_plan.FunctionPlan`)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def previous_version(self) -> str | None: ...
-    @property
-    def interface_changes(self) -> tuple[InterfaceChange, ...]: ...
 
 
 def is_major_bump(before: Version, after: Version) -> bool:
@@ -75,7 +62,7 @@ def check_removals(manifest: Manifest, history: PackageHistory) -> None:
 
 def breaking_changes(
     manifest: Manifest,
-    plans: Sequence[Planned],
+    plans: Sequence[FunctionPlan],
     removed: Sequence[str],
     history: PackageHistory,
 ) -> tuple[InterfaceChange, ...]:

@@ -38,7 +38,7 @@ from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError, found
 from calcgraph.domain.jobs.cache_key import ResultLookup
-from calcgraph.domain.listing.filters import TimeRange
+from calcgraph.domain.listing.filters import TimeRange, parse_statuses
 from calcgraph.domain.listing.paging import Page, PageRequest
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.runs.authorize.service import authorize
@@ -155,12 +155,7 @@ class RunService(RunLoads):
     ) -> Page[RunView]:
         """The caller's runs, narrowed by statuses, a workflow and a start time range."""
         started = TimeRange.parse(started_after, started_before, "started")
-        unknown = [s for s in statuses if s not in RUN_STATUSES]
-        if unknown:
-            raise ValidationError(
-                f"unknown run status {unknown[0]!r}",
-                [FieldError(("query", "status"), f"one of {', '.join(RUN_STATUSES)}")],
-            )
+        statuses = parse_statuses(statuses, RUN_STATUSES, "run status")
         workflow_id = None
         if workflow_slug is not None:
             workflow_id = (await workflow_service.visible(session, principal, workflow_slug)).id

@@ -153,28 +153,6 @@ class Graph:
         return (n for n in self.nodes if isinstance(n, FunctionNode))
 
 
-@dataclass(frozen=True)
-class FunctionRef:
-    """A parsed function reference: either package/function[@version] or a version id."""
-
-    package: str | None = None
-    function: str | None = None
-    version: str | None = None
-    """None means the latest version, like `@latest`."""
-    function_version_id: str | None = None
-
-
-def parse_function_ref(ref: str) -> FunctionRef:
-    """Split a reference; a string without '/' is taken as a function version id."""
-    if "/" not in ref:
-        return FunctionRef(function_version_id=ref)
-    package, _, rest = ref.partition("/")
-    name, _, version = rest.partition("@")
-    if not package or not name or "/" in rest:
-        raise ValueError(f"function reference {ref!r} is not <package>/<function>[@version]")
-    return FunctionRef(package, name, None if version in ("", "latest") else version)
-
-
 class _Parser:
     def __init__(self) -> None:
         self.problems: list[Problem] = []

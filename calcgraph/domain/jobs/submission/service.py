@@ -21,12 +21,12 @@ from calcgraph.domain.errors import found
 from calcgraph.domain.events.service import record_job_rows
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
-from calcgraph.domain.jobs.address import ExecuteAddress
 from calcgraph.domain.jobs.cache_key import CachedResult, ResultLookup, result_key
 from calcgraph.domain.jobs.enqueue import RUN_ACTOR, enqueue_job
 from calcgraph.domain.jobs.inputs import resolve_inputs
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.domain.packages.canary.service import canary_service
 
 
@@ -70,15 +70,7 @@ class JobSubmissionService:
     ) -> ResolvedFunction:
         """The one function version `address` names, through the same resolver as every other
         door (versions listings, workflow references), so `@latest` means one thing."""
-        return await function_version_service.resolve_function_version(
-            session,
-            principal,
-            function_id=address.function_id,
-            package=address.package,
-            package_version=address.package_selector,
-            function=address.function,
-            version=address.function_selector,
-        )
+        return await function_version_service.resolve_function_version(session, principal, address)
 
     async def submit_call(
         self,

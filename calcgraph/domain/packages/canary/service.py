@@ -32,6 +32,7 @@ from calcgraph.domain.events.service import record
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.packages import canary_rules
+from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.domain.packages.canary.repository import CanaryRepository
 from calcgraph.domain.packages.manifest_package import Canary
 from calcgraph.domain.packages.models import Package, PackageCanary
@@ -147,12 +148,13 @@ class CanaryService:
         if chosen == canary.current:
             return target, Routed(canary.id, chosen)
         try:
-            routed = await function_version_service.resolve_function_version(
-                session,
-                principal,
+            deployed = ExecuteAddress(
                 package=target.function.package_id,
-                package_version=chosen,
+                package_selector=chosen,
                 function=target.function.name,
+            )
+            routed = await function_version_service.resolve_function_version(
+                session, principal, deployed
             )
         except NotFound:
             # The chosen version does not carry this function: the current one runs it.
