@@ -20,6 +20,7 @@ from calcgraph.builds.local import LocalBuilds
 from calcgraph.db.engine import Database
 from calcgraph.domain.errors import DomainError
 from calcgraph.domain.events.feed.service import EventFeed
+from calcgraph.domain.spend import METER
 from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.metrics import Metrics
 from calcgraph.ops.socket_census import build_census
@@ -50,7 +51,8 @@ def create_app(
 ) -> Starlette:
     settings = settings or get_settings()
     owns_database = database is None
-    db = database or Database.from_settings(settings)
+    # JSON values decoded for a request are charged to its share of the process (contract 8b).
+    db = database or Database.from_settings(settings, charged=METER.get)
 
     def build_graphql() -> ASGIApp:
         # Imported here: Strawberry and the schema build are most of a start (see serving.lazy).

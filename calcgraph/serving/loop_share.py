@@ -14,7 +14,8 @@ leaves to the others, and a user alone may use the whole process (one user's 10,
 ticked to its end, an operator's benchmark). Per process, in memory. A user whose requests
 are ordinary (a tick costs milliseconds) never comes near it; work the request's own task does
 not run (concurrent GraphQL resolvers in tasks of their own, rows decoded as they arrive) goes
-unmetered."""
+unmetered, but for the JSON values read on PostgreSQL, whose decoding is charged to the request
+that checked out the connection (db.engine, `charged`)."""
 
 from __future__ import annotations
 

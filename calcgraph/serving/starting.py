@@ -38,6 +38,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from calcgraph.db.engine import Database
+from calcgraph.domain.spend import METER
 from calcgraph.ops.health import readiness
 from calcgraph.ops.http import RequestMiddleware
 from calcgraph.ops.metrics import Metrics
@@ -76,7 +77,8 @@ class StartingApp:
         on_failure: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.database = Database.from_settings(settings)
+        # JSON values decoded for a request are charged to its share of the process (8b).
+        self.database = Database.from_settings(settings, charged=METER.get)
         self.metrics = Metrics()
         self._import_factory = import_factory
         self._on_failure = on_failure or _stop_server

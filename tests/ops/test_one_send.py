@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from calcgraph.ops.header_limit import _OneSend
+from calcgraph.ops.header_limit import JOIN_MAX_BYTES, _OneSend
 
 
 class _Transport:
@@ -54,3 +54,18 @@ async def test_a_close_writes_what_is_pending_first() -> None:
     assert one.is_closing()
     await asyncio.sleep(0)  # the step's flush finds nothing more to write
     assert transport.writes == [b"headbody"]
+
+
+async def test_a_big_body_is_written_as_it_is_not_copied_into_one_write() -> None:
+    """Joining a head to a 24 MiB body copied the body on the event loop: a big piece leaves
+    in a write of its own, the very object the response cycle wrote, after what came before."""
+    transport = _Transport()
+    one = _OneSend(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
+    body = b"x" * (JOIN_MAX_BYTES + 1)
+    one.write(b"HTTP/1.1 200 OK\r\n")
+    one.write(b"\r\n")
+    one.write(body)
+    one.write(b"tail")
+    await asyncio.sleep(0)
+    assert transport.writes == [b"HTTP/1.1 200 OK\r\n\r\n", body, b"tail"]
+    assert transport.writes[1] is body

@@ -17,13 +17,15 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
 from calcgraph.app import create_app
 from calcgraph.auth.scope import PRINCIPAL_KEY
+from calcgraph.db.base import JSONType
 from calcgraph.db.engine import Database
-from calcgraph.domain.spend import off_loop
+from calcgraph.domain.spend import METER, off_loop
 from calcgraph.serving.loop_share import LoopShareMiddleware
 from calcgraph.settings import Settings
 from tests.tenancy.asgi_calls import call, scope_of
@@ -196,3 +198,38 @@ async def test_the_door_refuses_a_user_past_its_share_and_admits_another(
     answer = await client.post("/graphql", json={"query": "{ me { username } }"}, headers=alice)
     assert answer.json() == {"data": {"me": {"username": "alice"}}}
     assert (await client.get("/health")).status_code == 200
+
+
+@pytest.mark.db
+async def test_a_request_is_charged_for_the_json_values_it_reads(database_url: str) -> None:
+    """asyncpg decodes a row's values as they arrive, in the event loop's read callback, not
+    in a step of the request that asked for them: on PostgreSQL an 8 MiB value cost its
+    decoding to no one. The time a JSON value takes to decode is charged to the request."""
+    value = [{"key": i, "name": f"item {i}"} for i in range(100_000)]
+    encoded = json.dumps(value)
+    started = time.thread_time()
+    json.loads(encoded)
+    decoding = time.thread_time() - started
+    database = Database(database_url, charged=METER.get)
+    sql = (
+        "SELECT CAST(:v AS JSONB) AS v"
+        if database.dialect_name == "postgresql"
+        else "SELECT :v AS v"
+    )
+    read: list[Any] = []
+
+    async def reading(scope: Scope, receive: Receive, send: Send) -> None:
+        async with database.read_session() as session:
+            query = text(sql).columns(v=JSONType).bindparams(v=encoded)
+            read.append((await session.execute(query)).scalar_one())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    middleware = LoopShareMiddleware(reading, per_minute=PER_MINUTE)
+    try:
+        assert (await call(middleware, scope_of("mallory")))[0] == 200
+        assert (await call(middleware, scope_of("mallory")))[0] == 200
+    finally:
+        await database.dispose()
+    assert read == [value, value]
+    assert middleware.debt("sub-mallory", time.monotonic()) >= decoding
