@@ -415,7 +415,7 @@ def _charge_decoding(engine: AsyncEngine, charged: Callable[[], Charged | None])
     def _connected(dbapi_connection: Any, record: Any) -> None:
         holder = _Holder()
         record.info[_HOLDER] = holder
-        codec = dbapi_connection._connection.set_type_codec(
+        codec = dbapi_connection.driver_connection.set_type_codec(
             "jsonb",
             encoder=_encode_jsonb,
             decoder=holder.decode,
