@@ -16,7 +16,8 @@ delivers the webhooks).
 - `events_flood_http` (production shape): the p50 of a plain tick and of an execute (a real
   job, waited for) without and with 1,000 events recorded per second (by the product's own
   recording, `record_rows`, in 20 units of 50 a second, through the same PostgreSQL and Redis,
-  from a process of its own started before its phase, `bench/event_flood.py`; read by a
+  from a process of its own started before its phase, which begins once the process says
+  it is ready, `bench/event_flood.py`; read by a
   `GET /events?wait=25` follower and matched against a webhook), in phases that alternate
   (without, with, without, with; each kind pooled), their ratio, and the server's CPU per
   second in each kind.
