@@ -16,7 +16,8 @@ delivers the webhooks).
 - `events_flood_http` (production shape): the p50 of a plain tick and of an execute (a real
   job, waited for) without and with 1,000 events recorded per second (by the product's own
   recording, `record_rows`, in 20 units of 50 a second, through the same PostgreSQL and Redis,
-  from a process of its own started before its phase, `bench/event_flood.py`; read by a
+  from a process of its own started before its phase, which begins once the process says
+  it is ready, `bench/event_flood.py`; read by a
   `GET /events?wait=25` follower and matched against a webhook), in phases that alternate
   (without, with, without, with; each kind pooled), their ratio, and the server's CPU per
   second in each kind.
@@ -63,8 +64,11 @@ JOB_ENDED = ("calcgraph.job.succeeded", "calcgraph.job.failed")
 _ENV = {"CALCGRAPH_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
 FLOOD_PHASE_S = 12.0
 FLOOD_ROUNDS = 4
-FLOOD_LEAD_S = 3.0
-"""The flood's process is started this long before its phase and floods from the phase's start."""
+FLOOD_READY_S = 60.0
+"""The longest the flood's process may take to start (import, connect) before its phase."""
+# The flood's process is started before its phase, which begins once it says it is ready:
+# started a fixed 3 s ahead, at niceness 10 beside the 80 %-busy load its start (about 1.2
+# CPU-s of imports) ran up to 5 s into the phase (2026-11-29).
 # The flood's process and the follower's run at `Options.flood_nice` (default 10). The 1,000
 # events a second stand for other hosts' work (other servers' and workers' units), and the
 # follower for a consumer on another host; on this 2-core machine their own CPU (the flood's
@@ -323,28 +327,45 @@ def _niced(nice: int) -> tuple[str, ...]:
     return ("chrt", "--idle", "0") if nice < 0 else ("nice", "-n", str(nice)) if nice else ()
 
 
-async def _flood(
-    prefix: str, user_id: str, seconds: float, start_at: float, nice: int
-) -> dict[str, float]:
-    """The flood (`bench.event_flood`) in a process of its own at niceness `nice`, for
-    `seconds` from the wall clock's `start_at`: what it recorded, the seconds it took and its
-    CPU seconds (its start included)."""
-    process = await asyncio.create_subprocess_exec(
-        *_niced(nice),
-        sys.executable,
-        "-m",
-        "bench.event_flood",
-        prefix,
-        user_id,
-        str(seconds),
-        str(start_at),
-        stdout=asyncio.subprocess.PIPE,
-    )
-    out, _ = await process.communicate()
-    if process.returncode != 0:
-        raise RuntimeError(f"the flood process failed ({process.returncode})")
-    found: dict[str, float] = json.loads(out.decode().strip().splitlines()[-1])
-    return found
+class _Flood:
+    """The flood (`bench.event_flood`) in a process of its own at niceness `nice`, started and
+    ready (imported, connected) before its phase, flooding once told to (`go`)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def ready(cls, prefix: str, user_id: str, seconds: float, nice: int) -> _Flood:
+        process = await asyncio.create_subprocess_exec(
+            *_niced(nice),
+            sys.executable,
+            "-m",
+            "bench.event_flood",
+            prefix,
+            user_id,
+            str(seconds),
+            "-",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        said = await asyncio.wait_for(process.stdout.readline(), FLOOD_READY_S)
+        if said.strip() != b"ready":
+            raise RuntimeError(f"the flood process did not start ({said[:300]!r})")
+        return cls(process)
+
+    def go(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"go\n")
+
+    async def result(self) -> dict[str, float]:
+        """What it recorded, the seconds it took and its CPU seconds (in all, its start
+        included, and while flooding)."""
+        out, _ = await self.process.communicate()
+        if self.process.returncode != 0:
+            raise RuntimeError(f"the flood process failed ({self.process.returncode})")
+        found: dict[str, float] = json.loads(out.decode().strip().splitlines()[-1])
+        return found
 
 
 async def _measure(
@@ -439,26 +460,17 @@ def _flood_bench(options: Options, name: str, execute_every: float | None) -> li
                 }
                 for phase in ("without", "with") * FLOOD_ROUNDS:
                     flooding = (
-                        asyncio.create_task(
-                            _flood(
-                                prefix,
-                                user_id,
-                                FLOOD_PHASE_S,
-                                time.time() + FLOOD_LEAD_S,
-                                options.flood_nice,
-                            )
-                        )
+                        await _Flood.ready(prefix, user_id, FLOOD_PHASE_S, options.flood_nice)
                         if phase == "with"
                         else None
                     )
                     if flooding is not None:
-                        # The flood's process starts (imports, connects) before the phase.
-                        await asyncio.sleep(FLOOD_LEAD_S)
+                        flooding.go()
                     before, t0 = await cpu_split(bench), time.perf_counter()
                     ticks, executes = await _measure(bench, slug, FLOOD_PHASE_S, execute_every)
                     elapsed = time.perf_counter() - t0
                     spent = await cpu_split(bench) - before
-                    flooded = await flooding if flooding is not None else {}
+                    flooded = await flooding.result() if flooding is not None else {}
                     figures[phase].add(ticks, executes, spent, elapsed, flooded)
                 await asyncio.sleep(3.0)
                 follower.terminate()
@@ -485,6 +497,10 @@ def _flood_bench(options: Options, name: str, execute_every: float | None) -> li
                         "flood_events_per_s": round(recorded / flood_s, 1),
                         "flood_process_cpu_s_per_s": round(
                             found.flooded.get("cpu_s", 0.0) / flood_s, 3
+                        ),
+                        "flood_generator_cpu_ms_per_event_while_flooding": round(
+                            found.flooded.get("flooding_cpu_s", 0.0) / max(1.0, recorded) * 1000,
+                            4,
                         ),
                         "server_cpu_ratio_to_without": round(server_cpu / max(1e-9, base_cpu), 3),
                         "server_extra_cpu_ms_per_flood_event": round(

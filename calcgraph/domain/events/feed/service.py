@@ -104,7 +104,16 @@ class EventFeed:
                 first = False
                 end, pending = await event_service.head(session)
                 if not (number and pending):
-                    page = await event_service.page(session, principal, query, after)
+                    # At the log's end nothing is numbered past `after`: the page would be
+                    # empty, so it is not read (a follower woken by each unit that recorded
+                    # events asks again after each page and finds nothing: in issue 23's flood
+                    # about half its reads). The cursor's row and the events it numbers commit
+                    # together, so no event at or below `end` is still to come.
+                    page = (
+                        EventPage([], str(after))
+                        if end <= after
+                        else await event_service.page(session, principal, query, after)
+                    )
                     reader.seen = max(reader.seen, end)
                     return page
             async with self.database.write_session() as session:
