@@ -16,6 +16,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     false,
+    literal,
     or_,
     select,
     true,
@@ -50,34 +51,47 @@ def _runs_of(me: str | ColumnElement[str]) -> Select[str]:
     )
 
 
+def _found(query: Select[Any]) -> ColumnElement[bool]:
+    """Whether `query` (correlated to the event's subject) finds a row: a scalar subquery of
+    one row, which PostgreSQL runs per event, probing the subject's row by its key. As
+    `subject IN (<every job the reader may see>)` inside the OR of the kinds (or as EXISTS,
+    which it turns into the same), it hashed every job the reader ever ran on every page: 3.5
+    ms of a page of 500 job events at 5,426 jobs, growing with the reader's history (issue
+    23's follower)."""
+    return query.with_only_columns(literal(1)).limit(1).scalar_subquery().is_not(None)
+
+
 def _visible_to(me: str | ColumnElement[str]) -> ColumnElement[bool]:
     def packages_seen() -> ColumnElement[bool]:
         return visible_to(me, Package.owner_id, Package.visibility, Package.organization_id)
 
-    jobs = (
+    kind, subject = Event.subject_kind, Event.subject
+    job = (
         select(Job.id)
         .join(Package, Package.id == Job.package_id)
-        .where(Job.user_id == me, packages_seen())
+        .where(Job.id == subject, Job.user_id == me, packages_seen())
     )
-    packages = select(Package.id).where(packages_seen())
-    functions = (
-        select(Function.id).join(Package, Package.id == Function.package_id).where(packages_seen())
-    )
-    owned_functions = (
+    run = _runs_of(me).where(WorkflowRun.id == subject)
+    package = select(Package.id).where(Package.id == subject, packages_seen())
+    function = (
         select(Function.id)
         .join(Package, Package.id == Function.package_id)
-        .where(Package.owner_id == me)
+        .where(Function.id == subject, packages_seen())
     )
-    webhooks = select(Webhook.id).where(Webhook.user_id == me)
-    kind, subject = Event.subject_kind, Event.subject
+    owned_function = (
+        select(Function.id)
+        .join(Package, Package.id == Function.package_id)
+        .where(Function.id == subject, Package.owner_id == me)
+    )
+    webhook = select(Webhook.id).where(Webhook.id == subject, Webhook.user_id == me)
     return or_(
-        and_(kind == "job", subject.in_(jobs)),
-        and_(kind == "run", subject.in_(_runs_of(me))),
-        and_(kind == "package", subject.in_(packages)),
-        and_(kind == "function", subject.in_(functions)),
-        and_(kind == "build", subject.in_(owned_functions)),
+        and_(kind == "job", _found(job)),
+        and_(kind == "run", _found(run)),
+        and_(kind == "package", _found(package)),
+        and_(kind == "function", _found(function)),
+        and_(kind == "build", _found(owned_function)),
         and_(kind == "user", subject == me),
-        and_(kind == "webhook", subject.in_(webhooks)),
+        and_(kind == "webhook", _found(webhook)),
     )
 
 
