@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from calcgraph.domain.events import repository as event_repository
 from tests.events.helpers import events, of_subject, published
 from tests.execution.conftest import Platform
 
@@ -111,6 +112,16 @@ async def test_wait_ends_empty_with_a_cursor(platform: Platform) -> None:
     assert isinstance(body["next_cursor"], str)
 
 
+@pytest.fixture(params=["probed", "hashed"])
+def rule(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Who sees an event is decided per event near the log's end (`probed`) and by a hash of
+    what the reader may see further from it (`hashed`): both ways, the same answers."""
+    if request.param == "hashed":
+        monkeypatch.setattr(event_repository, "PROBED_SPAN", -1)
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("rule")
 async def test_another_user_never_sees_them_and_admin_does(platform: Platform) -> None:
     await platform.user("alice")
     await platform.user("bob")
@@ -131,6 +142,7 @@ async def test_another_user_never_sees_them_and_admin_does(platform: Platform) -
     ]
 
 
+@pytest.mark.usefixtures("rule")
 async def test_a_public_package_shows_its_upload_but_not_alices_jobs(platform: Platform) -> None:
     await platform.user("alice")
     await platform.user("bob")
@@ -170,6 +182,7 @@ async def test_no_token_is_401(platform: Platform) -> None:
     assert response.status_code == 401
 
 
+@pytest.mark.usefixtures("rule")
 async def test_joining_and_leaving_an_organization(platform: Platform) -> None:
     await platform.user("alice")
     await platform.user("bob")

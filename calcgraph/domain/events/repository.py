@@ -32,6 +32,7 @@ from calcgraph.domain.events.numbered.repository import (
 from calcgraph.domain.events.statements.repository import (
     HEAD,
     LAST_POSITION,
+    PROBED_SPAN,
     SEQUENCE,
     UNSEQUENCED,
     VISIBLE_RUNS,
@@ -196,17 +197,20 @@ class EventRepository(RepositoryBase[Event]):
         subject: str | None,
         run: str | None = None,
         upto: int | None = None,
+        end: int | None = None,
     ) -> list[Row[Any]]:
         """Sequenced events after `after` (and at most `upto`), in position order, that
         `principal` may see (None: every event, for the fan-out, which checks each webhook
         owner's sight itself); with `run`, only that run's own and its jobs' (still each by its
-        subject's rule)."""
+        subject's rule). `end`: the log's end as the caller read it; a page read from near it
+        probes each event's subject rather than hash the reader's history (`PROBED_SPAN`)."""
         query = page_statement(
             types,
             upto is not None,
             principal is None or principal.is_admin,
             subject is not None,
             run is not None,
+            end is not None and end - after <= PROBED_SPAN,
         )
         params: dict[str, Any] = {
             "after": after,

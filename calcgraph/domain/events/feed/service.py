@@ -112,7 +112,7 @@ class EventFeed:
                     page = (
                         EventPage([], str(after))
                         if end <= after
-                        else await event_service.page(session, principal, query, after)
+                        else await event_service.page(session, principal, query, after, end)
                     )
                     reader.seen = max(reader.seen, end)
                     return page
