@@ -112,7 +112,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         if not rows:
             return None
         first = rows[0]
-        results, adopted = self._work(queries.work_rows(self._dialect, [row[5:] for row in rows]))
+        results, adopted = self._work(row[5:] for row in rows if row[5] is not None)
         if adopted:
             job_ids = [job.job_id for job in adopted.values()]
             await self.session.execute(queries.ADOPTED, {"run_id": run_id, "job_ids": job_ids})

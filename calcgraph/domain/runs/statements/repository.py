@@ -4,8 +4,6 @@ the row shapes they read (`calcgraph.domain.runs.repository` runs them)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -29,7 +27,7 @@ from sqlalchemy import (
     cast as sql_cast,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
-from sqlalchemy.orm import defer
+from sqlalchemy.orm import aliased, defer
 
 from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
 from calcgraph.domain.jobs.models import Job
@@ -254,13 +252,13 @@ def work(dialect_name: str) -> Any:
 @functools.cache
 def locked_run_with_work(dialect_name: str, skip_locked: bool) -> Any:
     """The locked tick's one read: the run row, locked (`locked_run_with_facts`), with its
-    access facts and its `work`. PostgreSQL: one row, the work a JSON array of its rows (a
-    column; `work_rows` reads it). A row lock is taken per row the statement returns, and with
-    SKIP LOCKED a row whose lock is held is left out: the work as rows of a join lost those
-    returned while a chain worker still held the lock, and a tick that saw a node's end
-    without its successor's start submitted the successor again. SQLite (its write session
-    holds the database's lock already): the work as the rows of an outer join (one row with
-    no work, the work columns NULL).
+    access facts and its `work` as the rows of an outer join (one row with no work: the work
+    columns NULL). PostgreSQL takes the lock once, in a materialized CTE that answers the run's
+    row and facts (none when SKIP LOCKED left it out): a row lock is taken per row a statement
+    returns, and with the work's rows joined to the locked table, SKIP LOCKED left out those
+    returned while a chain worker still held the lock (a tick that saw a node's end without
+    its successor's start submitted the successor twice). SQLite's write session holds the
+    database's lock already.
 
     PostgreSQL reads the work in the statement's snapshot, taken before the lock: when the
     lock's last holder committed in between, the run row is its version (the lock reads the
@@ -272,24 +270,23 @@ def locked_run_with_work(dialect_name: str, skip_locked: bool) -> Any:
     found = work(dialect_name).subquery("work")
     if dialect_name != "postgresql":
         return RUN_WITH_FACTS.outerjoin(found, true()).add_columns(*found.c)
-    rows = (
-        select(func.json_agg(func.json_build_array(*found.c))).select_from(found).scalar_subquery()
+    facts = (Workflow.owner_id, Workflow.organization_id, Workflow.visibility, Workflow.slug)
+    run_columns = [c for c in RUNS.c if c.key != "plan_snapshot"]
+    row = (
+        select(*run_columns, *(c.label(f"f_{c.key}") for c in facts))
+        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
+        .where(WorkflowRun.id == bindparam("run_id"))
     )
-    query = RUN_WITH_FACTS.add_columns(sql_cast(rows, JSONB).label("work"))
-    return locked(dialect_name, query, of=WorkflowRun, skip_locked=skip_locked)
-
-
-def work_rows(dialect_name: str, rows: Sequence[Any]) -> list[Sequence[Any]]:
-    """The work rows of `locked_run_with_work`'s answer (`rows`, past the run and its facts:
-    PostgreSQL's JSON array, its times as text; SQLite's joined rows), as `work` returns them."""
-    if dialect_name != "postgresql":
-        return [row for row in rows if row[0] is not None]
-    found = rows[0][0] or []
-    for row in found:
-        for at in (4, 7):
-            if row[at] is not None:
-                row[at] = datetime.fromisoformat(row[at]).astimezone(UTC)
-    return cast(list[Sequence[Any]], found)
+    once = locked(dialect_name, row, of=WorkflowRun, skip_locked=skip_locked)
+    cte = once.cte("locked_run").prefix_with("MATERIALIZED")
+    run = aliased(WorkflowRun, cte, adapt_on_names=True)
+    return (
+        select(run, *(cte.c[f"f_{c.key}"] for c in facts), *found.c)
+        .select_from(cte)
+        .outerjoin(found, true())
+        .options(defer(run.plan_snapshot, raiseload=True))
+        .execution_options(populate_existing=True)
+    )
 
 
 def state(row: Any) -> NodeState:
