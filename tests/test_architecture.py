@@ -235,3 +235,13 @@ def test_doors_read_the_application_through_their_accessor(path: Path) -> None:
     """The doors read the application's state through their one typed accessor (which modules
     they may import is the layers contract's, `lint-imports` in `make lint`)."""
     assert "app.state" not in path.read_text(), f"{path.name} reads app.state untyped"
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """Issue 30: a module that outgrows 400 lines is split where its parts separate."""
+    long = {
+        str(path.relative_to(ROOT)): count
+        for path in ROOT.rglob("*.py")
+        if (count := len(path.read_text().splitlines())) > 400
+    }
+    assert not long, long

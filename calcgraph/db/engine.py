@@ -7,7 +7,6 @@ REST request, per GraphQL mutation field, per actor message) or rolls it back on
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import time
@@ -25,8 +24,8 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.util import await_only
 
+from calcgraph.db.charged import Charged, charge_decoding
 from calcgraph.db.defaults import (
     MAX_OVERFLOW,
     POOL_SIZE,
@@ -153,7 +152,7 @@ class Database:
         charged: Callable[[], Charged | None] | None = None,
     ) -> None:
         """`charged`: what pays, in the context that checks out a pooled connection, for the
-        JSON values decoded on it until it is checked in (PostgreSQL; see `_charge_decoding`)."""
+        JSON values decoded on it until it is checked in (PostgreSQL; `db.charged`)."""
         self.url = url
         # Admission (PostgreSQL, `queue_limit` given): units of work in flight, each holding a
         # pooled connection or waiting for one, at most the pool's connections plus the queue.
@@ -198,7 +197,7 @@ class Database:
             # SQLAlchemy invalidating the pool when a statement meets a dropped connection.
             _ping_when_idle(self.engine, PING_IDLE_S)
         if self.dialect_name == "postgresql" and charged is not None:
-            _charge_decoding(self.engine, charged)
+            charge_decoding(self.engine, charged)
         self._factory = async_sessionmaker(self.engine, expire_on_commit=False)
         self._autocommit_factory = self._factory
         self._snapshot_factory = self._factory
@@ -367,74 +366,6 @@ def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
             if dialect.is_disconnect(exc, dbapi_connection, None):
                 raise InvalidatePoolError("the pooled connection does not answer") from exc
             raise
-
-
-class Charged(Protocol):
-    """What pays for the time a request's work takes (`domain.spend.Meter`)."""
-
-    spent: float
-
-
-class _Holder:
-    """Who holds one pooled connection now: what its decoded JSON values are charged to."""
-
-    __slots__ = ("charged",)
-
-    def __init__(self) -> None:
-        self.charged: Charged | None = None
-
-    def decode(self, value: bytes) -> Any:
-        started = time.thread_time()
-        try:
-            # The leading byte is the version of PostgreSQL's binary jsonb format.
-            return json.loads(value[1:].decode())
-        finally:
-            charged = self.charged
-            if charged is not None:
-                charged.spent += time.thread_time() - started
-
-
-def _encode_jsonb(text: str) -> bytes:
-    return b"\x01" + text.encode()
-
-
-_HOLDER = "calcgraph.holder"
-
-
-def _charge_decoding(engine: AsyncEngine, charged: Callable[[], Charged | None]) -> None:
-    """asyncpg decodes a row's values as the rows arrive, in the event loop's read callback,
-    outside the steps of the request that asked for them: an 8 MiB job output read whole
-    cost its decoding to no one (serving.loop_share meters a request's own steps), and in the
-    soak of issue 27 decoding the hostile users' big values was 9 % of the loop, unmetered.
-    So each connection decodes JSONB with a codec of its own that charges the time to what
-    `charged` gave in the context that checked the connection out (the request's meter), until
-    it is checked in."""
-    sync_engine = engine.sync_engine
-
-    @event.listens_for(sync_engine, "connect")
-    def _connected(dbapi_connection: Any, record: Any) -> None:
-        holder = _Holder()
-        record.info[_HOLDER] = holder
-        codec = dbapi_connection.driver_connection.set_type_codec(
-            "jsonb",
-            encoder=_encode_jsonb,
-            decoder=holder.decode,
-            schema="pg_catalog",
-            format="binary",
-        )
-        await_only(codec)
-
-    @event.listens_for(sync_engine, "checkout")
-    def _taken(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        holder = record.info.get(_HOLDER)
-        if holder is not None:
-            holder.charged = charged()
-
-    @event.listens_for(sync_engine, "checkin")
-    def _returned(dbapi_connection: Any, record: Any) -> None:
-        holder = record is not None and record.info.get(_HOLDER)
-        if holder:
-            holder.charged = None
 
 
 U = TypeVar("U")
