@@ -59,6 +59,29 @@ async def own_tables(session: AsyncSession) -> None:
     await session.run_sync(lambda sync: Base.metadata.create_all(sync.connection()))
 
 
+def job_row(run_id: str, owner: str, key: str, status: str) -> dict[str, Any]:
+    """A job row of node `key` of the run, attempt 1 (foreign keys unchecked: see `seed`)."""
+    return {
+        "id": str(uuid.uuid4()),
+        "function_id": "f",
+        "function_version_id": "fv",
+        "package_id": "p",
+        "user_id": owner,
+        "status": status,
+        "inputs": {"x": 1},
+        "resolved_inputs": {"x": 1},
+        "outputs": {"y": 2} if status == "success" else None,
+        "cache_hit": False,
+        "workflow_run_id": run_id,
+        "node_key": key,
+        "attempt": 1,
+        "deliveries": 1,
+        "created_at": NOW,
+        "started_at": NOW,
+        "finished_at": NOW if status == "success" else None,
+    }
+
+
 def _key(chain: int, i: int) -> str:
     return f"c{chain}n{i}"
 
@@ -113,29 +136,9 @@ async def seed(
     starts: list[dict[str, Any]] = []
 
     def job(key: str, job_status: str) -> str:
-        job_id = str(uuid.uuid4())
-        jobs.append(
-            {
-                "id": job_id,
-                "function_id": "f",
-                "function_version_id": "fv",
-                "package_id": "p",
-                "user_id": owner,
-                "status": job_status,
-                "inputs": {"x": 1},
-                "resolved_inputs": {"x": 1},
-                "outputs": {"y": 2} if job_status == "success" else None,
-                "cache_hit": False,
-                "workflow_run_id": run_id,
-                "node_key": key,
-                "attempt": 1,
-                "deliveries": 1,
-                "created_at": NOW,
-                "started_at": NOW,
-                "finished_at": NOW if job_status == "success" else None,
-            }
-        )
-        return job_id
+        row = job_row(run_id, owner, key, job_status)
+        jobs.append(row)
+        return str(row["id"])
 
     for c in range(chains):
         for i in range(length):

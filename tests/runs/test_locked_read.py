@@ -6,9 +6,8 @@ lost: the tick adopts (deletes) only the chain starts it read."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from sqlalchemy import Table, delete, insert, select, text
@@ -20,7 +19,7 @@ from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.state import StartedJob
 from calcgraph.domain.workflows.models import Workflow
-from tests.runs.plans import NOW, seed
+from tests.runs.plans import job_row, seed
 
 pytestmark = pytest.mark.db
 
@@ -44,26 +43,6 @@ async def real_database(database_url: str) -> AsyncIterator[Database]:
                 await session.execute(delete(Job).where(Job.workflow_run_id == run_id))
                 await session.execute(delete(Workflow).where(Workflow.id == workflow_id))
         await database.dispose()
-
-
-def _job_row(run_id: str, key: str) -> dict[str, Any]:
-    return {
-        "id": str(uuid.uuid4()),
-        "function_id": "f",
-        "function_version_id": "fv",
-        "package_id": "p",
-        "user_id": "u",
-        "status": "running",
-        "inputs": {"x": 1},
-        "resolved_inputs": {"x": 1},
-        "cache_hit": False,
-        "workflow_run_id": run_id,
-        "node_key": key,
-        "attempt": 1,
-        "deliveries": 1,
-        "created_at": NOW,
-        "started_at": NOW,
-    }
 
 
 async def _locked_read(database: Database, run_id: str) -> dict[str, StartedJob]:
@@ -109,7 +88,7 @@ async def test_a_chain_start_written_while_the_read_waits_is_left_for_the_next_t
         reading = asyncio.create_task(_locked_read(database, run.run_id))
         await _waiting_for_a_lock(database)
         await holder.execute(text("SET LOCAL session_replication_role = replica"))
-        late = _job_row(run.run_id, "c1n3")
+        late = job_row(run.run_id, "u", "c1n3", "running")
         await holder.execute(insert(cast(Table, Job.__table__)), [late])
         await holder.execute(insert(STARTS), [{"run_id": run.run_id, "job_id": late["id"]}])
     adopted = await asyncio.wait_for(reading, 30)
