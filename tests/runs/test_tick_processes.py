@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from calcgraph.domain.runs.chains.repository import ChainRepository
 from calcgraph.domain.runs.repository import RunRepository
 from calcgraph.domain.runs.service import RunService
 from calcgraph.domain.runs.views import RunView
@@ -104,7 +105,7 @@ async def test_a_tick_finding_the_run_locked_answers_it_as_committed(
     run_id = (await _start(platform, slug, {"x": 1.0}))["id"]
     async with platform.database.write_session() as session:
         # Another unit of work (a tick elsewhere) holds the run's lock until it commits.
-        assert await RunRepository.from_session(session).locked_run(run_id) is not None
+        await ChainRepository.from_session(session).lock_run(run_id)
         busy = await asyncio.wait_for(_tick(platform, run_id), HUNG)
         # Answered at once, as committed: nothing submitted, nothing written.
         assert busy["status"] == "pending"

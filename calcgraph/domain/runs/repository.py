@@ -78,17 +78,10 @@ def _state_values(state: NodeState) -> dict[str, Any]:
 class RunRepository(RepositoryBase[WorkflowRun]):
     model = WorkflowRun
 
-    async def locked_run(
-        self, run_id: str, *, lock: bool = True, skip_locked: bool = False
-    ) -> tuple[WorkflowRun, WorkflowFacts] | None:
-        """The run row, locked until the end of the unit of work (the tick's serialisation)
-        unless `lock` is false, with its workflow's access facts; its large `plan_snapshot`
-        is not loaded. `skip_locked`: None, rather than a wait, when another unit of work
-        holds the row's lock (PostgreSQL; SQLite's write sessions are serialised already)."""
-        query = queries.RUN_WITH_FACTS
-        if lock:
-            query = queries.locked_run_with_facts(self.session.get_bind().dialect.name, skip_locked)
-        row = (await self.session.execute(query, {"run_id": run_id})).first()
+    async def run_with_facts(self, run_id: str) -> tuple[WorkflowRun, WorkflowFacts] | None:
+        """The run row, unlocked, with its workflow's access facts; its large `plan_snapshot`
+        is not loaded."""
+        row = (await self.session.execute(queries.RUN_WITH_FACTS, {"run_id": run_id})).first()
         if row is None:
             return None
         return row[0], WorkflowFacts(row[1], row[2], row[3], row[4])
@@ -96,14 +89,17 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     async def locked_run_with_work(
         self, run_id: str, *, skip_locked: bool
     ) -> tuple[WorkflowRun, WorkflowFacts, dict[str, JobResult], dict[str, StartedJob]] | None:
-        """`locked_run` (locked) with what the tick reconciles, in one statement; None as
-        there. What it reconciles: the results of the finished jobs the run's running nodes
-        wait on (the node rows by the (run, status) index, as many as the run has in flight,
-        not as many as it has nodes, their jobs by primary key), and the jobs chain workers
-        started for pending nodes since the last tick (by node key), with the results of those
-        already finished. This unit of work adopts the starts it read, deleting them by id
-        (what the statement's snapshot lacked stays for the next tick: see
-        `queries.locked_run_with_work`); a run without any sends nothing more."""
+        """The run row, locked until the end of the unit of work (the tick's serialisation),
+        with its access facts and what the tick reconciles, in one statement; None when there
+        is no such run, or with `skip_locked` when another unit of work holds its lock
+        (SQLite's write sessions are serialised already). What it reconciles: the results of
+        the finished jobs the run's running nodes wait on (the node rows by the (run, status)
+        index, as many as the run has in flight, not as many as it has nodes, their jobs by
+        primary key), and the jobs chain workers started for pending nodes since the last
+        tick (by node key), with the results of those already finished. This unit of work
+        adopts the starts it read, deleting them by id (what the statement's snapshot lacked
+        stays for the next tick: see `queries.locked_run_with_work`); a run without any sends
+        nothing more."""
         rows = (
             await self.session.execute(
                 queries.locked_run_with_work(self._dialect, skip_locked), {"run_id": run_id}

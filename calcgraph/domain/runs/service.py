@@ -280,7 +280,7 @@ class RunService(RunLoads):
         answer it busy (another unit of work holds its lock), or advance it: load its work,
         plan and states, decide, authorize, persist."""
         store = RunStore(session, self.memo)
-        snapshot = await store.read(run_id, lock, work=True)
+        snapshot = await store.read(run_id, lock, work=advance is None)
         busy = snapshot is None and lock == "skip"
         if busy:
             # Its lock is held by another unit of work (a tick in another request or process,
@@ -339,8 +339,8 @@ class RunService(RunLoads):
         """(job id, status) of the jobs the run's running nodes wait on: what a long-poll
         tick waits for."""
         repository = RunRepository.from_session(session)
-        locked = await repository.locked_run(run_id, lock=False)
-        await self._ensure_visible(session, principal, *found(locked, f"workflow run {run_id!r}"))
+        read = await repository.run_with_facts(run_id)
+        await self._ensure_visible(session, principal, *found(read, f"workflow run {run_id!r}"))
         return await repository.running_jobs(run_id)
 
     async def _ensure_visible(

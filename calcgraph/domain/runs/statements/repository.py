@@ -201,11 +201,6 @@ def just_started(state: NodeState) -> bool:
 
 
 @functools.cache
-def locked_run_with_facts(dialect_name: str, skip_locked: bool) -> Any:
-    return locked(dialect_name, RUN_WITH_FACTS, of=WorkflowRun, skip_locked=skip_locked)
-
-
-@functools.cache
 def states_since(dialect_name: str) -> Any:
     """The node states of the run bound to `run_id` written after the revision bound to
     `since`: by the (run, revision) index, each revision up to the run's (no tick writes a
@@ -251,7 +246,7 @@ def work(dialect_name: str) -> Any:
 
 @functools.cache
 def locked_run_with_work(dialect_name: str, skip_locked: bool) -> Any:
-    """The locked tick's one read: the run row, locked (`locked_run_with_facts`), with its
+    """The locked tick's one read: the run row (`RUN_WITH_FACTS`), locked, with its
     access facts and its `work` as the rows of an outer join (one row with no work: the work
     columns NULL). PostgreSQL takes the lock once, in a materialized CTE that answers the run's
     row and facts (none when SKIP LOCKED left it out): a row lock is taken per row a statement

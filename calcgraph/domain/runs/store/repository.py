@@ -40,15 +40,10 @@ class RunStore:
 
     async def read(self, run_id: str, lock: Lock, *, work: bool = False) -> RunSnapshot | None:
         """The run row with its access facts (None: no such run, or with `skip` its lock is
-        held elsewhere); with `work`, in the same statement, what a tick would reconcile:
-        unlocked, whether there is any (`RunSnapshot.work`); locked, the finished results
-        and the chain starts, which this unit of work adopts."""
-        if lock == "none" and work:
-            found = await self.repository.run_with_work(run_id)
-            if found is None:
-                return None
-            return RunSnapshot(found[0], found[1], locked=False, work=found[2])
-        if lock != "none" and work:
+        held elsewhere). Locked, in the same statement, what the tick reconciles: the finished
+        results and the chain starts, which this unit of work adopts. Unlocked with `work`,
+        in the same statement, whether a tick would find any (`RunSnapshot.work`)."""
+        if lock != "none":
             locked = await self.repository.locked_run_with_work(run_id, skip_locked=lock == "skip")
             if locked is None:
                 return None
@@ -58,10 +53,13 @@ class RunStore:
             if started:
                 changes.changed(run_id)  # its chain starts adopted: they are no longer work
             return RunSnapshot(run, facts, locked=True, results=results, started=started)
-        row = await self.repository.locked_run(
-            run_id, lock=lock != "none", skip_locked=lock == "skip"
-        )
-        return None if row is None else RunSnapshot(*row, locked=lock != "none")
+        if work:
+            found = await self.repository.run_with_work(run_id)
+            if found is None:
+                return None
+            return RunSnapshot(found[0], found[1], locked=False, work=found[2])
+        row = await self.repository.run_with_facts(run_id)
+        return None if row is None else RunSnapshot(*row, locked=False)
 
     async def complete(self, snapshot: RunSnapshot) -> None:
         """The locked snapshot's plan and node states, from the memo when remembered."""
