@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.core import Benchmark, Options, Result
+from bench.speed import reference_ms
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 # Benchmarks drive one caller far past the default rate limit (600 a minute): a limit they
@@ -185,13 +186,15 @@ def main(argv: list[str]) -> int:
         console = Console(width=180)
     started = dt.datetime.now(dt.UTC)
     load_before = os.getloadavg()
+    speed_before = reference_ms()
     results: list[Result] = []
     failures: dict[str, str] = {}
     for name, benchmark in chosen.items():
         console.print(f"[bold]bench[/]: {name} ...")
         t0 = time.perf_counter()
+        speed = reference_ms()
         try:
-            results.extend(benchmark(options))
+            results.extend(dataclasses.replace(r, reference_ms=speed) for r in benchmark(options))
         except Exception:  # one broken benchmark must not hide the others' figures
             failures[name] = traceback.format_exc()
             console.print(f"[red]bench: {name} failed[/]\n{failures[name]}")
@@ -200,13 +203,18 @@ def main(argv: list[str]) -> int:
     for r in results:  # what the table has no column for: CPU, memory, sizes, targets
         if r.extra:
             figures = ", ".join(f"{k}={v}" for k, v in r.extra.items())
-            console.print(f"  {r.benchmark} [{r.scenario}] (load {r.load1:.2f}): {figures}")
+            console.print(
+                f"  {r.benchmark} [{r.scenario}] (load {r.load1:.2f}, reference "
+                f"{r.reference_ms} ms): {figures}"
+            )
+    speed_after = reference_ms()
     report = {
         "started_at": started.isoformat(timespec="seconds"),
         "machine": {
             "cpus": os.cpu_count(),
             "loadavg_before": load_before,
             "loadavg_after": os.getloadavg(),
+            "reference_ms_before_after": [speed_before, speed_after],
             "python": platform.python_version(),
             "platform": platform.platform(),
         },
@@ -219,7 +227,9 @@ def main(argv: list[str]) -> int:
     console.print(f"results written to {RESULTS}")
     console.print(
         f"load average before/after: {load_before[0]:.2f} / {os.getloadavg()[0]:.2f} "
-        f"on {os.cpu_count()} CPUs (the machine is shared: figures move with it)"
+        f"on {os.cpu_count()} CPUs (the machine is shared: figures move with it); "
+        f"reference work (bench/speed.py) {speed_before} / {speed_after} ms "
+        "of CPU: divide a CPU figure by it to compare machines and days"
     )
     return 1 if failures else 0
 

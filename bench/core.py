@@ -42,6 +42,9 @@ class Result:
     # The machine's 1-minute load average when the figure was taken: on a shared 2-core
     # machine every figure moves with it, so it is printed beside each one.
     load1: float = field(default_factory=lambda: round(os.getloadavg()[0], 2))
+    # The machine's speed when the figure was taken (`bench.speed.reference_ms`, measured just
+    # before the benchmark): CPU figures divided by it compare across machines and days.
+    reference_ms: float | None = None
 
 
 Benchmark = Callable[[Options], list[Result]]
