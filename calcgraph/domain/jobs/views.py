@@ -9,9 +9,9 @@ from typing import Any
 from calcgraph.domain.functions.deprecation import Deprecation
 
 JOB_STATUSES = ("queued", "running", "success", "failed")
+"""A job's statuses (a cancelled job ends `failed`, error kind `cancelled`)."""
 TERMINAL = frozenset({"success", "failed"})
 """The statuses a job ends in."""
-"""A job's statuses (a cancelled job ends `failed`, error kind `cancelled`)."""
 
 JOB_FIELDS = (
     "id",
