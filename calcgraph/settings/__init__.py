@@ -15,7 +15,14 @@ from calcgraph.domain.builds import limits
 from calcgraph.domain.builds.validation import SubmissionLimits
 from calcgraph.domain.events.schedule import DEFAULT_RETRY_SCHEDULE
 from calcgraph.domain.quotas.limits import Quotas
-from calcgraph.settings.fields import DatabaseUrl, HostList, LocalRoots, RetrySchedule
+from calcgraph.settings.fields import (
+    NICENESS_DEFAULT,
+    DatabaseUrl,
+    HostList,
+    LocalRoots,
+    Niceness,
+    RetrySchedule,
+)
 
 SandboxKind = Literal["docker", "bwrap", "process"]
 DbDriver = Literal["sqlite+aiosqlite", "postgresql+asyncpg"]
@@ -36,6 +43,11 @@ class Settings(BaseSettings):
         default=300.0, gt=0, description="function execution timeout; the sandbox is killed after"
     )
     sandbox_pids: int = Field(default=256, gt=0, description="process count limit per sandbox")
+    sandbox_niceness: Niceness = Field(
+        default=NICENESS_DEFAULT,
+        description="niceness steps (0-19) below the serve or worker process that starts a "
+        "sandbox, cgroup weight and docker cpu_shares to match; 0: the platform's priority",
+    )
     warm_pool_size: int = Field(default=200, ge=0, description="warm sandboxes kept, LRU evicted")
     warm_idle_seconds: float = Field(
         default=600.0, gt=0, description="a warm sandbox idle this long without a job is stopped"

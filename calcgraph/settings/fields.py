@@ -67,6 +67,29 @@ def _absolute_roots(roots: list[Path]) -> list[Path]:
     return roots
 
 
+NICENESS_MAX = 19
+"""The lowest CPU priority the kernel has (niceness runs from -20, the highest, to 19)."""
+NICENESS_DEFAULT = 10
+"""Sandboxes' niceness steps below the platform by default: a job gets about a tenth of the CPU
+a platform process competing with it gets (the kernel's weights 110 and 1024)."""
+
+
+def _niceness(value: object) -> object:
+    """A whole number of niceness steps from 0 to NICENESS_MAX, else a refusal saying so."""
+    text = str(value).strip()
+    try:
+        steps = None if isinstance(value, bool | float) else int(text)
+    except ValueError:
+        steps = None
+    if steps is None or not 0 <= steps <= NICENESS_MAX:
+        raise ValueError(
+            f"CALCGRAPH_SANDBOX_NICENESS must be a whole number from 0 (jobs at the platform's "
+            f"own CPU priority) to {NICENESS_MAX} (the lowest priority), not {text!r}; a "
+            "negative value would put users' code above the platform"
+        )
+    return steps
+
+
 DatabaseUrl = Annotated[str, AfterValidator(_known_driver)]
 """`sqlite+aiosqlite://...` or `postgresql+asyncpg://...`."""
 RetrySchedule = Annotated[
@@ -77,6 +100,8 @@ HostList = Annotated[
     list[str], NoDecode, BeforeValidator(comma_separated), AfterValidator(_valid_hosts)
 ]
 """Comma-separated host names, addresses or CIDR blocks (`AllowList`)."""
+Niceness = Annotated[int, BeforeValidator(_niceness)]
+"""How far below the platform's CPU priority sandboxes run: 0 to 19 niceness steps."""
 LocalRoots = Annotated[
     list[Path], NoDecode, BeforeValidator(comma_separated), AfterValidator(_absolute_roots)
 ]

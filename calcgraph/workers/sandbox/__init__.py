@@ -72,8 +72,13 @@ FIXES = {
 
 
 def limits_from(settings: Settings) -> Limits:
-    """The specification's limits with the configured timeout and process count."""
-    return Limits(timeout_seconds=settings.sandbox_timeout_seconds, pids=settings.sandbox_pids)
+    """The specification's limits with the configured timeout, process count and CPU
+    priority."""
+    return Limits(
+        timeout_seconds=settings.sandbox_timeout_seconds,
+        pids=settings.sandbox_pids,
+        niceness=settings.sandbox_niceness,
+    )
 
 
 def preflight(settings: Settings, kind: SandboxKind | None = None) -> None:

@@ -11,6 +11,7 @@ threads; async callers wrap it in `asyncio.to_thread`.
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from abc import ABC, abstractmethod
@@ -22,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from calcgraph.domain.jobs.outcome import Outcome
 from calcgraph.domain.read_models import from_attributes
+from calcgraph.settings.fields import NICENESS_DEFAULT, NICENESS_MAX
 
 ErrorKind = Literal[
     "user_error",
@@ -46,6 +48,7 @@ LIMIT_NAMES = (
     "tmp_size",  # /tmp holds at most tmp_bytes
     "memory",
     "cpus",
+    "cpu_priority",  # below the platform's: niceness, and the cgroup's weight where it has one
     "pids",  # process (task) count
     "capabilities",  # all dropped
     "no_new_privileges",
@@ -72,6 +75,10 @@ class Limits:
     result_bytes: int = 16 * MiB
     """Largest JSON result a sandbox may send back; protects the worker's memory."""
     open_files: int = 1024
+    niceness: int = NICENESS_DEFAULT
+    """Not in the specification: niceness steps below the CPU priority of the process that
+    starts the sandbox (`CALCGRAPH_SANDBOX_NICENESS`), so that jobs yield the CPU to the
+    platform; the sandbox's cgroup weight (and docker's cpu_shares) is lowered to match."""
 
 
 def declared_limits(worker: Limits, resources: Mapping[str, Any] | None) -> Limits | None:
@@ -240,7 +247,8 @@ def runner_config(
     spec: SandboxSpec, limits: Limits, *, code_dir: str, deps_dir: str, **confinement: Any
 ) -> dict[str, Any]:
     """The runner's config as every backend sends it (where the code and its dependencies are
-    mounted, what it may return), plus the backend's own `confinement` (rlimits, user, ...)."""
+    mounted, what it may return, the niceness it takes), plus the backend's own `confinement`
+    (rlimits, user, ...)."""
     return {
         "handler": spec.handler,
         "code_dir": code_dir,
@@ -248,8 +256,19 @@ def runner_config(
         "output_ports": list(spec.output_ports),
         "output_bytes": limits.output_bytes,
         "result_bytes": limits.result_bytes,
+        "niceness": sandbox_niceness(limits),
         **confinement,
     }
+
+
+NICENESS = "niceness below the worker's, RLIMIT_NICE 0 (verified at start)"
+"""How every backend lowers a sandbox's CPU priority (its `cpu_priority` mechanism)."""
+
+
+def sandbox_niceness(limits: Limits) -> int:
+    """The niceness a sandbox's processes run at: `limits.niceness` steps below this process's
+    own (the platform's), the kernel's lowest (19) at most."""
+    return min(NICENESS_MAX, os.getpriority(os.PRIO_PROCESS, 0) + limits.niceness)
 
 
 class Sandbox(ABC):

@@ -1,5 +1,10 @@
 """One cgroup per sandbox for memory, process count and CPU, on cgroup v2 or the v1 controllers.
 
+CPU priority: under a cgroup's cpu controller a niceness competes only within the cgroup, so the
+sandbox's niceness (`Limits.niceness`) is also given as the cgroup's weight, to it and to the
+parent that holds every sandbox (which competes with the platform's processes): cpu.weight on v2,
+cpu.shares on v1, both the kernel's weight of one process of that niceness.
+
 The sandbox's first process joins its cgroups before it execs (see `join_paths`), so everything it
 ever forks is counted. After a kill the cgroups tell an out-of-memory kill from other deaths.
 """
@@ -18,6 +23,24 @@ from calcgraph.workers.sandbox.base import Limits
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _PERIOD_US = 100_000
+
+
+# The kernel's weight of one process of each niceness from 0 to 19 (sched_prio_to_weight in
+# kernel/sched/core.c): 1024 at 0, about 1.25 times less for each step.
+_NICE_WEIGHTS = (
+    1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+)  # fmt: skip
+
+
+def cpu_shares(niceness: int) -> int:
+    """cgroup v1 cpu.shares (and docker's cpu_shares) of one process at `niceness` (0: 1024,
+    the default)."""
+    return _NICE_WEIGHTS[max(0, min(niceness, len(_NICE_WEIGHTS) - 1))]
+
+
+def cpu_weight(niceness: int) -> int:
+    """cgroup v2 cpu.weight of the same (0: 100, the default), rounded as the kernel does."""
+    return max(1, (cpu_shares(niceness) * 100 + 512) // 1024)
 
 
 def _own_path(controller: str) -> str:
@@ -121,6 +144,8 @@ class SandboxCgroup:
                 _write(d / "memory.swap.max", "0")
             _write(d / "pids.max", str(limits.pids))
             _write(d / "cpu.max", f"{quota} {_PERIOD_US}")
+            for group in (d, d.parent):
+                _write(group / "cpu.weight", str(cpu_weight(limits.niceness)))
             return
         memory = self.dirs["memory"]
         _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes))
@@ -130,6 +155,8 @@ class SandboxCgroup:
         _write(self.dirs["pids"] / "pids.max", str(limits.pids))
         _write(self.dirs["cpu"] / "cpu.cfs_period_us", str(_PERIOD_US))
         _write(self.dirs["cpu"] / "cpu.cfs_quota_us", str(quota))
+        for group in (self.dirs["cpu"], self.dirs["cpu"].parent):
+            _write(group / "cpu.shares", str(cpu_shares(limits.niceness)))
 
     @property
     def procs_files(self) -> list[str]:

@@ -25,12 +25,14 @@ from docker.types import Ulimit
 
 from calcgraph.ops.docker_clients import EngineUnreachable, docker_client
 from calcgraph.workers.sandbox.base import (
+    NICENESS,
     SandboxBackend,
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
     runner_config,
 )
+from calcgraph.workers.sandbox.cgroups import cpu_shares
 from calcgraph.workers.sandbox.session import (
     Channel,
     ChannelClosed,
@@ -180,6 +182,7 @@ class DockerBackend(SandboxBackend):
             "tmp_size": "tmpfs /tmp size=",
             "memory": "mem_limit = memswap_limit (OOM kill)",
             "cpus": "nano_cpus",
+            "cpu_priority": "cpu_shares, and inside " + NICENESS,
             "pids": "pids_limit",
             "capabilities": "cap_drop ALL (CapEff verified 0 at start)",
             "no_new_privileges": "security_opt no-new-privileges (verified at start)",
@@ -282,6 +285,7 @@ class DockerBackend(SandboxBackend):
                 mem_limit=limits.memory_bytes,
                 memswap_limit=limits.memory_bytes,
                 nano_cpus=int(limits.cpus * 1_000_000_000),
+                cpu_shares=cpu_shares(limits.niceness),
                 pids_limit=limits.pids,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],

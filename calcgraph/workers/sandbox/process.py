@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from calcgraph.workers.sandbox.base import (
+    NICENESS,
     SandboxBackend,
     SandboxError,
     SandboxSpec,
@@ -122,6 +123,7 @@ class ProcessBackend(SandboxBackend):
             else None,
             "memory": "RLIMIT_AS (a MemoryError past the limit)",
             "cpus": "sched_setaffinity to the first N CPUs",
+            "cpu_priority": NICENESS,
             "pids": "RLIMIT_NPROC on the sandbox's own uid" if self.as_root else None,
             "capabilities": (
                 "setuid to an unprivileged uid, bounding set emptied"

@@ -169,8 +169,9 @@ def _hex_zero(value: str | None) -> bool:
     return value is not None and int(value, 16) == 0
 
 
-def verify_status(status: Mapping[str, str]) -> str | None:
-    """Why a runner's self-report breaks the limits (capabilities, privileges, uid), or None."""
+def verify_status(status: Mapping[str, str], niceness: int | None = None) -> str | None:
+    """Why a runner's self-report breaks the limits (capabilities, privileges, uid, a CPU
+    priority above `niceness`), or None."""
     uids = (status.get("Uid") or "0").split()
     if any(int(uid) == 0 for uid in uids):
         return f"the sandbox runs as root (Uid: {status.get('Uid')})"
@@ -181,6 +182,8 @@ def verify_status(status: Mapping[str, str]) -> str | None:
         return "the sandbox could not report its capabilities"
     if status.get("NoNewPrivs") != "1":
         return f"no_new_privs is not set (NoNewPrivs: {status.get('NoNewPrivs')})"
+    if niceness is not None and int(status.get("Nice") or -20) < niceness:
+        return f"it runs at niceness {status.get('Nice')}, not {niceness} or lower in priority"
     return None
 
 
@@ -249,7 +252,7 @@ class RunnerSandbox(Sandbox):
                 truncate_logs(str(reply.get("logs", "")), limits.output_bytes),
             )
         self.status = dict(reply.get("status") or {})
-        problem = verify_status(self.status)
+        problem = verify_status(self.status, self._config.get("niceness"))
         if problem:
             self.close()
             raise SandboxError(
