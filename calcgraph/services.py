@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # names for the annotations only: importing this module costs
     from sqlalchemy.ext.asyncio import AsyncSession
     from starlette.applications import Starlette
 
-    from calcgraph.auth.setup import IdentityAdapters
+    from calcgraph.auth.login import LoginFlow
     from calcgraph.db.engine import Database
     from calcgraph.domain.access.principal import Principal
     from calcgraph.domain.builds.ports import Builds
@@ -55,7 +55,8 @@ class Probes(Protocol):
 class Services:
     settings: Settings
     database: Database
-    identity: IdentityAdapters
+    identity: LoginFlow
+    """The identity adapters: the sign-in flow, with the authenticator and provider it uses."""
     execution: CommitWait
     probes: Probes
     metrics: Metrics

@@ -1,8 +1,7 @@
-"""Wires the identity adapters of one application from its settings."""
+"""Wires the identity adapters of one application from its settings: the provider, the
+token authenticator and the sign-in flow that holds both."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from calcgraph.auth.authenticate import Authenticator
 from calcgraph.auth.issuer import require_https
@@ -12,22 +11,15 @@ from calcgraph.auth.verify import TokenVerifier
 from calcgraph.db.engine import Database
 from calcgraph.settings import Settings
 
-__all__ = ["IdentityAdapters", "build_identity", "require_https"]
+__all__ = ["build_identity", "require_https"]
 
 
-@dataclass(frozen=True)
-class IdentityAdapters:
-    provider: OidcProvider
-    authenticator: Authenticator
-    login: LoginFlow
-
-
-def build_identity(settings: Settings, database: Database) -> IdentityAdapters:
+def build_identity(settings: Settings, database: Database) -> LoginFlow:
     require_https(settings.issuer)
     provider = OidcProvider(settings.issuer, refetch_interval=settings.oidc_jwks_refetch_seconds)
     verifier = TokenVerifier(provider, settings.oidc_audience, settings.oidc_leeway_seconds)
     authenticator = Authenticator(verifier, database)
-    login = LoginFlow(
+    return LoginFlow(
         provider=provider,
         authenticator=authenticator,
         database=database,
@@ -36,4 +28,3 @@ def build_identity(settings: Settings, database: Database) -> IdentityAdapters:
         redirect_uri=settings.oidc_redirect_uri,
         scopes=settings.oidc_scopes,
     )
-    return IdentityAdapters(provider=provider, authenticator=authenticator, login=login)

@@ -7,8 +7,7 @@ import html
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from calcgraph.auth.login import LoginResult, LoginStart
-from calcgraph.auth.setup import IdentityAdapters
+from calcgraph.auth.login import LoginFlow, LoginResult, LoginStart
 from calcgraph.domain.access.service import access_service
 from calcgraph.domain.access.views import UserView
 from calcgraph.rest_compat.operations import Call, Operations
@@ -23,20 +22,20 @@ from calcgraph.rest_compat.wire_auth import (
 rest = Operations(tag="auth")
 
 
-def _identity(request: Request) -> IdentityAdapters:
+def _login(request: Request) -> LoginFlow:
     return services_of(request).identity
 
 
 @rest("POST", "/auth/login", {200: LoginStartOut})
 async def login(call: Call[None, None]) -> LoginStart:
     """Start an authorization code sign-in"""
-    return await _identity(call.request).login.start(str(call.request.base_url))
+    return await _login(call.request).start(str(call.request.base_url))
 
 
 @rest("POST", "/auth/callback", {200: LoginResultOut}, errors=(400,))
 async def callback(call: Call[LoginCallbackBody, None]) -> LoginResult:
     """Finish the sign-in: code and PKCE verifier for tokens"""
-    return await _identity(call.request).login.complete(
+    return await _login(call.request).complete(
         call.body.code, call.body.code_verifier, str(call.request.base_url)
     )
 

@@ -58,11 +58,8 @@ def visible_to(
 
 
 # Built once: every tick that submits asks it, and building it cost more than running it.
-_OWNER = (
-    select(User.subject, User.username, User.roles)
-    .where(User.id == bindparam("user_id"))
-    .subquery()
-)
+_OWNER_FACTS = (User.subject, User.username, User.roles)
+_OWNER = select(*_OWNER_FACTS).where(User.id == bindparam("user_id")).subquery()
 _PACKAGE_FACTS = (
     FunctionVersion.id,
     Package.owner_id,
@@ -81,7 +78,7 @@ def _membership_of(user_id: ColumnElement[str]) -> ColumnElement[bool]:
 
 
 _EXECUTION_FACTS = (
-    select(*_PACKAGE_FACTS, _OWNER.c.subject, _OWNER.c.username, _OWNER.c.roles)
+    select(*_PACKAGE_FACTS, *_OWNER.c)
     .select_from(FunctionVersion)
     .join(Function, Function.id == FunctionVersion.function_id)
     .join(Package, Package.id == Function.package_id)
@@ -107,7 +104,7 @@ def with_execution_facts(
     organization and the roles of the user `user_id` (their columns NULL when missing); what
     a worker's claim asks of each job's owner in its own statement (`execution_facts_of`)."""
     return (
-        query.add_columns(*_PACKAGE_FACTS, User.subject, User.username, User.roles)
+        query.add_columns(*_PACKAGE_FACTS, *_OWNER_FACTS)
         .outerjoin(FunctionVersion, FunctionVersion.id == version_id)
         .outerjoin(Function, Function.id == FunctionVersion.function_id)
         .outerjoin(Package, Package.id == Function.package_id)
@@ -116,7 +113,7 @@ def with_execution_facts(
     )
 
 
-EXECUTION_FACTS_COLUMNS = 8
+EXECUTION_FACTS_COLUMNS = len(_PACKAGE_FACTS) + len(_OWNER_FACTS)
 """How many columns `with_execution_facts` adds (the last of its rows)."""
 
 
@@ -179,7 +176,7 @@ class UserRepository(RepositoryBase[User]):
             )
         ).all()
         facts = [fact for fact in map(execution_facts_of, rows) if fact is not None]
-        return facts, int(rows[0][8]) if queued_jobs and rows else None
+        return facts, int(rows[0][EXECUTION_FACTS_COLUMNS]) if queued_jobs and rows else None
 
 
 class OrganizationRepository(RepositoryBase[Organization]):

@@ -25,7 +25,6 @@ from calcgraph.domain.commit_wait.waiting import (
     wait_for_run,
 )
 from calcgraph.domain.commit_wait.waits import EXECUTE_WAIT, FOLLOW_INTERVAL, TICK_WAIT, Where
-from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.submission.service import job_submission_service
 from calcgraph.domain.jobs.views import TERMINAL, Executed, JobView
@@ -94,11 +93,9 @@ class CommitWait:
             submitted = await job_submission_service.submit_call(
                 session, principal, address, inputs, REFRESH if refresh else self.cache
             )
-        target = submitted.target
-        deprecation = deprecation_of(target.function.name, target.version)
         job = submitted.job
         if job.status in TERMINAL or seconds <= 0:
-            return Executed(job, deprecation)
+            return submitted
 
         async def read() -> JobView:
             async with self.database.read_session() as session:
@@ -106,7 +103,7 @@ class CommitWait:
 
         # Submitted just now: its notification cannot have been missed (`fresh`).
         finished = await wait_for_job(self.notifications, job.id, seconds, read, fresh=True)
-        return Executed(finished, deprecation)
+        return Executed(finished, submitted.deprecation)
 
     async def tick(
         self,

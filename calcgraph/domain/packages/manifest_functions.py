@@ -56,8 +56,7 @@ class Port:
 class FunctionSpec:
     name: str
     handler: str
-    module: str
-    callable: str
+    """`module.path:callable`, checked by `parse_handler`."""
     version: str | None = None
     checksum: str | None = None
     """Declared SHA-256 (bare lowercase hex); the deployment refuses code that differs."""
@@ -74,6 +73,14 @@ class FunctionSpec:
     resources: Mapping[str, Any] | None = None
     """Resolved per-function limits (`functions.resources`): `resources` or `profile`."""
     profile: str | None = None
+
+    @property
+    def module(self) -> str:
+        return self.handler.partition(":")[0]
+
+    @property
+    def callable(self) -> str:
+        return self.handler.partition(":")[2]
 
     @property
     def typed(self) -> bool:
@@ -218,16 +225,15 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
     raw = p.mapping(value, loc, required=("handler",), optional=FUNCTION_KEYS[1:])
     if raw is None:
         return None
-    handler = module = callable_ = None
+    handler = None
     if "handler" in raw:
-        handler = p.string(raw["handler"], (*loc, "handler"), max_length=300)
-        if handler is not None:
-            split = parse_handler(handler.strip())
+        given = p.string(raw["handler"], (*loc, "handler"), max_length=300)
+        if given is not None:
+            split = parse_handler(given.strip())
             if isinstance(split, str):
                 p.add((*loc, "handler"), split)
             else:
-                handler = handler.strip()
-                module, callable_ = split
+                handler = given.strip()
     version = p.version(raw["version"], (*loc, "version")) if "version" in raw else None
     checksum = None
     if "checksum" in raw:
@@ -279,13 +285,11 @@ def parse_function(p: Problems, name: str, value: object, loc: Loc) -> FunctionS
     )
     if "resources" in raw and "profile" in raw:
         p.add((*loc, "profile"), "give resources or a profile, not both")
-    if handler is None or module is None or callable_ is None:
+    if handler is None:
         return None
     return FunctionSpec(
         name=name,
         handler=handler,
-        module=module,
-        callable=callable_,
         version=version,
         checksum=checksum,
         versioning=versioning,  # type: ignore[arg-type]

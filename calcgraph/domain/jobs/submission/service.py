@@ -19,23 +19,16 @@ from calcgraph.db.base import new_id, utcnow
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import found
 from calcgraph.domain.events.service import record_job_rows
+from calcgraph.domain.functions.deprecation import deprecation_of
 from calcgraph.domain.functions.service import function_version_service
 from calcgraph.domain.functions.views import ResolvedFunction
 from calcgraph.domain.jobs.cache_key import CachedResult, ResultLookup, result_key
 from calcgraph.domain.jobs.enqueue import RUN_ACTOR, enqueue_job
 from calcgraph.domain.jobs.inputs import resolve_inputs
 from calcgraph.domain.jobs.repository import JobRepository
-from calcgraph.domain.jobs.views import JobView
+from calcgraph.domain.jobs.views import Executed, JobView
 from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.domain.packages.canary.service import canary_service
-
-
-@dataclass(frozen=True)
-class Submitted:
-    """An execute call's job as submitted, and the function version it runs."""
-
-    job: JobView
-    target: ResolvedFunction
 
 
 @dataclass(frozen=True)
@@ -79,8 +72,9 @@ class JobSubmissionService:
         address: ExecuteAddress,
         inputs: object,
         cache: ResultLookup,
-    ) -> Submitted:
-        """The job of an execute call, with the function version it runs."""
+    ) -> Executed:
+        """The job of an execute call as submitted, with the deprecation of the function
+        version it runs."""
         target = await self.resolve(session, principal, address)
         routed = None
         if _unpinned(address, target):
@@ -116,7 +110,7 @@ class JobSubmissionService:
             enqueue_job(RUN_ACTOR, row["id"], 1)
         else:
             await record_job_rows(session, [row])
-        return Submitted(_view_of_new(row), target)
+        return Executed(_view_of_new(row), deprecation_of(function.name, version))
 
     async def node_jobs_written(self, session: AsyncSession, prepared: NodeJobRows) -> None:
         """After `node_job_rows`' rows are written in this unit of work: the queued ones'

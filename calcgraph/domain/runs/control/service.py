@@ -134,7 +134,7 @@ class RunControl:
             def reuse(plan: Plan, resolved: Mapping[str, Any]) -> Mapping[str, NodeState]:
                 return reused_states(plan, resolved, before, states, resolved_before)
 
-        order = RunOrder(workflow.slug, workflow.id, version, merged, rerun_of=run_id)
+        order = RunOrder(workflow.slug, version, merged, rerun_of=run_id)
         return await run_service.start(session, principal, order, reuse=reuse)
 
 

@@ -80,11 +80,11 @@ def resolve_run_inputs(graph_inputs: Sequence[InputNode], inputs: object) -> dic
 @dataclass(frozen=True)
 class RunOrder:
     """What a run is created from: its workflow (the slug names it in messages and events),
-    the version it runs and the inputs as given. `refresh`: its jobs are never answered from
-    the result cache (contract section 10); `rerun_of`: the run it runs again."""
+    the version it runs (which names the workflow's id) and the inputs as given. `refresh`:
+    its jobs are never answered from the result cache (contract section 10); `rerun_of`: the
+    run it runs again."""
 
     slug: str
-    workflow_id: str
     version: WorkflowVersionView
     inputs: object
     refresh: bool = False
@@ -185,7 +185,7 @@ async def insert_run(
         )
     run = WorkflowRun(
         id=new_id(),
-        workflow_id=order.workflow_id,
+        workflow_id=order.version.workflow_id,
         workflow_version_id=order.version.id,
         user_id=principal.user_id,
         status="pending",
@@ -266,7 +266,7 @@ async def create_run(
         await quota_service.require_run_room(session, principal, quotas)
         version = await latest_version(session, memo, workflow)
         defaults = await retry_defaults(session, memo, version)
-        order = RunOrder(slug, workflow.id, version, inputs, refresh=refresh)
+        order = RunOrder(slug, version, inputs, refresh=refresh)
         if _node_count(version.graph) <= OFF_LOOP_NODES:
             prepared = _prepared(version, inputs, defaults, None)
             return await insert_run(session, memo, principal, order, prepared)
