@@ -262,7 +262,8 @@ def runner_config(
 
 
 NICENESS = "niceness below the worker's, RLIMIT_NICE 0 (verified at start)"
-"""How every backend lowers a sandbox's CPU priority (its `cpu_priority` mechanism)."""
+"""How every backend lowers a sandbox's CPU priority (the first part of its `cpu_priority`
+mechanism; a backend's `mechanisms` name only what it adds)."""
 
 
 def sandbox_niceness(limits: Limits) -> int:
@@ -317,7 +318,11 @@ class SandboxBackend(ABC):
 
     @cached_property
     def _enforcement(self) -> dict[str, str]:
-        return check_enforcement(self.name, self.mechanisms(), self.unenforceable)
+        found = self.mechanisms()
+        # Every backend's runner lowers its own niceness (`confine`); a backend names only what
+        # it adds to that (a cgroup's or a container's weight).
+        found["cpu_priority"] = "; ".join(filter(None, (NICENESS, found.get("cpu_priority"))))
+        return check_enforcement(self.name, found, self.unenforceable)
 
     @abstractmethod
     def mechanisms(self) -> dict[str, str | None]:

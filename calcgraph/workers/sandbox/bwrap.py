@@ -28,7 +28,6 @@ from functools import cached_property
 from pathlib import Path
 
 from calcgraph.workers.sandbox.base import (
-    NICENESS,
     SandboxBackend,
     SandboxError,
     SandboxSpec,
@@ -176,8 +175,9 @@ class BwrapBackend(SandboxBackend):
             "tmp_size": "tmpfs --size" if "--size" in self._help else None,
             "memory": f"{cg}: memory limit, OOM kill" if cg else "RLIMIT_AS (MemoryError)",
             "cpus": f"{cg}: CFS quota" if cg else "sched_setaffinity to the first N CPUs",
-            "cpu_priority": NICENESS
-            + (f"; {cg} and its parent: the matching cpu.weight or cpu.shares" if cg else ""),
+            "cpu_priority": f"{cg} and its parent: the matching cpu.weight or cpu.shares"
+            if cg
+            else None,
             "pids": f"{cg}: pids.max"
             if cg
             else (None if as_root else "RLIMIT_NPROC (counts all the invoking user's processes)"),

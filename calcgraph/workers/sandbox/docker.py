@@ -25,7 +25,6 @@ from docker.types import Ulimit
 
 from calcgraph.ops.docker_clients import EngineUnreachable, docker_client
 from calcgraph.workers.sandbox.base import (
-    NICENESS,
     SandboxBackend,
     SandboxError,
     SandboxSpec,
@@ -182,7 +181,7 @@ class DockerBackend(SandboxBackend):
             "tmp_size": "tmpfs /tmp size=",
             "memory": "mem_limit = memswap_limit (OOM kill)",
             "cpus": "nano_cpus",
-            "cpu_priority": "cpu_shares, and inside " + NICENESS,
+            "cpu_priority": "cpu_shares",
             "pids": "pids_limit",
             "capabilities": "cap_drop ALL (CapEff verified 0 at start)",
             "no_new_privileges": "security_opt no-new-privileges (verified at start)",

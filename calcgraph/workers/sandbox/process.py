@@ -30,7 +30,6 @@ import sys
 from pathlib import Path
 
 from calcgraph.workers.sandbox.base import (
-    NICENESS,
     SandboxBackend,
     SandboxError,
     SandboxSpec,
@@ -123,7 +122,6 @@ class ProcessBackend(SandboxBackend):
             else None,
             "memory": "RLIMIT_AS (a MemoryError past the limit)",
             "cpus": "sched_setaffinity to the first N CPUs",
-            "cpu_priority": NICENESS,
             "pids": "RLIMIT_NPROC on the sandbox's own uid" if self.as_root else None,
             "capabilities": (
                 "setuid to an unprivileged uid, bounding set emptied"
