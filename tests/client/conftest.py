@@ -25,7 +25,7 @@ import uvicorn
 from calcgraph.app import create_app
 from calcgraph.db.engine import Database
 from calcgraph.demo import PACKAGE_DIR, workflow_document
-from calcgraph.ops.header_limit import HTTP_PROTOCOL
+from calcgraph.serving.server import http_options
 from calcgraph.settings import Settings
 from tests.auth.idp import LocalIdentityProvider
 from tests.execution.conftest import TEST_TIMEOUT, default_sandbox, exec_url  # noqa: F401
@@ -70,9 +70,12 @@ def serve(url: str, idp: LocalIdentityProvider, tmp: Path, **overrides: Any) -> 
     database = Database(url)
     app = create_app(settings, database)
     port = free_port()
-    # The protocol `calcgraph serve` runs (the contract's header limit).
+    # What `calcgraph serve` gives uvicorn: the contract's header limit, and a keep-alive longer
+    # than the client's own (with uvicorn's 5 s, equal to httpx's, a request sent after a pause
+    # of about 5 s met the server closing its connection: "Server disconnected without sending
+    # a response", seen in test_client_webhooks_and_signatures on a slow machine).
     config = uvicorn.Config(
-        app, host=HOST, port=port, lifespan="on", log_level="warning", http=HTTP_PROTOCOL
+        app, host=HOST, port=port, lifespan="on", log_level="warning", **http_options(settings)
     )
     server = uvicorn.Server(config)
 
