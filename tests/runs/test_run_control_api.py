@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from calcgraph.domain.jobs.models import Job
 from calcgraph.workers.runtime import CodeRuntime
@@ -127,6 +128,23 @@ async def _finish_as(platform: Platform, run_id: str, user: str) -> dict[str, An
         if run["status"] in TERMINAL:
             return run
         assert time.monotonic() < deadline, f"run did not end: {run}"
+
+
+async def _until_a_lock_is_awaited(engine: AsyncEngine, request: asyncio.Future[Any]) -> None:
+    """Until the request's UPDATE of the jobs waits for a lock (the job's row; a worker's
+    heartbeat waiting too updates `heartbeat_at` only)."""
+    deadline = time.monotonic() + 60
+    waiting = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE jobs SET status%'"
+    )
+    while True:
+        assert not request.done(), f"the request did not wait: {request.result().text}"
+        async with engine.connect() as connection:
+            if (await connection.scalar(waiting)) or 0:
+                return
+        assert time.monotonic() < deadline, "no session waited for the job's row"
+        await asyncio.sleep(0.05)
 
 
 def _code_runtime(platform: Platform) -> CodeRuntime:
@@ -260,6 +278,46 @@ class TestCancelRun:
         assert final["status"] == "cancelled"
         assert _status(final) == {"i": "cancelled"}
         assert final["terminal_outputs"] is None
+
+    async def test_a_cancel_waiting_for_a_jobs_row_does_not_hold_the_event_sequencer(
+        self, platform: Platform, exec_url: str
+    ) -> None:
+        """A worker finishing a job locks the job's row, then the event sequencer's row (the
+        statement writing its events). Another transaction takes them in that order while a
+        cancel waits for the job's row: the cancel must not hold the sequencer's row then.
+        It did (its tick wrote the run's end with the sequencer's row, then it updated the
+        jobs): PostgreSQL found a deadlock and the cancel answered 503."""
+        if not exec_url.startswith("postgresql"):
+            pytest.skip("SQLite has one writer at a time: no row locks to order")
+        run, job_id = await _napping_run(platform)
+        engine = create_async_engine(exec_url)
+        try:
+            async with engine.connect() as finisher:
+                await finisher.execute(text("SET LOCAL lock_timeout = '60s'"))
+                await finisher.execute(
+                    text("UPDATE jobs SET heartbeat_at = heartbeat_at WHERE id = :id"),
+                    {"id": job_id},
+                )
+                cancel = asyncio.ensure_future(
+                    platform.client.post(
+                        f"/workflow-runs/{run['id']}/cancel", headers=platform.headers("alice")
+                    )
+                )
+                await _until_a_lock_is_awaited(engine, cancel)
+                await finisher.execute(
+                    text(
+                        "INSERT INTO event_cursors (name, position) VALUES ('sequence', 0) "
+                        "ON CONFLICT (name) DO UPDATE SET position = event_cursors.position"
+                    )
+                )
+                await finisher.commit()
+            response = await cancel
+        finally:
+            await engine.dispose()
+        assert response.status_code == 200, response.text
+        assert _status(response.json()) == {"n": "cancelled"}
+        assert (await _job(platform, job_id))["error"]["kind"] == "cancelled"
+        await _gone(platform, job_id)
 
     async def test_a_job_that_finished_first_keeps_its_outputs_and_its_node_stays_cancelled(
         self, platform: Platform

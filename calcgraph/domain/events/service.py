@@ -97,9 +97,21 @@ def held_for_last_statement(session: AsyncSession) -> signal.Marks | None:
     which the hook numbers under the sequencer's advisory lock first): the caller then takes
     the held rows (`Marks.take`) and marks what it wrote (`Marks.written`)."""
     held = session.info.get(signal.HELD)
-    if not isinstance(held, signal.Marks) or held.unheld:
+    if not isinstance(held, signal.Marks) or held.unheld or held.at_commit:
         return None
     return held if session.get_bind().dialect.name == "postgresql" else None
+
+
+def events_at_commit(session: AsyncSession) -> None:
+    """This unit locks rows after a statement that would have written its held events (a
+    run's cancel: its jobs after its tick): the hook writes them before the commit instead.
+    The statement writing them locks the sequencer's row to the commit, and every unit locks
+    it last (`EventRepository.insert_numbered`): a cancel holding it while it waited for a
+    job's row met a worker finishing that job, which held the row and waited for the
+    sequencer (PostgreSQL: deadlock detected, the cancel answered 503)."""
+    held = session.info.get(signal.HELD)
+    if isinstance(held, signal.Marks):
+        held.at_commit = True
 
 
 def job_started_row(job: Mapping[str, Any]) -> dict[str, Any]:

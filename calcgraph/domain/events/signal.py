@@ -27,6 +27,9 @@ class Marks:
     unheld: bool = False
     """Events were written as they were recorded (by a session of no such unit, inside it):
     the unit numbers what it finds unnumbered, as a unit that holds none did."""
+    at_commit: bool = False
+    """The unit changes rows after the statement that would have written its events: the
+    hook writes them before the commit instead (`events.service.events_at_commit`)."""
 
     def __bool__(self) -> bool:
         return bool(self.types)

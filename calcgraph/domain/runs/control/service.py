@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from calcgraph.db.base import utcnow
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.errors import Conflict, FieldError, NotFound, ValidationError, found
-from calcgraph.domain.events.service import record_job_transitions
+from calcgraph.domain.events.service import events_at_commit, record_job_transitions
 from calcgraph.domain.jobs.cache_key import REFRESH
 from calcgraph.domain.jobs.service import job_read_service
 from calcgraph.domain.jobs.store.repository import JobStoreRepository
@@ -54,7 +54,9 @@ def cancelled_error(what: str) -> dict[str, str]:
 class RunControl:
     async def cancel_run(self, session: AsyncSession, principal: Principal, run_id: str) -> RunView:
         # The cancelling tick records `calcgraph.run.cancelled` as any tick records the run's
-        # end; the jobs it stops end here, each with its `calcgraph.job.failed`.
+        # end; the jobs it stops end here, each with its `calcgraph.job.failed`. All are
+        # written after the jobs' rows are locked, at the commit: the sequencer's row last.
+        events_at_commit(session)
         view = await run_service.tick(session, principal, run_id, REFRESH, cancel=True)
         stopped = await JobStoreRepository.from_session(session).cancel(
             cancelled_error(f"workflow run {run_id!r}"), utcnow(), run_id=run_id
