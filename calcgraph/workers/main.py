@@ -27,9 +27,14 @@ log = logging.getLogger("calcgraph.workers")
 
 
 def serve_worker(
-    settings: Settings, threads: int, stop: threading.Event | None = None, index: int = 0
+    settings: Settings,
+    threads: int,
+    stop: threading.Event | None = None,
+    index: int = 0,
+    parent: int | None = None,
 ) -> None:
-    """One worker process (or thread, in tests): runs until SIGTERM/SIGINT or `stop`."""
+    """One worker process (or thread, in tests): runs until SIGTERM/SIGINT or `stop`, or
+    until the supervising process `parent` is gone."""
     if settings.redis_url is None:
         raise ValueError(
             "`calcgraph worker` needs CALCGRAPH_REDIS_URL (without it, `calcgraph serve` runs "
@@ -45,7 +50,7 @@ def serve_worker(
     metrics_server = _serve_metrics(settings, workers.runtime, index)
     workers.start()
     try:
-        stop.wait()
+        _wait(stop, parent)
     finally:
         workers.stop()
         backbone.broker.close()
@@ -73,16 +78,20 @@ def _child(threads: int, index: int) -> None:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    threading.Thread(target=_watch_parent, args=(os.getppid(), stop), daemon=True).start()
     # A spawned child reads the same environment as its parent, hence the same settings.
-    serve_worker(get_settings(), threads, stop, index)
+    serve_worker(get_settings(), threads, stop, index, parent=os.getppid())
 
 
-def _watch_parent(parent: int, stop: threading.Event) -> None:
-    # A supervisor killed outright (SIGKILL) cannot stop its children: they stop themselves,
-    # closing their sandboxes, instead of running on as orphans.
+def _wait(stop: threading.Event, parent: int | None) -> None:
+    """The main thread's wait for `stop`, a second at a time. A signal that the kernel hands
+    to another thread (any thread not blocking it may take a process's signal) only flags its
+    Python handler, which runs when the main thread next runs Python code: a main thread
+    waiting without end never ran it, and a SIGTERM was lost (a worker ran on until killed).
+    With `parent`, each wake also checks the supervisor: one killed outright (SIGKILL) cannot
+    stop its children, so they stop themselves, closing their sandboxes, instead of running
+    on as orphans."""
     while not stop.wait(1.0):
-        if os.getppid() != parent:
+        if parent is not None and os.getppid() != parent:
             log.warning("the supervising process is gone; stopping")
             stop.set()
 

@@ -4,6 +4,7 @@ the broker's queue."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -178,3 +179,126 @@ async def test_an_idle_worker_sleeps_and_stops_cleanly(worker_setup: WorkerSetup
     assert worker_setup.worker.returncode == 0
     lines = worker_setup.log_path.read_text().splitlines()
     assert not [line for line in lines if "CRITICAL" in line], lines[-20:]
+
+
+def _tgkill(pid: int, tid: int, signum: int) -> None:
+    """Send `signum` to one thread `tid` of process `pid` (tgkill(2), x86-64 and arm64)."""
+    import ctypes
+    import platform
+
+    number = {"x86_64": 234, "aarch64": 131}.get(platform.machine())
+    if number is None:
+        pytest.skip(f"no tgkill syscall number known for {platform.machine()}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(number, pid, tid, signum) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill({pid}, {tid}) failed")
+
+
+def _worker_children(pid: int) -> list[int]:
+    """The worker processes a `calcgraph worker --processes N` started (not multiprocessing's
+    resource tracker)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"resource_tracker" not in command:
+                found.append(int(child))
+    return sorted(found)
+
+
+def _exited(pid: int, timeout: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_a_sigterm_taken_by_any_thread_stops_the_worker(
+    exec_url: str, tmp_path: Path, processes: int
+) -> None:
+    """The kernel hands a process's signal to any of its threads that does not block it;
+    Python runs the handler on the main thread only when it next runs Python code. A worker
+    process whose main thread waited for its stop without end lost a SIGTERM taken by another
+    thread and ran on until killed (CI: a worker of `--processes 2` outlived its supervisor's
+    30 s). Here the signal is sent to one thread other than the main one, of the worker
+    (`--processes 1`) or of one child (`--processes 2`): that process stops, exit code 0."""
+    _redis_or_skip()
+    await asyncio.to_thread(_signal_one_thread, exec_url, tmp_path, processes)
+
+
+def _signal_one_thread(exec_url: str, tmp_path: Path, processes: int) -> None:
+    import time
+
+    prefix = f"ops-sig-{uuid.uuid4().hex[:8]}:"
+    port = _free_port() if processes == 1 else _free_port_pair()
+    log_path = tmp_path / "worker.log"
+    env = {
+        **os.environ,
+        "CALCGRAPH_DATABASE_URL": exec_url,
+        "CALCGRAPH_REDIS_URL": REDIS_URL,
+        "CALCGRAPH_REDIS_KEY_PREFIX": prefix,
+        "CALCGRAPH_SANDBOX": default_sandbox(),
+        "CALCGRAPH_CODE_CACHE_DIR": str(tmp_path / "worker-code"),
+        "CALCGRAPH_WORKER_METRICS_PORT": str(port),
+        "CALCGRAPH_LOG_LEVEL": "info",
+    }
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "calcgraph", "worker", "--processes", str(processes)]
+            + ["--threads", "2"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+        # Each process serves its metrics once its handlers are set and its workers built.
+        deadline = time.monotonic() + 90
+        for index in range(processes):
+            url = f"http://127.0.0.1:{port + index}/metrics"
+            while True:
+                assert worker.poll() is None, log_path.read_text()[-4000:]
+                assert time.monotonic() < deadline, log_path.read_text()[-4000:]
+                try:
+                    if httpx.get(url).is_success:
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.2)
+        target = worker.pid if processes == 1 else _worker_children(worker.pid)[0]
+        others = sorted(int(t.name) for t in Path(f"/proc/{target}/task").iterdir())
+        others.remove(target)
+        assert others, "the worker process has no thread besides its main one"
+        _tgkill(target, others[-1], signal.SIGTERM)
+        assert _exited(target, 30), (
+            "a SIGTERM taken by a thread other than the main one did not stop the process: "
+            + log_path.read_text()[-2000:]
+        )
+        if processes == 1:
+            assert worker.wait(timeout=5) == 0, log_path.read_text()[-4000:]
+    finally:
+        _stop_worker(worker, prefix)
+    assert worker.returncode == 0, log_path.read_text()[-4000:]
+
+
+def _free_port_pair() -> int:
+    """A port whose next one is free too (process i of `--processes N` serves on port + i)."""
+    import socket
+
+    for _ in range(50):
+        port = _free_port()
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no two free ports in a row")
