@@ -286,10 +286,7 @@ class RunService(RunLoads):
             if result.changed:
                 await apply(session, store, snapshot, result, advance.cache)
                 keep = False
-        view = await store.view(snapshot, since, remember=remember)
-        if keep:
-            store.keep(token, snapshot, since, view)
-        return view
+        return await store.view(snapshot, since, remember=remember, keep=token if keep else None)
 
     async def running_jobs(
         self, session: AsyncSession, principal: Principal, run_id: str

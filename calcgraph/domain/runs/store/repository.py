@@ -99,44 +99,46 @@ class RunStore:
         return owners
 
     async def view(
-        self, snapshot: RunSnapshot, since: int | None, *, remember: bool = True
+        self,
+        snapshot: RunSnapshot,
+        since: int | None,
+        *,
+        remember: bool = True,
+        keep: Token | None = None,
     ) -> RunView:
         """The run as a tick answers it: every node state (the snapshot's, else read) and the
         plan, or with `since` only the node states changed after that revision (read in this
         unit of work, so a tick's own writes are in). Node states read here are remembered at
         the run's revision only under the run's lock (`remember`): without it, a tick may
-        commit between the reads."""
+        commit between the reads. `keep`: the answer of a tick that changed nothing, kept
+        under the run's change token (`RunMemo.keep_answer`)."""
         run = snapshot.run
         if since is not None:
             changed = await self.repository.states_since(run.id, since)
-            return replace(run_view(run, changed, {}), since=since)
-        plan_snapshot = snapshot.plan_snapshot
-        if plan_snapshot is None:
-            plan_snapshot = await self.repository.plan_snapshot(run.id)
-        states = snapshot.states
-        if states is None:
-            states = await self.repository.states(run.id)
-            if remember and run.status not in RUN_TERMINAL:  # an ended run stays out
-                self.memo.states.put(run.id, (run.revision, states))
-        return run_view(run, states, plan_snapshot)
-
-    def keep(
-        self, token: Token | None, snapshot: RunSnapshot, since: int | None, view: RunView
-    ) -> None:
-        """Keep the answer of a tick that changed nothing under the run's change `token`."""
-        if token is None:
-            return
-        run, facts = snapshot.run, snapshot.facts
-        kept = KeptAnswer(
-            token,
-            run.user_id,
-            facts.owner_id,
-            facts.organization_id,
-            facts.visibility,
-            run.retry_at,
-            time.monotonic(),
-        )
-        self.memo.keep_answer(run.id, kept, since, view)
+            view = replace(run_view(run, changed, {}), since=since)
+        else:
+            plan_snapshot = snapshot.plan_snapshot
+            if plan_snapshot is None:
+                plan_snapshot = await self.repository.plan_snapshot(run.id)
+            states = snapshot.states
+            if states is None:
+                states = await self.repository.states(run.id)
+                if remember and run.status not in RUN_TERMINAL:  # an ended run stays out
+                    self.memo.states.put(run.id, (run.revision, states))
+            view = run_view(run, states, plan_snapshot)
+        if keep is not None:
+            facts = snapshot.facts
+            kept = KeptAnswer(
+                keep,
+                run.user_id,
+                facts.owner_id,
+                facts.organization_id,
+                facts.visibility,
+                run.retry_at,
+                time.monotonic(),
+            )
+            self.memo.keep_answer(run.id, kept, since, view)
+        return view
 
     def written(self, snapshot: RunSnapshot) -> None:
         """This unit of work wrote the run, its fields and node states now the snapshot's
