@@ -63,12 +63,12 @@ class CommitWait:
         self.notifications = notifications
         self.execute_wait = EXECUTE_WAIT.capped_at(execute_max_wait)
         self.tick_timer = tick_timer
+        """Times each tick's unit of work (/metrics)."""
         self.quotas = quotas or Quotas()
         """Per-user quotas asked before a job is submitted (`CALCGRAPH_LIMIT_*`)."""
         self.advance = Advance(cache, chains=chains, quotas=self.quotas)
         """What each tick asks (`RunService.answer`); with `chains`, it submits a chain's
         remaining nodes as one chain job (`chain_execution`)."""
-        """Times each tick's unit of work (/metrics)."""
         self.tickers = RunTickers()
         """At most one ticking loop per followed run in this process."""
         self.changes = changes
