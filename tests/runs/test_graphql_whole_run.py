@@ -90,13 +90,13 @@ async def test_a_whole_run_reads_no_plan_and_no_outputs_unless_asked(platform: P
 
 async def test_an_ended_run_leaves_the_run_memo(platform: Platform) -> None:
     run_id = await _chain_run(platform, 2)
-    assert run_service.memo.plan(run_id) is None
+    assert run_service.memo.plans.get(run_id) is None
     found = await platform.client.post(
         f"/workflow-runs/{run_id}/tick", headers=platform.headers("alice")
     )
     assert found.json()["status"] == "completed"
     assert len(found.json()["node_states"]) == 2
-    assert run_service.memo.plan(run_id) is None  # ticking an ended run does not bring it back
+    assert run_service.memo.plans.get(run_id) is None  # ticking an ended run does not bring it back
 
 
 async def test_a_query_leaves_no_rows_for_the_collector(platform: Platform) -> None:

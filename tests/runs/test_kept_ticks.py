@@ -350,7 +350,7 @@ async def test_through_redis_another_process_sees_the_change_this_one_made(
                 token = await elsewhere.token(run["id"])
             assert token is not None
             async with platform.database.read_session() as session:
-                await run_service.unchanged(session, alice, run["id"], token=token)
+                await run_service.answer(session, alice, run["id"], token=token)
             kept = run_service.kept(alice, run["id"], token, None)
             run_service.memo = here_memo
             # This process: a tick long-polled until a job finished, which may change the run.

@@ -32,7 +32,7 @@ from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs.changes import RunChanges, Token
-from calcgraph.domain.runs.service import run_service
+from calcgraph.domain.runs.service import Advance, run_service
 from calcgraph.domain.runs.views import RunView
 
 if TYPE_CHECKING:
@@ -62,12 +62,13 @@ class CommitWait:
         self.cache = cache
         self.notifications = notifications
         self.execute_wait = EXECUTE_WAIT.capped_at(execute_max_wait)
-        self.chains = chains
-        """Ticks submit a chain's remaining nodes as one chain job (`chain_execution`)."""
         self.tick_timer = tick_timer
+        """Times each tick's unit of work (/metrics)."""
         self.quotas = quotas or Quotas()
         """Per-user quotas asked before a job is submitted (`CALCGRAPH_LIMIT_*`)."""
-        """Times each tick's unit of work (/metrics)."""
+        self.advance = Advance(cache, chains=chains, quotas=self.quotas)
+        """What each tick asks (`RunService.answer`); with `chains`, it submits a chain's
+        remaining nodes as one chain job (`chain_execution`)."""
         self.tickers = RunTickers()
         """At most one ticking loop per followed run in this process."""
         self.changes = changes
@@ -130,49 +131,49 @@ class CommitWait:
                 kept = run_service.kept(principal, run_id, token, since)
                 if kept is not None:
                     return kept
-            if token is not None and run_service.changed_elsewhere(run_id, token):
-                view = await self._locked_tick(principal, run_id, since, token)
-            else:
-                view = await self._read_or_tick(principal, run_id, since, token)
+            memo = run_service.memo
+            view = await self._tick(
+                principal, run_id, since, token, read_first=not memo.expects_work(run_id, token)
+            )
             if token is None and self.changes is not None:
                 # A run without a token (none marked since the store began, or forgotten)
                 # gets one once it is known to exist: the next tick's read can be kept.
                 await self.changes.issue(run_id)
-            elif self.changes is not None and run_service.awaits_token(run_id):
+            elif self.changes is not None and memo.awaits_token(run_id):
                 # This tick changed the run, its commit renewed the token: noted, the next
                 # tick goes straight to the run's lock when a job's end renewed it again,
                 # without the unlocked read that would only find that work first. The token
                 # the commit's mark set, without a round trip (read when not known).
                 after = self.changes.marked(run_id) or await self.changes.token(run_id)
                 if after is not None:
-                    run_service.note_token(run_id, after)
+                    memo.note_token(run_id, after)
             return view
 
-    async def _read_or_tick(
-        self, principal: Principal, run_id: str, since: int | None, token: Token | None
+    async def _tick(
+        self,
+        principal: Principal,
+        run_id: str,
+        since: int | None,
+        token: Token | None,
+        *,
+        read_first: bool,
     ) -> RunView:
-        async with self.database.read_session() as session:
-            unchanged = await run_service.unchanged(
-                session, principal, run_id, since=since, token=token
-            )
-        if unchanged is not None:
-            return unchanged
-        return await self._locked_tick(principal, run_id, since, token)
-
-    async def _locked_tick(
-        self, principal: Principal, run_id: str, since: int | None, token: Token | None
-    ) -> RunView:
+        """The tick's unit of work: with `read_first`, the run read without its lock or a
+        write transaction, answered so when its tick would change nothing; else (or when it
+        would) the tick, under the run's lock, in a write transaction."""
+        if read_first:
+            async with self.database.read_session() as session:
+                unchanged = await run_service.answer(
+                    session, principal, run_id, since=since, token=token
+                )
+            if unchanged is not None:
+                return unchanged
         async with self.database.write_session() as session:
-            return await run_service.tick(
-                session,
-                principal,
-                run_id,
-                self.cache,
-                chains=self.chains,
-                since=since,
-                quotas=self.quotas,
-                token=token,
+            view = await run_service.answer(
+                session, principal, run_id, since=since, token=token, advance=self.advance
             )
+        assert view is not None  # a tick always answers
+        return view
 
     @contextlib.asynccontextmanager
     async def follow(

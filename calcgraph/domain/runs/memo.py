@@ -141,8 +141,10 @@ def _answer_nodes(entry: KeptAnswer) -> int:
 
 class RunMemo:
     def __init__(self, runs: int = 8192, versions: int = 4096, nodes: int = 100_000) -> None:
-        self._plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs, nodes, _plan_nodes)
-        self._states: _Lru[str, tuple[int, Mapping[str, NodeState]]] = _Lru(
+        # A run's plan snapshot and plan, and its node states at a revision: read and written
+        # by `RunStore` (`calcgraph.domain.runs.store.repository`), the one that decides when.
+        self.plans: _Lru[str, tuple[dict[str, Any], Plan]] = _Lru(runs, nodes, _plan_nodes)
+        self.states: _Lru[str, tuple[int, Mapping[str, NodeState]]] = _Lru(
             runs, nodes, _state_nodes
         )
         self._owners: _Lru[str, tuple[str, str]] = _Lru(versions)
@@ -155,7 +157,7 @@ class RunMemo:
         self._retry_defaults: _Lru[str, dict[str, Any] | bool] = _Lru(versions)
         self._answers: _Lru[str, KeptAnswer] = _Lru(runs, nodes, _answer_nodes)
         # Runs a tick of this process changed, with the token read after that tick's commit
-        # ("": not read yet). Only a hint of where the next tick goes (`changed_elsewhere`).
+        # ("": not read yet). Only a hint of where the next tick goes (`expects_work`).
         self._changed: _Lru[str, Token | str] = _Lru(runs)
 
     def answer(self, run_id: str, token: Token, now: float) -> KeptAnswer | None:
@@ -165,12 +167,23 @@ class RunMemo:
             return None
         return found
 
-    def changed_elsewhere(self, run_id: str, token: Token) -> bool:
-        """Another unit of work than this process's ticks changed the run (a job ended, a
-        chain worker, another process), so the next tick most likely has work: the run had
-        an answer kept under another token and no tick of this process has changed it since,
-        or a tick of this process changed it last and the token is no longer the one read
-        after that tick's commit."""
+    def expects_work(self, run_id: str, token: Token | None) -> bool:
+        """The next tick of the run most likely has work, so it goes straight to the run's
+        lock, without the unlocked read that would only find that work first:
+        - the run was created in this process and not ticked here since (its states are
+          remembered at revision 0): its first tick submits every ready node (the 500 first
+          ticks of 500 new runs come at once). Only a hint: a run another process ticked is
+          found so under the lock, which spends the hint (`RunStore.read`);
+        - with the run's `token`: another unit of work than this process's ticks changed the
+          run (a job ended, a chain worker, another process): the run had an answer kept
+          under another token and no tick of this process has changed it since, or a tick of
+          this process changed it last and the token is no longer the one read after that
+          tick's commit."""
+        remembered = self.states.get(run_id)
+        if remembered is not None and remembered[0] == 0:
+            return True
+        if token is None:
+            return False
         after = self._changed.get(run_id)
         if after:
             return after != token
@@ -184,7 +197,9 @@ class RunMemo:
         self._changed.put(run_id, "")
 
     def awaits_token(self, run_id: str) -> bool:
-        """A tick of this process changed the run and the token after it is not noted yet."""
+        """A tick of this process changed the run and the token after it is not noted yet: its
+        caller notes the token after the commit (`note_token`), so the next tick knows
+        whether another unit of work changed the run since (`expects_work`)."""
         return self._changed.get(run_id) == ""
 
     def note_token(self, run_id: str, token: Token) -> None:
@@ -203,36 +218,11 @@ class RunMemo:
         self._answers.put(run_id, kept)
         self._changed.pop(run_id)
 
-    def plan(self, run_id: str) -> tuple[dict[str, Any], Plan] | None:
-        return self._plans.get(run_id)
-
-    def remember_plan(
-        self, run_id: str, snapshot: dict[str, Any], plan: Plan
-    ) -> tuple[dict[str, Any], Plan]:
-        entry = (snapshot, plan)
-        self._plans.put(run_id, entry)
-        return entry
-
-    def states(self, run_id: str, revision: int) -> Mapping[str, NodeState] | None:
-        found = self._states.get(run_id)
-        return found[1] if found is not None and found[0] == revision else None
-
-    def remember_states(self, run_id: str, revision: int, states: Mapping[str, NodeState]) -> None:
-        self._states.put(run_id, (revision, states))
-
-    def revision(self, run_id: str) -> int | None:
-        """The revision of the run's remembered node states (None: none remembered)."""
-        found = self._states.get(run_id)
-        return None if found is None else found[0]
-
-    def forget_states(self, run_id: str) -> None:
-        self._states.pop(run_id)
-
     def forget(self, run_id: str) -> None:
         """A run that ended: no tick will advance it again, so its plan and states (tens of
         megabytes at 10,000 nodes) leave the memo; a read of it reads the database."""
-        self._plans.pop(run_id)
-        self._states.pop(run_id)
+        self.plans.pop(run_id)
+        self.states.pop(run_id)
         self._changed.pop(run_id)
 
     def owners(self, version_ids: set[str]) -> dict[str, tuple[str, str]] | None:
@@ -256,7 +246,7 @@ class RunMemo:
         """The remembered plan snapshots among `run_ids`, and the ids not remembered."""
 
         def snapshot(run_id: str) -> dict[str, Any] | None:
-            entry = self.plan(run_id)
+            entry = self.plans.get(run_id)
             return None if entry is None else entry[0]
 
         return _remembered(run_ids, snapshot)

@@ -225,7 +225,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         nodes)."""
         if not changed:
             return
-        rest = await self._start_many(run_id, changed, revision)
+        rest = changed
+        if self._dialect == "postgresql":
+            rest = await self._start_many(run_id, changed, revision)
         if not rest:
             return
         await self.session.execute(
@@ -244,34 +246,34 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     async def _start_many(
         self, run_id: str, changed: Mapping[str, NodeState], revision: int
     ) -> dict[str, NodeState]:
-        """PostgreSQL: the nodes a tick submitted at one time, beyond `queries.FEW`, in one
-        UPDATE from arrays each; the changed states left to write."""
+        """PostgreSQL only (its callers check the dialect): the nodes a tick submitted at one
+        time, beyond `queries.FEW`, in one UPDATE from arrays each; the changed states left to
+        write."""
         rest = dict(changed)
-        if self._dialect == "postgresql":
-            submitted: dict[datetime | None, list[tuple[str, NodeState]]] = {}
-            for key, state in changed.items():
-                if queries.just_started(state):
-                    submitted.setdefault(state.started_at, []).append((key, state))
-            many = {at: group for at, group in submitted.items() if len(group) > queries.FEW}
-            # Planned for the tables as they are, not by a plan cached while they were tiny.
-            around = custom_plans(self._dialect) if many else None
-            previous = None if around is None else await self.session.scalar(around[0])
-            for started_at, group in many.items():
-                await self.session.execute(
-                    queries.START_MANY,
-                    {
-                        "k_run_id": run_id,
-                        "a_node_keys": [key for key, _ in group],
-                        "a_job_ids": [state.job_id for _, state in group],
-                        "a_attempts": [state.attempt for _, state in group],
-                        "v_started_at": started_at,
-                        "v_revision": revision,
-                    },
-                )
-                for key, _ in group:
-                    del rest[key]
-            if around is not None:
-                await self.session.execute(around[1], {"mode": previous})
+        submitted: dict[datetime | None, list[tuple[str, NodeState]]] = {}
+        for key, state in changed.items():
+            if queries.just_started(state):
+                submitted.setdefault(state.started_at, []).append((key, state))
+        many = {at: group for at, group in submitted.items() if len(group) > queries.FEW}
+        # Planned for the tables as they are, not by a plan cached while they were tiny.
+        around = custom_plans(self._dialect) if many else None
+        previous = None if around is None else await self.session.scalar(around[0])
+        for started_at, group in many.items():
+            await self.session.execute(
+                queries.START_MANY,
+                {
+                    "k_run_id": run_id,
+                    "a_node_keys": [key for key, _ in group],
+                    "a_job_ids": [state.job_id for _, state in group],
+                    "a_attempts": [state.attempt for _, state in group],
+                    "v_started_at": started_at,
+                    "v_revision": revision,
+                },
+            )
+            for key, _ in group:
+                del rest[key]
+        if around is not None:
+            await self.session.execute(around[1], {"mode": previous})
         return rest
 
     async def write_tick(
@@ -283,53 +285,45 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         events: Sequence[dict[str, Any]] = (),
     ) -> None:
         """A changing tick's writes: its changed node rows at the run's new revision (`fields`'
-        `revision`), the run's fields (`write_states`, then `write_run`) and the rows of the
-        jobs it submitted (`JobRepository.insert_many`). PostgreSQL: the three in one statement
-        (`queries.WRITE_TICK`, the jobs' INSERT as a CTE of it when their rows name the same
-        columns), after the submitted nodes' UPDATEs from arrays when a tick submitted more
-        than `queries.FEW` at once; with the unit's held `events` (PostgreSQL only), written
-        with their positions by that statement too (`with_numbered`)."""
+        `revision`), the run's fields (`write_states`, then `queries.WRITE_RUN`) and the rows
+        of the jobs it submitted (`JobRepository.insert_many`). PostgreSQL: the three in one
+        statement (`queries.WRITE_TICK`, the jobs' INSERT as a CTE of it when their rows name
+        the same columns), after the submitted nodes' UPDATEs from arrays when a tick submitted
+        more than `queries.FEW` at once; with the unit's held `events` (PostgreSQL only),
+        written with their positions by that statement too (`with_numbered`)."""
         job_rows = JobRepository.from_session(self.session)
         inserted = job_rows.insert_statement(jobs) if jobs else None
         if jobs and inserted is None:
             await job_rows.insert_many(jobs)
-        if self._dialect != "postgresql":
-            assert not events, "held events are written by a tick's write on PostgreSQL only"
-            await self.write_states(run.id, changed, fields["revision"])
-            await self.write_run(run, fields)
-            return
-        rest = await self._start_many(run.id, changed, fields["revision"])
-        values = [_state_values(state) for state in rest.values()]
+        statement = queries.WRITE_RUN
         params: dict[str, Any] = {
             "k_id": run.id,
             **{f"v_{name}": fields[name] for name in queries.RUN_FIELDS},
-            "a_node_key": list(rest),
         }
-        for name in NODE_STATE_FIELDS:
-            column = [row[name] for row in values]
-            json_text = isinstance(queries.NODES.c[name].type, JSON)
-            params[f"a_{name}"] = (
-                [None if v is None else json.dumps(v) for v in column] if json_text else column
-            )
-        statement = queries.WRITE_TICK
-        if inserted is not None:
-            statement = queries.write_tick_with(inserted[0])
-            params |= inserted[1]
-        if events:
-            statement = with_numbered(statement)
-            params |= rows_params(events)
+        if self._dialect != "postgresql":
+            assert not events, "held events are written by a tick's write on PostgreSQL only"
+            await self.write_states(run.id, changed, fields["revision"])
+        else:
+            rest = await self._start_many(run.id, changed, fields["revision"])
+            values = [_state_values(state) for state in rest.values()]
+            params["a_node_key"] = list(rest)
+            for name in NODE_STATE_FIELDS:
+                column = [row[name] for row in values]
+                json_text = isinstance(queries.NODES.c[name].type, JSON)
+                params[f"a_{name}"] = (
+                    [None if v is None else json.dumps(v) for v in column] if json_text else column
+                )
+            statement = queries.WRITE_TICK
+            if inserted is not None:
+                statement = queries.write_tick_with(inserted[0])
+                params |= inserted[1]
+            if events:
+                statement = with_numbered(statement)
+                params |= rows_params(events)
+        # The run's fields in one UPDATE by primary key built once (with the node rows on
+        # PostgreSQL); the loaded row takes them as already written (Core, not a unit-of-work
+        # flush, for one row).
         await self.session.execute(statement, params)
-        for name, value in fields.items():
-            set_committed_value(run, name, value)
-
-    async def write_run(self, run: WorkflowRun, fields: Mapping[str, Any]) -> None:
-        """The run fields a tick writes (`queries.RUN_FIELDS`), in one UPDATE by primary key
-        built once; the loaded row takes them as already written (Core, not a unit-of-work
-        flush, for one row)."""
-        await self.session.execute(
-            queries.WRITE_RUN,
-            {"k_id": run.id, **{f"v_{name}": fields[name] for name in queries.RUN_FIELDS}},
-        )
         for name, value in fields.items():
             set_committed_value(run, name, value)
 

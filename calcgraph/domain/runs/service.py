@@ -1,6 +1,6 @@
 """Workflow runs: create (`create`), read, list, and the tick.
 
-The tick is one unit of work and one pipeline, its path picked in one place (`_answer`):
+The tick is one unit of work and one pipeline, its path picked in one place (`RunService.answer`):
 load (`snapshot`: lock the run row, read the results of the jobs running nodes wait on and
 the chain starts, then the plan and every node state, through the memo), decide (the pure
 `tick`), authorize (`decide`: the owner's queued-jobs room and right to execute), persist
@@ -27,7 +27,7 @@ Decisions where the specification and contract are silent:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -57,7 +57,7 @@ from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.persist.service import apply
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
 from calcgraph.domain.runs.snapshot import Lock
-from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState
+from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.service import workflow_service
@@ -79,13 +79,13 @@ DEFAULT_QUOTAS = Quotas()
 
 
 @dataclass(frozen=True)
-class _Advance:
+class Advance:
     """What a tick that may advance the run was asked (see `RunService.tick`)."""
 
     cache: ResultLookup
-    chains: bool
-    cancel: bool
-    quotas: Quotas
+    chains: bool = False
+    cancel: bool = False
+    quotas: Quotas = DEFAULT_QUOTAS
 
 
 class RunService(RunLoads):
@@ -134,10 +134,12 @@ class RunService(RunLoads):
         read = found(await store.read(run_id, "none"), f"workflow run {run_id!r}")
         run = read.run
         await self._ensure_visible(session, principal, run, read.facts)
-        snapshot = await store.plan_snapshot(run_id) if plan else {}
+        snapshot = read.plan_snapshot if plan else {}
+        if snapshot is None:
+            snapshot = await store.repository.plan_snapshot(run_id)
         # States remembered at this revision are committed ones; states read here are not
         # remembered: without the run's lock a tick may commit between the two reads.
-        node_states = store.remembered_states(run)
+        node_states = read.states
         if node_states is None and states:
             node_states = await store.repository.states(run_id)
         return run_view(run, node_states, snapshot)
@@ -194,14 +196,9 @@ class RunService(RunLoads):
         the run row, the jobs of its running nodes and the chain starts, by key or index, and
         neither the plan nor the node states unless it must answer them: its cost does not
         grow with the run, in this process's memo or not."""
-        view = await self._answer(
-            session,
-            principal,
-            run_id,
-            "wait" if cancel else "skip",
-            since,
-            token,
-            _Advance(cache, chains, cancel, quotas),
+        advance = Advance(cache, chains, cancel, quotas)
+        view = await self.answer(
+            session, principal, run_id, since=since, token=token, advance=advance
         )
         assert view is not None  # a tick always answers
         return view
@@ -228,22 +225,7 @@ class RunService(RunLoads):
             return None
         return view
 
-    def changed_elsewhere(self, run_id: str, token: Token) -> bool:
-        """Whether another unit of work than this process's ticks changed the run since a
-        tick kept its answer (a job ended, most likely): its tick then goes straight to the
-        run's lock, without the unlocked read that would find that work first."""
-        return self.memo.changed_elsewhere(run_id, token)
-
-    def awaits_token(self, run_id: str) -> bool:
-        """A tick of this process changed the run: its caller notes the token after the
-        commit (`note_token`), so the next tick knows whether another unit of work changed
-        the run since (`changed_elsewhere`)."""
-        return self.memo.awaits_token(run_id)
-
-    def note_token(self, run_id: str, token: Token) -> None:
-        self.memo.note_token(run_id, token)
-
-    async def unchanged(
+    async def answer(
         self,
         session: AsyncSession,
         principal: Principal,
@@ -251,34 +233,18 @@ class RunService(RunLoads):
         *,
         since: int | None = None,
         token: Token | None = None,
+        advance: Advance | None = None,
     ) -> RunView | None:
-        """The run as a tick would answer it, when that tick would change nothing (see `tick`),
-        read without the run's lock or a write transaction: one statement, plus the changed
-        states with `since`. None when the tick has work, or when it would read node states
-        this process does not remember (the locked tick remembers them for the next one).
-        The answer is kept under `token` (`kept`)."""
-        if self.memo.revision(run_id) == 0:
-            # Created in this process and not ticked here since: its first tick has work (it
-            # submits every ready node), so the locked tick reads the run itself, one read
-            # less (the 500 first ticks of 500 new runs come at once). Only a hint: a run
-            # another process ticked is found so under the lock, which spends the hint.
-            return None
-        return await self._answer(session, principal, run_id, "none", since, token, None)
-
-    async def _answer(
-        self,
-        session: AsyncSession,
-        principal: Principal,
-        run_id: str,
-        lock: Lock,
-        since: int | None,
-        token: Token | None,
-        advance: _Advance | None,
-    ) -> RunView | None:
-        """The one place a tick's path is picked: load the run (unlocked for `unchanged`,
-        locked for a tick), decide the caller's access to it once, then answer it unchanged,
-        answer it busy (another unit of work holds its lock), or advance it: load its work,
-        plan and states, decide, authorize, persist."""
+        """The one place a tick's path is picked. Without `advance`: the run as a tick would
+        answer it, when that tick would change nothing (see `tick`), read without the run's
+        lock or a write transaction (one statement, plus the changed states with `since`);
+        None when the tick has work, or when it would read node states this process does not
+        remember (the locked tick remembers them for the next one). With `advance`: the tick
+        (`tick`), under the run's lock. Either way: load the run, decide the caller's access
+        to it once, then answer it unchanged, answer it busy (another unit of work holds its
+        lock), or advance it: load its plan and states, decide, authorize, persist. An answer
+        that changes nothing is kept under `token` (`kept`)."""
+        lock: Lock = "none" if advance is None else "wait" if advance.cancel else "skip"
         store = RunStore(session, self.memo)
         snapshot = await store.read(run_id, lock, work=advance is None)
         busy = snapshot is None and lock == "skip"
@@ -299,39 +265,28 @@ class RunService(RunLoads):
         _check_since(since, run.revision)
         now = utcnow()
         due = run.retry_at is not None and run.retry_at <= now
-        # What the answer is made of: states to read (None) or those given, whether states read
-        # may be remembered (only under the run's lock), whether the answer is kept (only when
-        # this unit of work changed nothing, and read the run's work).
-        states: Mapping[str, NodeState] | None = None
+        # Whether node states read for the answer may be remembered (only under the run's
+        # lock), whether the answer is kept (only when this unit of work changed nothing, and
+        # read the run's work). The snapshot's states are those remembered, or loaded to
+        # advance it, or written by its tick; None: the answer reads them.
         remember = keep = not busy
         if busy:
             pass  # answered as it stands, committed: the other unit of work advances it
         elif advance is None:
             if snapshot.work or not snapshot.ticked or due:
                 return None  # the locked tick reconciles, submits, or submits the retry due
-            if since is None and run.status not in RUN_TERMINAL:
-                if store.remembered_states(run) is None:
-                    return None
+            if since is None and run.status not in RUN_TERMINAL and snapshot.states is None:
+                return None
             remember = False
-        else:
-            if snapshot.results or snapshot.started or due or advance.cancel or not snapshot.ticked:
-                await store.complete(snapshot)
-                result = await authorize(
-                    session,
-                    snapshot,
-                    now,
-                    advance.quotas,
-                    chains=advance.chains,
-                    cancel=advance.cancel,
-                )
-                states = snapshot.states
-                if result.changed:
-                    states = await apply(session, store, snapshot, result, advance.cache)
-                    keep = False
-        view = await store.view(run, since, states, snapshot.plan_snapshot, remember=remember)
-        if keep:
-            store.keep(token, snapshot, since, view)
-        return view
+        elif snapshot.results or snapshot.started or due or advance.cancel or not snapshot.ticked:
+            await store.complete(snapshot)
+            result = await authorize(
+                session, snapshot, now, advance.quotas, chains=advance.chains, cancel=advance.cancel
+            )
+            if result.changed:
+                await apply(session, store, snapshot, result, advance.cache)
+                keep = False
+        return await store.view(snapshot, since, remember=remember, keep=token if keep else None)
 
     async def running_jobs(
         self, session: AsyncSession, principal: Principal, run_id: str

@@ -35,9 +35,11 @@ class RunSnapshot:
     started: Mapping[str, StartedJob] = field(default_factory=dict)
     """Locked: the jobs chain workers started for its pending nodes (adopted by this unit)."""
     plan_snapshot: dict[str, Any] | None = None
+    """With `plan`: remembered ones from the read, else once loaded (`RunStore.complete`)."""
     plan: Plan | None = None
     states: Mapping[str, NodeState] | None = None
-    """Every node state at the run's revision, once loaded (`RunStore.complete`)."""
+    """Every node state at the run's revision: remembered ones from the read, else once
+    loaded (`RunStore.complete`); after a tick's write, the written ones."""
 
     @property
     def before(self) -> RunState:

@@ -213,8 +213,8 @@ async def insert_run(
     changes.changed(run.id)
     # Remembered before the commit, which is harmless here: if it rolls back, no tick can
     # ever find this run id; if it commits, these are exactly its plan and revision-0 states.
-    memo.remember_plan(run.id, run.plan_snapshot, frozen)
-    memo.remember_states(run.id, 0, states)
+    memo.plans.put(run.id, (run.plan_snapshot, frozen))
+    memo.states.put(run.id, (0, states))
     return run_view(run, states)
 
 

@@ -7,8 +7,6 @@ tick would then write that revision)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.events.service import held_for_last_statement, record_run
@@ -18,7 +16,7 @@ from calcgraph.domain.jobs.submission.service import NodeJob, job_submission_ser
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.snapshot import RunSnapshot
-from calcgraph.domain.runs.state import RUN_TERMINAL, NodeState, TickResult
+from calcgraph.domain.runs.state import RUN_TERMINAL, TickResult
 from calcgraph.domain.runs.store.repository import RunStore
 
 
@@ -28,13 +26,13 @@ async def apply(
     snapshot: RunSnapshot,
     result: TickResult,
     cache: ResultLookup,
-) -> Mapping[str, NodeState]:
-    """Write `result`, a change of the locked `snapshot`; the run's node states after it."""
+) -> None:
+    """Write `result`, a change of the locked `snapshot`, which then holds the run as written
+    (its fields and node states)."""
     assert snapshot.states is not None
     run = snapshot.run
     run_id = run.id
     ended_before = run.status in RUN_TERMINAL
-    store.changed(run_id)
     revision = run.revision
     after = result.run
     jobs = (
@@ -78,12 +76,8 @@ async def apply(
         held.written(events)
     if jobs is not None:
         await job_submission_service.node_jobs_written(session, jobs)
-    states = {**snapshot.states, **result.nodes}
-    if after.status in RUN_TERMINAL:
-        store.forget_on_commit(run_id)
-    else:
-        store.remember_on_commit(run_id, revision + 1, states)
-    return states
+    snapshot.states = {**snapshot.states, **result.nodes}
+    store.written(snapshot)
 
 
 async def _node_jobs(store: RunStore, run: WorkflowRun, result: TickResult) -> list[NodeJob]:
