@@ -122,6 +122,14 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         metavar="-1-19",
         help="niceness of events_flood_http's flood and follower (default 10; 0: not niced)",
     )
+    parser.add_argument(
+        "--hostile-nice",
+        type=int,
+        default=defaults.hostile_nice,
+        choices=range(-1, 20),
+        metavar="-1-19",
+        help="niceness of soak_hostile_http's hostile users' process (default 0: not niced)",
+    )
     args = parser.parse_args(argv)
     options = dataclasses.replace(
         defaults,
@@ -133,6 +141,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         runs=tuple(args.runs),
         soak_minutes=args.minutes,
         flood_nice=args.flood_nice,
+        hostile_nice=args.hostile_nice,
     )
     return args.names, options, args.list
 

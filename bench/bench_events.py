@@ -43,7 +43,7 @@ from typing import Any
 import httpx
 
 from bench.bench_scale_tick import REDIS_URL, redis_prefix
-from bench.core import Options, Result, percentile, summarise
+from bench.core import Options, Result, niced, percentile, summarise
 from bench.event_flood import FLOOD_PER_S
 from bench.event_pages import pages
 from bench.scale_client import (
@@ -321,12 +321,6 @@ class _FloodPhase:
             self.flooded[key] = self.flooded.get(key, 0.0) + value
 
 
-def _niced(nice: int) -> tuple[str, ...]:
-    """The command prefix running a load generator's process at niceness `nice` (-1: as
-    SCHED_IDLE, 0: as it is)."""
-    return ("chrt", "--idle", "0") if nice < 0 else ("nice", "-n", str(nice)) if nice else ()
-
-
 class _Flood:
     """The flood (`bench.event_flood`) in a process of its own at niceness `nice`, started and
     ready (imported, connected) before its phase, flooding once told to (`go`)."""
@@ -337,7 +331,7 @@ class _Flood:
     @classmethod
     async def ready(cls, prefix: str, user_id: str, seconds: float, nice: int) -> _Flood:
         process = await asyncio.create_subprocess_exec(
-            *_niced(nice),
+            *niced(nice),
             sys.executable,
             "-m",
             "bench.event_flood",
@@ -442,7 +436,7 @@ def _flood_bench(options: Options, name: str, execute_every: float | None) -> li
                 # token that outlives the benchmark's 2 minutes (tokens live 5).
                 token = bench.headers["Authorization"].removeprefix("Bearer ")
                 follower = await asyncio.create_subprocess_exec(
-                    *_niced(options.flood_nice),
+                    *niced(options.flood_nice),
                     sys.executable,
                     "-m",
                     "bench.event_follow",

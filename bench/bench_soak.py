@@ -38,7 +38,7 @@ import asyncpg
 import httpx
 
 from bench import soak_clients
-from bench.core import Options, Result, percentile
+from bench.core import Options, Result, niced, percentile
 from bench.scale_client import POSTGRES_URL, Api, api, cpu_split, diamond_nodes
 
 REDIS_URL = os.environ.get("CALCGRAPH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -176,9 +176,11 @@ def _status_kb(pid: int | None, key: str) -> int:
     return 0
 
 
-async def _client(order: bytes) -> dict[str, Any]:
-    """A client process of `bench.soak_clients`: its orders in, its findings out."""
+async def _client(order: bytes, nice: int = 0) -> dict[str, Any]:
+    """A client process of `bench.soak_clients` at niceness `nice`: its orders in, its
+    findings out."""
     process = await asyncio.create_subprocess_exec(
+        *niced(nice),
         sys.executable,
         "-m",
         "bench.soak_clients",
@@ -206,15 +208,17 @@ async def _phase(
     seconds: float,
     slug: str,
     hostile: dict[str, Any] | None,
+    hostile_nice: int,
 ) -> None:
     """The honest users here; the `/health` probe and the hostile users (when `hostile` names
-    them and their packages) each in a process of its own."""
+    them and their packages) each in a process of its own, the hostile users' at niceness
+    `hostile_nice`."""
     before = await cpu_split(api)
     began = time.monotonic()
     until = began + seconds
     clients = [_client(_orders(api, "health", seconds))]
     if hostile is not None:
-        clients.append(_client(_orders(api, "hostile", seconds, **hostile)))
+        clients.append(_client(_orders(api, "hostile", seconds, **hostile), hostile_nice))
     found, *_ = await asyncio.gather(
         asyncio.gather(*clients),
         *(_honest(api, slug, f"honest{u:02d}", phase, until) for u in range(HONEST_USERS)),
@@ -256,7 +260,7 @@ def _result(phase: Phase, setup: str, extra: dict[str, object]) -> Result:
     )
 
 
-async def _soak(minutes: float) -> list[Result]:
+async def _soak(minutes: float, hostile_nice: int) -> list[Result]:
     total = minutes * 60
     quiet_s, loud_s = total / 3, total * 2 / 3
     prefix = f"soak-{uuid.uuid4().hex[:6]}:"
@@ -269,10 +273,10 @@ async def _soak(minutes: float) -> list[Result]:
         spin_pkg = await _publish_hostile(server, users[3])
         db_before = await _database_bytes()
         quiet = Phase("honest users alone")
-        await _phase(server, quiet, quiet_s, slug, None)
+        await _phase(server, quiet, quiet_s, slug, None, hostile_nice)
         loud = Phase("with 5 hostile users")
         hostile = {"users": users, "packages": {"big": big_pkg, "spin": spin_pkg}}
-        await _phase(server, loud, loud_s, slug, hostile)
+        await _phase(server, loud, loud_s, slug, hostile, hostile_nice)
         db_after = await _database_bytes()
         api_hwm = max(_status_kb(pid, "VmHWM") for pid in server.server.api_pids()) / 1024
         worker_hwm = _status_kb(server.worker_pid, "VmHWM") / 1024
@@ -281,12 +285,13 @@ async def _soak(minutes: float) -> list[Result]:
         "api_memory_hwm_mb": round(api_hwm, 1),
         "worker_memory_hwm_mb": round(worker_hwm, 1),
         "database_growth_mb": round((db_after - db_before) / 2**20, 1),
+        "hostile_nice": hostile_nice,
     }
     return [_result(quiet, setup, {}), _result(loud, setup, whole)]
 
 
 def soak(options: Options) -> list[Result]:
-    results = asyncio.run(_soak(options.soak_minutes))
+    results = asyncio.run(_soak(options.soak_minutes, options.hostile_nice))
     for result in results:
         print(f"soak_hostile_http  {result.scenario:22} {result.seconds:7.1f} s  {result.extra}")
     return results

@@ -25,6 +25,7 @@ class Options:
     service_max_s: float = 2.0
     soak_minutes: float = 10.0  # the soak benchmark's length (bench_soak)
     flood_nice: int = 10  # niceness of events_flood_http's flood and follower (bench_events)
+    hostile_nice: int = 0  # niceness of soak_hostile_http's hostile users' process (bench_soak)
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,10 @@ class Deadline:
     @property
     def passed(self) -> bool:
         return time.perf_counter() >= self._end
+
+
+def niced(nice: int) -> tuple[str, ...]:
+    """The command prefix running a load generator's process at niceness `nice` (-1: as
+    SCHED_IDLE, 0: as it is): on one machine, clients that stand for other machines' yield
+    its cores to the platform they load."""
+    return ("chrt", "--idle", "0") if nice < 0 else ("nice", "-n", str(nice)) if nice else ()
