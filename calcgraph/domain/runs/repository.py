@@ -28,7 +28,6 @@ from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.packages.models import PackageVersion
 from calcgraph.domain.read_models import attributes
-from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.statements import repository as queries
@@ -132,7 +131,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def plan_snapshot(self, run_id: str) -> dict[str, Any]:
         snapshot = await self.session.scalar(
-            select(WorkflowRun.plan_snapshot).where(WorkflowRun.id == run_id)
+            select(queries.RUNS.c.plan_snapshot).where(queries.RUNS.c.id == run_id)
         )
         assert snapshot is not None  # the run row is locked: it exists
         return dict(snapshot)
@@ -143,13 +142,15 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def states(self, run_id: str) -> dict[str, NodeState]:
         rows = await self.session.execute(
-            select(*queries.STATE_COLUMNS).where(NodeRowModel.run_id == run_id)
+            select(*queries.STATE_COLUMNS).where(queries.NODES.c.run_id == run_id)
         )
         return {row[0]: queries.state(row) for row in rows}
 
     async def plan_snapshots(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         rows = await self.session.execute(
-            select(WorkflowRun.id, WorkflowRun.plan_snapshot).where(WorkflowRun.id.in_(run_ids))
+            select(queries.RUNS.c.id, queries.RUNS.c.plan_snapshot).where(
+                queries.RUNS.c.id.in_(run_ids)
+            )
         )
         return {row[0]: dict(row[1]) for row in rows}
 
@@ -160,7 +161,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             return []
         # Table columns, not the model's: rows without the ORM's per-row loading.
         columns: list[Any] = [queries.NODES.c.run_id, queries.NODES.c.kind]
-        columns += [queries.NODES.c[c.key] for c in queries.STATE_COLUMNS]
+        columns += queries.STATE_COLUMNS
         if not values:
             columns[5:7] = [null().label("outputs"), null().label("error")]
         rows = await self.session.execute(
@@ -191,7 +192,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     async def resolved_inputs(self, run_id: str) -> dict[str, Any]:
         """The run's inputs in SI, as its nodes received them."""
         found = await self.session.scalar(
-            select(WorkflowRun.resolved_inputs).where(WorkflowRun.id == run_id)
+            select(queries.RUNS.c.resolved_inputs).where(queries.RUNS.c.id == run_id)
         )
         return dict(found or {})
 

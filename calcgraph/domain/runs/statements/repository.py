@@ -37,25 +37,12 @@ from calcgraph.domain.runs.state import NODE_STATE_FIELDS, NodeState
 from calcgraph.domain.runs.views import RunRow
 from calcgraph.domain.workflows.models import Workflow
 
-STATE_COLUMNS = (
-    NodeRowModel.node_key,
-    NodeRowModel.status,
-    NodeRowModel.job_id,
-    NodeRowModel.outputs,
-    NodeRowModel.error,
-    NodeRowModel.attempt,
-    NodeRowModel.started_at,
-    NodeRowModel.finished_at,
-    NodeRowModel.retry_at,
-    NodeRowModel.attempts,
-    NodeRowModel.reused,
-)
-
-
 NODES = cast(Table, NodeRowModel.__table__)
 RUNS = cast(Table, WorkflowRun.__table__)
 JOBS = cast(Table, Job.__table__)
 WORKFLOWS = cast(Table, Workflow.__table__)
+# A node's key and its state (`state` reads them): table columns, as below.
+STATE_COLUMNS = tuple(NODES.c[name] for name in ("node_key", *NODE_STATE_FIELDS))
 # The run's row as a `RunRow` (its columns in the same order), then its workflow's access
 # facts (`WorkflowFacts`): table columns, not the models', so that the session runs the
 # statements as Core (no ORM entity to load, no identity map to fill).
