@@ -250,7 +250,7 @@ async def hot_statements(
         assert found is not None
         fields = {name: getattr(found, name) for name in RUN_FIELDS}
         await runs.write_tick(
-            found, {_key(0, 0): NodeState("success")}, fields | {"revision": run.revision + 1}
+            found.id, {_key(0, 0): NodeState("success")}, fields | {"revision": run.revision + 1}
         )
 
     calls += [

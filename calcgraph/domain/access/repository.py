@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
     Select,
     SQLColumnExpression,
+    Table,
     and_,
     bindparam,
     delete,
@@ -58,14 +59,22 @@ def visible_to(
 
 
 # Built once: every tick that submits asks it, and building it cost more than running it.
-_OWNER_FACTS = (User.subject, User.username, User.roles)
-_OWNER = select(*_OWNER_FACTS).where(User.id == bindparam("user_id")).subquery()
+# Table columns, not the models': the session runs them as Core (a model's attribute alone
+# makes a statement ORM-enabled), the tick's and a worker's claim's alike.
+_USERS = cast(Table, User.__table__)
+_MEMBERSHIPS = cast(Table, Membership.__table__)
+_PACKAGES = cast(Table, Package.__table__)
+_FUNCTIONS = cast(Table, Function.__table__)
+_VERSIONS = cast(Table, FunctionVersion.__table__)
+_JOBS = cast(Table, Job.__table__)
+_OWNER_FACTS = (_USERS.c.subject, _USERS.c.username, _USERS.c.roles)
+_OWNER = select(*_OWNER_FACTS).where(_USERS.c.id == bindparam("user_id")).subquery()
 _PACKAGE_FACTS = (
-    FunctionVersion.id,
-    Package.owner_id,
-    Package.organization_id,
-    Package.visibility,
-    Membership.role,
+    _VERSIONS.c.id,
+    _PACKAGES.c.owner_id,
+    _PACKAGES.c.organization_id,
+    _PACKAGES.c.visibility,
+    _MEMBERSHIPS.c.role,
 )
 """The execution facts' package columns, the user's columns after them (both statements)."""
 
@@ -73,25 +82,26 @@ _PACKAGE_FACTS = (
 def _membership_of(user_id: ColumnElement[str]) -> ColumnElement[bool]:
     """The join of `user_id`'s membership in the package's owning organization."""
     return and_(
-        Membership.organization_id == Package.organization_id, Membership.user_id == user_id
+        _MEMBERSHIPS.c.organization_id == _PACKAGES.c.organization_id,
+        _MEMBERSHIPS.c.user_id == user_id,
     )
 
 
 _EXECUTION_FACTS = (
     select(*_PACKAGE_FACTS, *_OWNER.c)
-    .select_from(FunctionVersion)
-    .join(Function, Function.id == FunctionVersion.function_id)
-    .join(Package, Package.id == Function.package_id)
-    .outerjoin(Membership, _membership_of(bindparam("user_id")))
+    .select_from(_VERSIONS)
+    .join(_FUNCTIONS, _FUNCTIONS.c.id == _VERSIONS.c.function_id)
+    .join(_PACKAGES, _PACKAGES.c.id == _FUNCTIONS.c.package_id)
+    .outerjoin(_MEMBERSHIPS, _membership_of(bindparam("user_id")))
     .outerjoin(_OWNER, true())
-    .where(FunctionVersion.id.in_(bindparam("version_ids", expanding=True)))
+    .where(_VERSIONS.c.id.in_(bindparam("version_ids", expanding=True)))
 )
 
 # The user's queued jobs beside the facts, for a tick that submits (its quota room, contract
 # 8b): one statement, not a count of its own. Uncorrelated: counted once, by the jobs' index.
 _EXECUTION_FACTS_AND_QUEUED = _EXECUTION_FACTS.add_columns(
     select(func.count())
-    .where(Job.user_id == bindparam("user_id"), Job.status == "queued")
+    .where(_JOBS.c.user_id == bindparam("user_id"), _JOBS.c.status == "queued")
     .scalar_subquery()
 )
 
@@ -105,11 +115,11 @@ def with_execution_facts(
     a worker's claim asks of each job's owner in its own statement (`execution_facts_of`)."""
     return (
         query.add_columns(*_PACKAGE_FACTS, *_OWNER_FACTS)
-        .outerjoin(FunctionVersion, FunctionVersion.id == version_id)
-        .outerjoin(Function, Function.id == FunctionVersion.function_id)
-        .outerjoin(Package, Package.id == Function.package_id)
-        .outerjoin(Membership, _membership_of(user_id))
-        .outerjoin(User, User.id == user_id)
+        .outerjoin(_VERSIONS, _VERSIONS.c.id == version_id)
+        .outerjoin(_FUNCTIONS, _FUNCTIONS.c.id == _VERSIONS.c.function_id)
+        .outerjoin(_PACKAGES, _PACKAGES.c.id == _FUNCTIONS.c.package_id)
+        .outerjoin(_MEMBERSHIPS, _membership_of(user_id))
+        .outerjoin(_USERS, _USERS.c.id == user_id)
     )
 
 

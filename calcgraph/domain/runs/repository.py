@@ -20,7 +20,6 @@ from sqlalchemy import (
     null,
     select,
 )
-from sqlalchemy.orm.attributes import set_committed_value
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.db.dialect import custom_plans
@@ -29,11 +28,10 @@ from calcgraph.domain.functions.models import Function, FunctionVersion
 from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.packages.models import PackageVersion
 from calcgraph.domain.read_models import attributes
-from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.statements import repository as queries
-from calcgraph.domain.runs.views import STORED_FIELDS, NodeRow, RunView
+from calcgraph.domain.runs.views import STORED_FIELDS, NodeRow, RunRow, RunView
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,7 @@ class WorkflowFacts:
 
 
 def run_view(
-    run: WorkflowRun,
+    run: WorkflowRun | RunRow,
     states: Mapping[str, NodeState] | None = None,
     plan_snapshot: dict[str, Any] | None = None,
 ) -> RunView:
@@ -57,6 +55,13 @@ def run_view(
     given: dict[str, Any] = {} if plan_snapshot is None else {"plan_snapshot": plan_snapshot}
     stored = attributes(run, *(name for name in STORED_FIELDS if name not in given))
     return RunView(**stored, **given, node_states=states)
+
+
+def _run_and_facts(row: Any) -> tuple[RunRow, WorkflowFacts]:
+    """The run's row and its workflow's access facts, the first columns of `row`
+    (`queries.RUN_COLUMNS`, then `queries.FACT_COLUMNS`)."""
+    width = len(queries.RUN_COLUMNS)
+    return RunRow(*row[:width]), WorkflowFacts(*row[width : queries.AFTER_FACTS])
 
 
 def _state_values(state: NodeState) -> dict[str, Any]:
@@ -78,17 +83,17 @@ def _state_values(state: NodeState) -> dict[str, Any]:
 class RunRepository(RepositoryBase[WorkflowRun]):
     model = WorkflowRun
 
-    async def run_with_facts(self, run_id: str) -> tuple[WorkflowRun, WorkflowFacts] | None:
+    async def run_with_facts(self, run_id: str) -> tuple[RunRow, WorkflowFacts] | None:
         """The run row, unlocked, with its workflow's access facts; its large `plan_snapshot`
-        is not loaded."""
+        is not read."""
         row = (await self.session.execute(queries.RUN_WITH_FACTS, {"run_id": run_id})).first()
         if row is None:
             return None
-        return row[0], WorkflowFacts(row[1], row[2], row[3], row[4])
+        return _run_and_facts(row)
 
     async def locked_run_with_work(
         self, run_id: str, *, skip_locked: bool
-    ) -> tuple[WorkflowRun, WorkflowFacts, dict[str, JobResult], dict[str, StartedJob]] | None:
+    ) -> tuple[RunRow, WorkflowFacts, dict[str, JobResult], dict[str, StartedJob]] | None:
         """The run row, locked until the end of the unit of work (the tick's serialisation),
         with its access facts and what the tick reconciles, in one statement; None when there
         is no such run, or with `skip_locked` when another unit of work holds its lock
@@ -107,14 +112,14 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         ).all()
         if not rows:
             return None
-        first = rows[0]
-        results, adopted = self._work(row[5:] for row in rows if row[5] is not None)
+        work = queries.AFTER_FACTS
+        results, adopted = self._work(row[work:] for row in rows if row[work] is not None)
         if adopted:
             job_ids = [job.job_id for job in adopted.values()]
             await self.session.execute(queries.ADOPTED, {"run_id": run_id, "job_ids": job_ids})
-        return first[0], WorkflowFacts(first[1], first[2], first[3], first[4]), results, adopted
+        return *_run_and_facts(rows[0]), results, adopted
 
-    async def run_with_work(self, run_id: str) -> tuple[WorkflowRun, WorkflowFacts, bool] | None:
+    async def run_with_work(self, run_id: str) -> tuple[RunRow, WorkflowFacts, bool] | None:
         """The run row (unlocked, without its plan) with its workflow's access facts, and
         whether a tick would find anything to reconcile (a finished job, a chain start)."""
         row = (
@@ -122,11 +127,11 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         ).first()
         if row is None:
             return None
-        return row[0], WorkflowFacts(row[1], row[2], row[3], row[4]), bool(row[5])
+        return *_run_and_facts(row), bool(row[queries.AFTER_FACTS])
 
     async def plan_snapshot(self, run_id: str) -> dict[str, Any]:
         snapshot = await self.session.scalar(
-            select(WorkflowRun.plan_snapshot).where(WorkflowRun.id == run_id)
+            select(queries.RUNS.c.plan_snapshot).where(queries.RUNS.c.id == run_id)
         )
         assert snapshot is not None  # the run row is locked: it exists
         return dict(snapshot)
@@ -137,13 +142,15 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def states(self, run_id: str) -> dict[str, NodeState]:
         rows = await self.session.execute(
-            select(*queries.STATE_COLUMNS).where(NodeRowModel.run_id == run_id)
+            select(*queries.STATE_COLUMNS).where(queries.NODES.c.run_id == run_id)
         )
         return {row[0]: queries.state(row) for row in rows}
 
     async def plan_snapshots(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         rows = await self.session.execute(
-            select(WorkflowRun.id, WorkflowRun.plan_snapshot).where(WorkflowRun.id.in_(run_ids))
+            select(queries.RUNS.c.id, queries.RUNS.c.plan_snapshot).where(
+                queries.RUNS.c.id.in_(run_ids)
+            )
         )
         return {row[0]: dict(row[1]) for row in rows}
 
@@ -154,7 +161,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             return []
         # Table columns, not the model's: rows without the ORM's per-row loading.
         columns: list[Any] = [queries.NODES.c.run_id, queries.NODES.c.kind]
-        columns += [queries.NODES.c[c.key] for c in queries.STATE_COLUMNS]
+        columns += queries.STATE_COLUMNS
         if not values:
             columns[5:7] = [null().label("outputs"), null().label("error")]
         rows = await self.session.execute(
@@ -185,7 +192,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     async def resolved_inputs(self, run_id: str) -> dict[str, Any]:
         """The run's inputs in SI, as its nodes received them."""
         found = await self.session.scalar(
-            select(WorkflowRun.resolved_inputs).where(WorkflowRun.id == run_id)
+            select(queries.RUNS.c.resolved_inputs).where(queries.RUNS.c.id == run_id)
         )
         return dict(found or {})
 
@@ -278,7 +285,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
 
     async def write_tick(
         self,
-        run: WorkflowRun,
+        run_id: str,
         changed: Mapping[str, NodeState],
         fields: Mapping[str, Any],
         jobs: Sequence[dict[str, Any]] = (),
@@ -297,14 +304,14 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             await job_rows.insert_many(jobs)
         statement = queries.WRITE_RUN
         params: dict[str, Any] = {
-            "k_id": run.id,
+            "k_id": run_id,
             **{f"v_{name}": fields[name] for name in queries.RUN_FIELDS},
         }
         if self._dialect != "postgresql":
             assert not events, "held events are written by a tick's write on PostgreSQL only"
-            await self.write_states(run.id, changed, fields["revision"])
+            await self.write_states(run_id, changed, fields["revision"])
         else:
-            rest = await self._start_many(run.id, changed, fields["revision"])
+            rest = await self._start_many(run_id, changed, fields["revision"])
             values = [_state_values(state) for state in rest.values()]
             params["a_node_key"] = list(rest)
             for name in NODE_STATE_FIELDS:
@@ -321,11 +328,9 @@ class RunRepository(RepositoryBase[WorkflowRun]):
                 statement = with_numbered(statement)
                 params |= rows_params(events)
         # The run's fields in one UPDATE by primary key built once (with the node rows on
-        # PostgreSQL); the loaded row takes them as already written (Core, not a unit-of-work
-        # flush, for one row).
+        # PostgreSQL): Core, not a unit-of-work flush, for one row; the caller's `RunRow`
+        # takes them (`persist.apply`).
         await self.session.execute(statement, params)
-        for name, value in fields.items():
-            set_committed_value(run, name, value)
 
     async def _of_versions(self, version_ids: Iterable[str], *columns: Any) -> Sequence[Any]:
         """(function version id, *columns) of each of `version_ids`, the version joined to its

@@ -53,13 +53,12 @@ from calcgraph.domain.runs.create.service import (
 from calcgraph.domain.runs.listing.repository import RunListRepository
 from calcgraph.domain.runs.loaders import RunLoads
 from calcgraph.domain.runs.memo import RunMemo
-from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.persist.service import apply
 from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
 from calcgraph.domain.runs.snapshot import Lock
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.runs.store.repository import RunStore
-from calcgraph.domain.runs.views import RunView
+from calcgraph.domain.runs.views import RunRow, RunView
 from calcgraph.domain.workflows.service import workflow_service
 
 __all__ = ["RUN_STATUSES", "Reuse", "RunOrder", "RunService", "resolve_run_inputs", "run_service"]
@@ -299,7 +298,7 @@ class RunService(RunLoads):
         return await repository.running_jobs(run_id)
 
     async def _ensure_visible(
-        self, session: AsyncSession, principal: Principal, run: WorkflowRun, facts: WorkflowFacts
+        self, session: AsyncSession, principal: Principal, run: RunRow, facts: WorkflowFacts
     ) -> None:
         await access_service.require(
             session,

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calcgraph.domain.read_models import from_attributes
-from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.repository import WorkflowFacts
 from calcgraph.domain.runs.state import RUN_TERMINAL, JobResult, NodeState, RunState, StartedJob
+from calcgraph.domain.runs.views import RunRow
 from calcgraph.domain.workflows.planner import Plan
 
 Lock = Literal["none", "skip", "wait"]
@@ -24,7 +24,8 @@ unless another unit of work holds the lock (`skip`: a tick), or locked, waiting 
 class RunSnapshot:
     """A run as one unit of work read it: what the pure tick decides on."""
 
-    run: WorkflowRun
+    run: RunRow
+    """Its row as read, then as its tick wrote it (`persist.apply`)."""
     facts: WorkflowFacts
     locked: bool
     """Read under the run's lock; false: read unlocked (an answer, or a busy run)."""

@@ -56,6 +56,37 @@ class RunView:
         return function_versions(self.plan_snapshot)
 
 
+Document = dict[str, Any]
+"""A JSON object as a JSON column of a row reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """The run's row as a tick reads it: every column of `workflow_runs` but its large plan
+    (`plan_snapshot`), under the same names and in the table's order, as Core columns (no ORM
+    entity, identity map or per-row loading on the tick's path). A tick's write replaces it
+    (`dataclasses.replace`) with the fields it wrote."""
+
+    workflow_id: str
+    workflow_version_id: str
+    user_id: str
+    """The run's owner: its jobs run on their behalf."""
+    status: str
+    inputs: Document
+    resolved_inputs: Document
+    """The inputs in SI, as the tick binds them to its nodes."""
+    terminal_outputs: Document | None
+    error_message: str | None
+    first_failed_node_key: str | None
+    revision: int
+    started_at: datetime
+    completed_at: datetime | None
+    retry_at: datetime | None
+    rerun_of: str | None
+    cache_refresh: bool
+    id: str
+
+
 STORED_FIELDS = (
     "id",
     "workflow_id",

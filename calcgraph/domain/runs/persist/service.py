@@ -7,6 +7,9 @@ tick would then write that revision)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from calcgraph.domain.events.service import held_for_last_statement, record_run
@@ -14,10 +17,10 @@ from calcgraph.domain.jobs.cache_key import REFRESH, ResultLookup
 from calcgraph.domain.jobs.enqueue import RUN_ACTOR
 from calcgraph.domain.jobs.submission.service import NodeJob, job_submission_service
 from calcgraph.domain.runs.chains.service import CHAIN_ACTOR
-from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.snapshot import RunSnapshot
 from calcgraph.domain.runs.state import RUN_TERMINAL, TickResult
 from calcgraph.domain.runs.store.repository import RunStore
+from calcgraph.domain.runs.views import RunRow
 
 
 async def apply(
@@ -55,32 +58,30 @@ async def apply(
     # (PostgreSQL): one round trip fewer than the hook's own INSERT before the commit.
     held = held_for_last_statement(session)
     events = held.take() if held is not None else []
+    fields: dict[str, Any] = {
+        "status": after.status,
+        "completed_at": after.completed_at,
+        "terminal_outputs": (
+            None if after.terminal_outputs is None else dict(after.terminal_outputs)
+        ),
+        "error_message": after.error_message,
+        "first_failed_node_key": after.first_failed_node_key,
+        "retry_at": after.retry_at,
+        "revision": revision + 1,
+    }
     await store.repository.write_tick(
-        run,
-        result.nodes,
-        {
-            "status": after.status,
-            "completed_at": after.completed_at,
-            "terminal_outputs": (
-                None if after.terminal_outputs is None else dict(after.terminal_outputs)
-            ),
-            "error_message": after.error_message,
-            "first_failed_node_key": after.first_failed_node_key,
-            "retry_at": after.retry_at,
-            "revision": revision + 1,
-        },
-        () if jobs is None else jobs.rows,
-        events,
+        run_id, result.nodes, fields, () if jobs is None else jobs.rows, events
     )
     if held is not None:
         held.written(events)
     if jobs is not None:
         await job_submission_service.node_jobs_written(session, jobs)
+    snapshot.run = replace(run, **fields)
     snapshot.states = {**snapshot.states, **result.nodes}
     store.written(snapshot)
 
 
-async def _node_jobs(store: RunStore, run: WorkflowRun, result: TickResult) -> list[NodeJob]:
+async def _node_jobs(store: RunStore, run: RunRow, result: TickResult) -> list[NodeJob]:
     # Every function version was resolved and frozen when the workflow version was saved.
     owners = await store.owners(
         {j.function_version_id for j in result.jobs if j.function_version_id}

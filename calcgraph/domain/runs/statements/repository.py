@@ -4,6 +4,7 @@ the row shapes they read (`calcgraph.domain.runs.repository` runs them)."""
 from __future__ import annotations
 
 import functools
+from dataclasses import fields
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -27,46 +28,38 @@ from sqlalchemy import (
     cast as sql_cast,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
-from sqlalchemy.orm import aliased, defer
 
 from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, NodeState
+from calcgraph.domain.runs.views import RunRow
 from calcgraph.domain.workflows.models import Workflow
-
-STATE_COLUMNS = (
-    NodeRowModel.node_key,
-    NodeRowModel.status,
-    NodeRowModel.job_id,
-    NodeRowModel.outputs,
-    NodeRowModel.error,
-    NodeRowModel.attempt,
-    NodeRowModel.started_at,
-    NodeRowModel.finished_at,
-    NodeRowModel.retry_at,
-    NodeRowModel.attempts,
-    NodeRowModel.reused,
-)
-
 
 NODES = cast(Table, NodeRowModel.__table__)
 RUNS = cast(Table, WorkflowRun.__table__)
 JOBS = cast(Table, Job.__table__)
+WORKFLOWS = cast(Table, Workflow.__table__)
+# A node's key and its state (`state` reads them): table columns, as below.
+STATE_COLUMNS = tuple(NODES.c[name] for name in ("node_key", *NODE_STATE_FIELDS))
+# The run's row as a `RunRow` (its columns in the same order), then its workflow's access
+# facts (`WorkflowFacts`): table columns, not the models', so that the session runs the
+# statements as Core (no ORM entity to load, no identity map to fill).
+RUN_COLUMNS = tuple(RUNS.c[f.name] for f in fields(RunRow))
+FACT_COLUMNS = (
+    WORKFLOWS.c.owner_id,
+    WORKFLOWS.c.organization_id,
+    WORKFLOWS.c.visibility,
+    WORKFLOWS.c.slug,
+)
+AFTER_FACTS = len(RUN_COLUMNS) + len(FACT_COLUMNS)
+"""The index of the first column after the run's row and its facts."""
 # The statements of every tick, built once (building one costs more than running it).
 RUN_WITH_FACTS = (
-    select(
-        WorkflowRun,
-        Workflow.owner_id,
-        Workflow.organization_id,
-        Workflow.visibility,
-        Workflow.slug,
-    )
-    .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-    .where(WorkflowRun.id == bindparam("run_id"))
-    .options(defer(WorkflowRun.plan_snapshot, raiseload=True))
-    .execution_options(populate_existing=True)
+    select(*RUN_COLUMNS, *FACT_COLUMNS)
+    .join(WORKFLOWS, WORKFLOWS.c.id == RUNS.c.workflow_id)
+    .where(RUNS.c.id == bindparam("run_id"))
 )
 CHAIN_STARTS = cast(Table, ChainStart.__table__)
 # Each hot statement reaches its rows by key or by an index whatever the statistics say (fresh
@@ -265,23 +258,12 @@ def locked_run_with_work(dialect_name: str, skip_locked: bool) -> Any:
     found = work(dialect_name).subquery("work")
     if dialect_name != "postgresql":
         return RUN_WITH_FACTS.outerjoin(found, true()).add_columns(*found.c)
-    facts = (Workflow.owner_id, Workflow.organization_id, Workflow.visibility, Workflow.slug)
-    run_columns = [c for c in RUNS.c if c.key != "plan_snapshot"]
-    row = (
-        select(*run_columns, *(c.label(f"f_{c.key}") for c in facts))
-        .join(Workflow, Workflow.id == WorkflowRun.workflow_id)
-        .where(WorkflowRun.id == bindparam("run_id"))
+    row = RUN_WITH_FACTS.with_only_columns(
+        *RUN_COLUMNS, *(c.label(f"f_{c.key}") for c in FACT_COLUMNS)
     )
-    once = locked(dialect_name, row, of=WorkflowRun, skip_locked=skip_locked)
+    once = locked(dialect_name, row, of=RUNS, skip_locked=skip_locked)
     cte = once.cte("locked_run").prefix_with("MATERIALIZED")
-    run = aliased(WorkflowRun, cte, adapt_on_names=True)
-    return (
-        select(run, *(cte.c[f"f_{c.key}"] for c in facts), *found.c)
-        .select_from(cte)
-        .outerjoin(found, true())
-        .options(defer(run.plan_snapshot, raiseload=True))
-        .execution_options(populate_existing=True)
-    )
+    return select(*cte.c, *found.c).select_from(cte).outerjoin(found, true())
 
 
 def state(row: Any) -> NodeState:
