@@ -114,22 +114,19 @@ def parse_args(argv: list[str]) -> tuple[list[str], Options, bool]:
         default=defaults.soak_minutes,
         help="length of the soak benchmark (soak_hostile_http; default 10)",
     )
-    parser.add_argument(
-        "--flood-nice",
-        type=int,
-        default=defaults.flood_nice,
-        choices=range(-1, 20),
-        metavar="-1-19",
-        help="niceness of events_flood_http's flood and follower (default 10; 0: not niced)",
-    )
-    parser.add_argument(
-        "--hostile-nice",
-        type=int,
-        default=defaults.hostile_nice,
-        choices=range(-1, 20),
-        metavar="-1-19",
-        help="niceness of soak_hostile_http's hostile users' process (default 0: not niced)",
-    )
+    # Load generators standing for other machines, niced (-1: SCHED_IDLE; 0: not niced).
+    for flag, default, whose in (
+        ("--flood-nice", defaults.flood_nice, "events_flood_http's flood and follower"),
+        ("--hostile-nice", defaults.hostile_nice, "soak_hostile_http's hostile users' process"),
+    ):
+        parser.add_argument(
+            flag,
+            type=int,
+            default=default,
+            choices=range(-1, 20),
+            metavar="-1-19",
+            help=f"niceness of {whose} (default {default}; 0: not niced)",
+        )
     args = parser.parse_args(argv)
     options = dataclasses.replace(
         defaults,
