@@ -232,9 +232,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         nodes)."""
         if not changed:
             return
-        rest = changed
-        if self._dialect == "postgresql":
-            rest = await self._start_many(run_id, changed, revision)
+        rest = await self._start_many(run_id, changed, revision)
         if not rest:
             return
         await self.session.execute(
@@ -253,10 +251,11 @@ class RunRepository(RepositoryBase[WorkflowRun]):
     async def _start_many(
         self, run_id: str, changed: Mapping[str, NodeState], revision: int
     ) -> dict[str, NodeState]:
-        """PostgreSQL only (its callers check the dialect): the nodes a tick submitted at one
-        time, beyond `queries.FEW`, in one UPDATE from arrays each; the changed states left to
-        write."""
+        """PostgreSQL: the nodes a tick submitted at one time, beyond `queries.FEW`, in one
+        UPDATE from arrays each; the changed states left to write (all of them elsewhere)."""
         rest = dict(changed)
+        if self._dialect != "postgresql":
+            return rest
         submitted: dict[datetime | None, list[tuple[str, NodeState]]] = {}
         for key, state in changed.items():
             if queries.just_started(state):
