@@ -254,11 +254,8 @@ async def hot_statements(
         )
 
     calls += [
-        ("tick: run and its work, unlocked", lambda: runs.run_with_work(run.run_id)),
-        (
-            "tick: lock the run with its work",
-            lambda: runs.locked_run_with_work(run.run_id, skip_locked=True),
-        ),
+        ("tick: run and its work, unlocked", lambda: runs.read(run.run_id, work=True)),
+        ("tick: lock the run with its work", lambda: runs.read(run.run_id, "skip")),
         ("tick: plan", lambda: runs.plan_snapshot(run.run_id)),
         (
             "tick: write changed states",

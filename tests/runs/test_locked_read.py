@@ -1,4 +1,4 @@
-"""The locked tick's one read (the run row, locked, with its work: `locked_run_with_work`) on
+"""The locked tick's one read (the run row, locked, with its work: `RunRepository.read`) on
 PostgreSQL reads the work in the statement's snapshot, which is taken before the lock: what
 the lock's last holder wrote meanwhile is not in it. It must come to the next tick, not be
 lost: the tick adopts (deletes) only the chain starts it read."""
@@ -47,11 +47,9 @@ async def real_database(database_url: str) -> AsyncIterator[Database]:
 
 async def _locked_read(database: Database, run_id: str) -> dict[str, StartedJob]:
     async with database.write_session() as session:
-        found = await RunRepository.from_session(session).locked_run_with_work(
-            run_id, skip_locked=False
-        )
+        found = await RunRepository.from_session(session).read(run_id, "wait")
         assert found is not None
-        return found[3]
+        return dict(found.started)
 
 
 async def _waiting_for_a_lock(database: Database) -> None:
@@ -100,8 +98,6 @@ async def test_a_chain_start_written_while_the_read_waits_is_left_for_the_next_t
     # the run, as a read made after the lock could, would lose it).
     assert after == {late["id"]}
     async with database.write_session() as session:
-        found = await RunRepository.from_session(session).locked_run_with_work(
-            run.run_id, skip_locked=True
-        )
+        found = await RunRepository.from_session(session).read(run.run_id, "skip")
     assert found is not None
-    assert {job.job_id for job in found[3].values()} == {late["id"]}
+    assert {job.job_id for job in found.started.values()} == {late["id"]}

@@ -10,7 +10,8 @@ import pytest
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.runs.models import WorkflowRun
-from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts
+from calcgraph.domain.runs.repository import RunRepository
+from calcgraph.domain.runs.snapshot import WorkflowFacts
 from calcgraph.domain.runs.statements import repository as queries
 from calcgraph.domain.runs.views import RunRow
 from tests.packages.publishing import Bearer, publish, small_body
@@ -42,12 +43,15 @@ async def test_each_read_of_the_tick_answers_the_row(
         assert stored is not None
         expected = RunRow(**{f.name: getattr(stored, f.name) for f in fields(RunRow)})
         runs = RunRepository.from_session(session)
-        unlocked = await runs.run_with_facts(run_id)
-        with_work = await runs.run_with_work(run_id)
-        locked = await runs.locked_run_with_work(run_id, skip_locked=True)
+        unlocked = await runs.read(run_id)
+        with_work = await runs.read(run_id, work=True)
+        locked = await runs.read(run_id, "skip")
     assert unlocked is not None
-    facts = unlocked[1]
+    assert with_work is not None
+    assert locked is not None
+    facts = unlocked.facts
     assert facts == WorkflowFacts(facts.owner_id, None, facts.visibility, "row")
-    assert unlocked == (expected, facts)
-    assert with_work == (expected, facts, False)
-    assert locked == (expected, facts, {}, {})
+    assert (unlocked.run, unlocked.locked) == (expected, False)
+    assert (with_work.run, with_work.facts, with_work.work) == (expected, facts, False)
+    assert (locked.run, locked.facts, locked.locked) == (expected, facts, True)
+    assert (locked.results, locked.started) == ({}, {})

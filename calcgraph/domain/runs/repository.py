@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,21 +28,10 @@ from calcgraph.domain.jobs.repository import JobRepository
 from calcgraph.domain.packages.models import PackageVersion
 from calcgraph.domain.read_models import attributes
 from calcgraph.domain.runs.models import WorkflowRun
+from calcgraph.domain.runs.snapshot import Lock, RunSnapshot, WorkflowFacts
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, JobResult, NodeState, StartedJob
 from calcgraph.domain.runs.statements import repository as queries
 from calcgraph.domain.runs.views import STORED_FIELDS, NodeRow, RunRow, RunView
-
-
-@dataclass(frozen=True)
-class WorkflowFacts:
-    """What the access policy needs of a run's workflow."""
-
-    owner_id: str
-    organization_id: str | None
-    visibility: str
-    slug: str = ""
-    """Not the policy's: what the run's end event names its workflow by (read with the
-    rest, so the tick that ends the run reads no workflow row)."""
 
 
 def run_view(
@@ -55,13 +43,6 @@ def run_view(
     given: dict[str, Any] = {} if plan_snapshot is None else {"plan_snapshot": plan_snapshot}
     stored = attributes(run, *(name for name in STORED_FIELDS if name not in given))
     return RunView(**stored, **given, node_states=states)
-
-
-def _run_and_facts(row: Any) -> tuple[RunRow, WorkflowFacts]:
-    """The run's row and its workflow's access facts, the first columns of `row`
-    (`queries.RUN_COLUMNS`, then `queries.FACT_COLUMNS`)."""
-    width = len(queries.RUN_COLUMNS)
-    return RunRow(*row[:width]), WorkflowFacts(*row[width : queries.AFTER_FACTS])
 
 
 def _state_values(state: NodeState) -> dict[str, Any]:
@@ -83,51 +64,38 @@ def _state_values(state: NodeState) -> dict[str, Any]:
 class RunRepository(RepositoryBase[WorkflowRun]):
     model = WorkflowRun
 
-    async def run_with_facts(self, run_id: str) -> tuple[RunRow, WorkflowFacts] | None:
-        """The run row, unlocked, with its workflow's access facts; its large `plan_snapshot`
-        is not read."""
-        row = (await self.session.execute(queries.RUN_WITH_FACTS, {"run_id": run_id})).first()
-        if row is None:
-            return None
-        return _run_and_facts(row)
+    async def read(
+        self, run_id: str, lock: Lock = "none", *, work: bool = False
+    ) -> RunSnapshot | None:
+        """The run row (without its large `plan_snapshot`) with its workflow's access facts, in
+        one statement; None when there is no such run, or with `skip` when another unit of work
+        holds its lock (SQLite's write sessions are serialised already).
 
-    async def locked_run_with_work(
-        self, run_id: str, *, skip_locked: bool
-    ) -> tuple[RunRow, WorkflowFacts, dict[str, JobResult], dict[str, StartedJob]] | None:
-        """The run row, locked until the end of the unit of work (the tick's serialisation),
-        with its access facts and what the tick reconciles, in one statement; None when there
-        is no such run, or with `skip_locked` when another unit of work holds its lock
-        (SQLite's write sessions are serialised already). What it reconciles: the results of
-        the finished jobs the run's running nodes wait on (the node rows by the (run, status)
-        index, as many as the run has in flight, not as many as it has nodes, their jobs by
-        primary key), and the jobs chain workers started for pending nodes since the last
-        tick (by node key), with the results of those already finished. This unit of work
-        adopts the starts it read, deleting them by id (what the statement's snapshot lacked
-        stays for the next tick: see `queries.locked_run_with_work`); a run without any sends
-        nothing more."""
-        rows = (
-            await self.session.execute(
-                queries.locked_run_with_work(self._dialect, skip_locked), {"run_id": run_id}
-            )
-        ).all()
+        Locked (`skip`, `wait`: until the end of the unit of work, the tick's serialisation),
+        with what the tick reconciles: the results of the finished jobs the run's running
+        nodes wait on (the node rows by the (run, status) index, as many as the run has in
+        flight, not as many as it has nodes, their jobs by primary key), and the jobs chain
+        workers started for pending nodes since the last tick (by node key), with the results
+        of those already finished. This unit of work adopts the starts it read, deleting them
+        by id (what the statement's snapshot lacked stays for the next tick: see
+        `queries.locked_run_with_work`); a run without any sends nothing more. Unlocked with
+        `work`: whether a tick would find anything to reconcile (`RunSnapshot.work`)."""
+        if lock != "none":
+            statement = queries.locked_run_with_work(self._dialect, lock == "skip")
+        else:
+            statement = queries.run_with_work(self._dialect) if work else queries.RUN_WITH_FACTS
+        rows = (await self.session.execute(statement, {"run_id": run_id})).all()
         if not rows:
             return None
-        work = queries.AFTER_FACTS
-        results, adopted = self._work(row[work:] for row in rows if row[work] is not None)
+        width, after = len(queries.RUN_COLUMNS), queries.AFTER_FACTS
+        run, facts = RunRow(*rows[0][:width]), WorkflowFacts(*rows[0][width:after])
+        if lock == "none":
+            return RunSnapshot(run, facts, locked=False, work=work and bool(rows[0][after]))
+        results, adopted = self._work(row[after:] for row in rows if row[after] is not None)
         if adopted:
             job_ids = [job.job_id for job in adopted.values()]
             await self.session.execute(queries.ADOPTED, {"run_id": run_id, "job_ids": job_ids})
-        return *_run_and_facts(rows[0]), results, adopted
-
-    async def run_with_work(self, run_id: str) -> tuple[RunRow, WorkflowFacts, bool] | None:
-        """The run row (unlocked, without its plan) with its workflow's access facts, and
-        whether a tick would find anything to reconcile (a finished job, a chain start)."""
-        row = (
-            await self.session.execute(queries.run_with_work(self._dialect), {"run_id": run_id})
-        ).first()
-        if row is None:
-            return None
-        return *_run_and_facts(row), bool(row[queries.AFTER_FACTS])
+        return RunSnapshot(run, facts, locked=True, results=results, started=adopted)
 
     async def plan_snapshot(self, run_id: str) -> dict[str, Any]:
         snapshot = await self.session.scalar(

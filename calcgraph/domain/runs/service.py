@@ -54,8 +54,8 @@ from calcgraph.domain.runs.listing.repository import RunListRepository
 from calcgraph.domain.runs.loaders import RunLoads
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.persist.service import apply
-from calcgraph.domain.runs.repository import RunRepository, WorkflowFacts, run_view
-from calcgraph.domain.runs.snapshot import Lock
+from calcgraph.domain.runs.repository import RunRepository, run_view
+from calcgraph.domain.runs.snapshot import Lock, WorkflowFacts
 from calcgraph.domain.runs.state import RUN_TERMINAL
 from calcgraph.domain.runs.store.repository import RunStore
 from calcgraph.domain.runs.views import RunRow, RunView
@@ -293,8 +293,8 @@ class RunService(RunLoads):
         """(job id, status) of the jobs the run's running nodes wait on: what a long-poll
         tick waits for."""
         repository = RunRepository.from_session(session)
-        read = await repository.run_with_facts(run_id)
-        await self._ensure_visible(session, principal, *found(read, f"workflow run {run_id!r}"))
+        read = found(await repository.read(run_id), f"workflow run {run_id!r}")
+        await self._ensure_visible(session, principal, read.run, read.facts)
         return await repository.running_jobs(run_id)
 
     async def _ensure_visible(

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calcgraph.domain.read_models import from_attributes
-from calcgraph.domain.runs.repository import WorkflowFacts
 from calcgraph.domain.runs.state import RUN_TERMINAL, JobResult, NodeState, RunState, StartedJob
 from calcgraph.domain.runs.views import RunRow
 from calcgraph.domain.workflows.planner import Plan
@@ -18,6 +17,18 @@ Lock = Literal["none", "skip", "wait"]
 """How a unit of work reads the run row: unlocked (an answer that changes nothing), locked
 unless another unit of work holds the lock (`skip`: a tick), or locked, waiting for it
 (`wait`: the tick that cancels)."""
+
+
+@dataclass(frozen=True)
+class WorkflowFacts:
+    """What the access policy needs of a run's workflow."""
+
+    owner_id: str
+    organization_id: str | None
+    visibility: str
+    slug: str = ""
+    """Not the policy's: what the run's end event names its workflow by (read with the
+    rest, so the tick that ends the run reads no workflow row)."""
 
 
 @dataclass

@@ -42,24 +42,11 @@ class RunStore:
         results and the chain starts, which this unit of work adopts. Unlocked with `work`,
         in the same statement, whether a tick would find any (`RunSnapshot.work`). With what
         the memo remembers of the run: its plan, and its node states at the revision read."""
-        if lock != "none":
-            locked = await self.repository.locked_run_with_work(run_id, skip_locked=lock == "skip")
-            if locked is None:
-                return None
-            run, facts, results, started = locked
-            if started:
-                changes.changed(run_id)  # its chain starts adopted: they are no longer work
-            snapshot = RunSnapshot(run, facts, locked=True, results=results, started=started)
-        elif work:
-            found = await self.repository.run_with_work(run_id)
-            if found is None:
-                return None
-            snapshot = RunSnapshot(found[0], found[1], locked=False, work=found[2])
-        else:
-            row = await self.repository.run_with_facts(run_id)
-            if row is None:
-                return None
-            snapshot = RunSnapshot(*row, locked=False)
+        snapshot = await self.repository.read(run_id, lock, work=work)
+        if snapshot is None:
+            return None
+        if snapshot.started:
+            changes.changed(run_id)  # its chain starts adopted: they are no longer work
         plan = self.memo.plans.get(run_id)
         if plan is not None:
             snapshot.plan_snapshot, snapshot.plan = plan
