@@ -93,10 +93,11 @@ def test_a_kept_answer_is_dropped_when_its_token_changes_or_it_ages() -> None:
     )
     kept = KeptAnswer(("1", "0"), "u", "u", None, "private", None, 100.0)
     memo.keep_answer("r", kept, None, view)
-    assert memo.answer("r", ("1", "0"), 101.0) is kept
-    assert memo.answer("r", ("2", "0"), 101.0) is None
-    assert memo.answer("r", ("1", "1"), 101.0) is None
-    assert memo.answer("r", ("1", "0"), 100.0 + ANSWER_MAX_AGE_S + 1) is None
+    assert memo.answers.get("r") is kept
+    assert kept.current(("1", "0"), 101.0)
+    assert not kept.current(("2", "0"), 101.0)
+    assert not kept.current(("1", "1"), 101.0)
+    assert not kept.current(("1", "0"), 100.0 + ANSWER_MAX_AGE_S + 1)
 
 
 async def test_through_redis_a_mark_is_known_here_without_a_read() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calcgraph.domain.runs.memo import RunMemo
+from calcgraph.domain.runs.memo import KeptAnswer, RunMemo
 from calcgraph.domain.runs.state import NodeState
 
 
@@ -84,13 +84,13 @@ def test_retry_defaults_are_answered_only_when_every_version_is_remembered() -> 
 def test_a_change_here_then_elsewhere_sends_the_next_tick_to_the_lock() -> None:
     memo = RunMemo()
     assert not memo.expects_work("r", ("t0", "e"))
-    memo.changed_here("r")
-    assert memo.awaits_token("r")
+    memo.answers.put("r", KeptAnswer(None, "u", "u", None, "private", None, 0.0))  # changed here
     assert not memo.expects_work("r", ("t1", "e"))  # its own token not noted yet
     memo.note_token("r", ("t1", "e"))
-    assert not memo.awaits_token("r")
     assert not memo.expects_work("r", ("t1", "e"))  # nothing since its own change
     assert memo.expects_work("r", ("t2", "e"))  # a job's end renewed it
+    memo.note_token("r", ("t2", "e"))  # noted once: a second note changes nothing
+    assert memo.expects_work("r", ("t2", "e"))
     memo.forget("r")
     assert not memo.expects_work("r", ("t2", "e"))
 

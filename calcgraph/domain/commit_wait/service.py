@@ -139,14 +139,12 @@ class CommitWait:
                 # A run without a token (none marked since the store began, or forgotten)
                 # gets one once it is known to exist: the next tick's read can be kept.
                 await self.changes.issue(run_id)
-            elif self.changes is not None and memo.awaits_token(run_id):
-                # This tick changed the run, its commit renewed the token: noted, the next
-                # tick goes straight to the run's lock when a job's end renewed it again,
+            elif self.changes is not None:
+                # When this tick changed the run, its commit renewed the token: noted, the
+                # next tick goes straight to the run's lock when a job's end renewed it again,
                 # without the unlocked read that would only find that work first. The token
-                # the commit's mark set, without a round trip (read when not known).
-                after = self.changes.marked(run_id) or await self.changes.token(run_id)
-                if after is not None:
-                    memo.note_token(run_id, after)
+                # the commit's mark set, without a round trip.
+                memo.note_token(run_id, self.changes.marked(run_id))
             return view
 
     async def _tick(

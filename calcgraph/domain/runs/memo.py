@@ -9,12 +9,14 @@
   database, or written by a tick and remembered after its commit (never before: the
   transaction could still roll back, and another tick would then write that revision).
 
-- A tick's answer for a run that had nothing to do, under the run's change token
-  (`calcgraph.domain.runs.changes`, read before the answer was): while the token is the same,
-  no unit of work changed the run, so the same tick answers the same. With it the run's
-  access facts (its user, its workflow's owner, organization and visibility: none of them
-  is ever written after creation) and its retry time. Kept at most `ANSWER_MAX_AGE_S`: a mark
-  lost to a Redis outage hides a change no longer than that.
+- What this process's last tick of a run left (`KeptAnswer`), under the run's change token
+  (`calcgraph.domain.runs.changes`): a tick that had nothing to do, its answer under the token
+  read before the answer was (while the token is the same, no unit of work changed the run,
+  so the same tick answers the same); a tick that changed the run, no answer, under the token
+  its commit renewed (noted after the commit). With it the run's access facts (its user, its
+  workflow's owner, organization and visibility: none of them is ever written after
+  creation) and its retry time. An answer is kept at most `ANSWER_MAX_AGE_S`: a mark lost to
+  a Redis outage hides a change no longer than that.
 
 Each map is a bounded LRU: a process serves many runs, and a miss only costs a read. A run
 that ended is forgotten (`forget`): a process that runs big runs one after another keeps none
@@ -121,9 +123,13 @@ _SINCES = 4
 
 @dataclass
 class KeptAnswer:
-    """What a tick answered a run that had nothing to do, by `since` (None: every state)."""
+    """What this process's last tick of a run left: the answers of a tick that had nothing to
+    do, by `since` (None: every state), under the token read before them; none after a tick
+    that changed the run, under the token its commit renewed."""
 
-    token: Token
+    token: Token | None
+    """None: a tick of this process changed the run and the token after its commit is not
+    noted yet (`RunMemo.note_token`)."""
     user_id: str
     owner_id: str
     organization_id: str | None
@@ -131,8 +137,10 @@ class KeptAnswer:
     retry_at: datetime | None
     kept_at: float
     views: dict[int | None, RunView] = field(default_factory=dict)
-    changed_here: bool = False
-    """This process changed the run since (its tick wrote): a new token is likely its own."""
+
+    def current(self, token: Token, now: float) -> bool:
+        """Kept under `token`, the run's token now, and not older than `ANSWER_MAX_AGE_S`."""
+        return self.token == token and now - self.kept_at <= ANSWER_MAX_AGE_S
 
 
 def _answer_nodes(entry: KeptAnswer) -> int:
@@ -155,17 +163,9 @@ class RunMemo:
             versions, nodes, _graph_nodes
         )
         self._retry_defaults: _Lru[str, dict[str, Any] | bool] = _Lru(versions)
-        self._answers: _Lru[str, KeptAnswer] = _Lru(runs, nodes, _answer_nodes)
-        # Runs a tick of this process changed, with the token read after that tick's commit
-        # ("": not read yet). Only a hint of where the next tick goes (`expects_work`).
-        self._changed: _Lru[str, Token | str] = _Lru(runs)
-
-    def answer(self, run_id: str, token: Token, now: float) -> KeptAnswer | None:
-        """The kept answer of the run under `token`, unless older than `ANSWER_MAX_AGE_S`."""
-        found = self._answers.get(run_id)
-        if found is None or found.token != token or now - found.kept_at > ANSWER_MAX_AGE_S:
-            return None
-        return found
+        # What this process's last tick of a run left: read by `RunService.kept`, written by
+        # `RunStore` (`keep_answer` when it answered, after a change when it wrote).
+        self.answers: _Lru[str, KeptAnswer] = _Lru(runs, nodes, _answer_nodes)
 
     def expects_work(self, run_id: str, token: Token | None) -> bool:
         """The next tick of the run most likely has work, so it goes straight to the run's
@@ -175,55 +175,41 @@ class RunMemo:
           ticks of 500 new runs come at once). Only a hint: a run another process ticked is
           found so under the lock, which spends the hint (`RunStore.read`);
         - with the run's `token`: another unit of work than this process's ticks changed the
-          run (a job ended, a chain worker, another process): the run had an answer kept
-          under another token and no tick of this process has changed it since, or a tick of
-          this process changed it last and the token is no longer the one read after that
-          tick's commit."""
+          run (a job ended, a chain worker, another process): the token is no longer the one
+          this process's last tick of the run left (read before its answer was kept, or
+          noted after its change committed). Not known (a change not noted yet): no."""
         remembered = self.states.get(run_id)
         if remembered is not None and remembered[0] == 0:
             return True
-        if token is None:
-            return False
-        after = self._changed.get(run_id)
-        if after:
-            return after != token
-        found = self._answers.get(run_id)
-        return found is not None and found.token != token and not found.changed_here
+        last = self.answers.get(run_id) if token is not None else None
+        return last is not None and last.token is not None and last.token != token
 
-    def changed_here(self, run_id: str) -> None:
-        found = self._answers.get(run_id)
-        if found is not None:
-            found.changed_here = True
-        self._changed.put(run_id, "")
-
-    def awaits_token(self, run_id: str) -> bool:
-        """A tick of this process changed the run and the token after it is not noted yet: its
-        caller notes the token after the commit (`note_token`), so the next tick knows
-        whether another unit of work changed the run since (`expects_work`)."""
-        return self._changed.get(run_id) == ""
-
-    def note_token(self, run_id: str, token: Token) -> None:
-        """The run's token read after this process's tick changed it and committed. A unit
-        of work of another that renewed it in between hides in it: the next tick then reads
+    def note_token(self, run_id: str, token: Token | None) -> None:
+        """The run's token after this process's tick changed it and committed, as this
+        process's mark set it (None: not known), noted only when the run's last tick here
+        changed it (one that changed nothing left the token it answered under). A unit of
+        work of another that renewed it in between hides in it: the next tick then reads
         unlocked first, as it would without the note."""
-        self._changed.put(run_id, token)
+        last = self.answers.get(run_id)
+        if last is not None and last.token is None:
+            last.token = token
 
     def keep_answer(self, run_id: str, kept: KeptAnswer, since: int | None, view: RunView) -> None:
         """Keep `view`, a tick's answer with `since`, beside those kept under the same token."""
-        found = self._answers.get(run_id)
-        if found is not None and found.token == kept.token and len(found.views) < _SINCES:
+        found = self.answers.get(run_id)
+        if found is not None and found.token == kept.token and 0 < len(found.views) < _SINCES:
             kept.views = {**found.views}
             kept.kept_at = found.kept_at  # each view's age is the oldest's
         kept.views[since] = view
-        self._answers.put(run_id, kept)
-        self._changed.pop(run_id)
+        self.answers.put(run_id, kept)
 
     def forget(self, run_id: str) -> None:
         """A run that ended: no tick will advance it again, so its plan and states (tens of
-        megabytes at 10,000 nodes) leave the memo; a read of it reads the database."""
+        megabytes at 10,000 nodes) leave the memo, and what its ending tick left (its next
+        tick reads it); a read of it reads the database."""
         self.plans.pop(run_id)
         self.states.pop(run_id)
-        self._changed.pop(run_id)
+        self.answers.pop(run_id)
 
     def owners(self, version_ids: set[str]) -> dict[str, tuple[str, str]] | None:
         """Every version's owner, or None when one of them is not remembered."""

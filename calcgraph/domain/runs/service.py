@@ -210,8 +210,8 @@ class RunService(RunLoads):
         run since), when the caller may see the run on the facts kept with it without a read
         (their role in an organization does not count), and no retry is due. None otherwise:
         the caller's tick reads the database, and refuses there what it refuses."""
-        kept = self.memo.answer(run_id, token, time.monotonic())
-        if kept is None:
+        kept = self.memo.answers.get(run_id)
+        if kept is None or not kept.current(token, time.monotonic()):
             return None
         view = kept.views.get(since)
         if view is None:

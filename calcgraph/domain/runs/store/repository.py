@@ -114,28 +114,33 @@ class RunStore:
                     self.memo.states.put(run.id, (run.revision, states))
             view = run_view(run, states, plan_snapshot)
         if keep is not None:
-            facts = snapshot.facts
-            kept = KeptAnswer(
-                keep,
-                run.user_id,
-                facts.owner_id,
-                facts.organization_id,
-                facts.visibility,
-                run.retry_at,
-                time.monotonic(),
-            )
-            self.memo.keep_answer(run.id, kept, since, view)
+            self.memo.keep_answer(run.id, _last_tick(snapshot, keep), since, view)
         return view
 
     def written(self, snapshot: RunSnapshot) -> None:
         """This unit of work wrote the run, its fields and node states now the snapshot's
-        (`persist.apply`): its change token is renewed after the commit, the answer kept for
-        it is known to be changed by this process, and once the unit commits the memo
-        remembers its node states at the new revision, or forgets the run that ended."""
+        (`persist.apply`): its change token is renewed after the commit, the run's last tick
+        here is this one (no answer kept, its token noted after the commit: `note_token`), and
+        once the unit commits the memo remembers its node states at the new revision, or
+        forgets the run that ended."""
         run_id, revision, states = snapshot.run.id, snapshot.run.revision, snapshot.states
         changes.changed(run_id)
-        self.memo.changed_here(run_id)
+        self.memo.answers.put(run_id, _last_tick(snapshot, None))
         if snapshot.run.status in RUN_TERMINAL:
             self.repository.after_commit(lambda: self.memo.forget(run_id))
         elif states is not None:
             self.repository.after_commit(lambda: self.memo.states.put(run_id, (revision, states)))
+
+
+def _last_tick(snapshot: RunSnapshot, token: Token | None) -> KeptAnswer:
+    """What a tick of `snapshot` leaves in the memo under `token`, its answers not yet in."""
+    run, facts = snapshot.run, snapshot.facts
+    return KeptAnswer(
+        token,
+        run.user_id,
+        facts.owner_id,
+        facts.organization_id,
+        facts.visibility,
+        run.retry_at,
+        time.monotonic(),
+    )
