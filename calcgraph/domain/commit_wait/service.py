@@ -31,7 +31,7 @@ from calcgraph.domain.jobs.views import TERMINAL, Executed, JobView
 from calcgraph.domain.packages.addressing import ExecuteAddress
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
-from calcgraph.domain.runs.changes import RunChanges, Token
+from calcgraph.domain.runs.changes import RunChanges
 from calcgraph.domain.runs.service import Advance, run_service
 from calcgraph.domain.runs.views import RunView
 
@@ -127,14 +127,24 @@ class CommitWait:
         with self.tick_timer():
             # Read before the database is: a change committed after this read renews it.
             token = None if self.changes is None else await self.changes.token(run_id)
-            if token is not None:
-                kept = run_service.kept(principal, run_id, token, since)
-                if kept is not None:
-                    return kept
+            view = None if token is None else run_service.kept(principal, run_id, token, since)
+            if view is not None:
+                return view
             memo = run_service.memo
-            view = await self._tick(
-                principal, run_id, since, token, read_first=not memo.expects_work(run_id, token)
-            )
+            if not memo.expects_work(run_id, token):
+                # Without the run's lock or a write transaction: answered so when its tick
+                # would change nothing.
+                async with self.database.read_session() as session:
+                    view = await run_service.answer(
+                        session, principal, run_id, since=since, token=token
+                    )
+            if view is None:
+                # The tick, under the run's lock, in a write transaction.
+                async with self.database.write_session() as session:
+                    view = await run_service.answer(
+                        session, principal, run_id, since=since, token=token, advance=self.advance
+                    )
+                assert view is not None  # a tick always answers
             if token is None and self.changes is not None:
                 # A run without a token (none marked since the store began, or forgotten)
                 # gets one once it is known to exist: the next tick's read can be kept.
@@ -146,32 +156,6 @@ class CommitWait:
                 # the commit's mark set, without a round trip.
                 memo.note_token(run_id, self.changes.marked(run_id))
             return view
-
-    async def _tick(
-        self,
-        principal: Principal,
-        run_id: str,
-        since: int | None,
-        token: Token | None,
-        *,
-        read_first: bool,
-    ) -> RunView:
-        """The tick's unit of work: with `read_first`, the run read without its lock or a
-        write transaction, answered so when its tick would change nothing; else (or when it
-        would) the tick, under the run's lock, in a write transaction."""
-        if read_first:
-            async with self.database.read_session() as session:
-                unchanged = await run_service.answer(
-                    session, principal, run_id, since=since, token=token
-                )
-            if unchanged is not None:
-                return unchanged
-        async with self.database.write_session() as session:
-            view = await run_service.answer(
-                session, principal, run_id, since=since, token=token, advance=self.advance
-            )
-        assert view is not None  # a tick always answers
-        return view
 
     @contextlib.asynccontextmanager
     async def follow(
