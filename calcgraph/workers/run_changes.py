@@ -139,7 +139,8 @@ class LocalRunChanges:
     async def issue(self, run_id: str) -> None:
         with self._lock:
             if run_id not in self._runs:
-                self._put(run_id)
+                self._runs[run_id] = str(next(self._count))
+                self._forget_beyond_size()
 
     async def mark(self, run_ids: set[str]) -> None:
         with self._lock:
@@ -147,7 +148,9 @@ class LocalRunChanges:
                 if run_id == EVERYTHING:
                     self._epoch = str(next(self._count))
                 else:
-                    self._put(run_id)
+                    self._runs.pop(run_id, None)
+                    self._runs[run_id] = str(next(self._count))
+            self._forget_beyond_size()
 
     def marked(self, run_id: str) -> Token | None:
         found = self._runs.get(run_id)
@@ -156,9 +159,8 @@ class LocalRunChanges:
     async def close(self) -> None:
         pass
 
-    def _put(self, run_id: str) -> None:
-        self._runs.pop(run_id, None)
-        self._runs[run_id] = str(next(self._count))
+    def _forget_beyond_size(self) -> None:
+        """The runs marked longest ago beyond `size`, each renewing the epoch."""
         while len(self._runs) > self._size:
             self._runs.popitem(last=False)
             self._epoch = str(next(self._count))
