@@ -232,4 +232,7 @@ async def test_a_request_is_charged_for_the_json_values_it_reads(database_url: s
     finally:
         await database.dispose()
     assert read == [value, value]
-    assert middleware.debt("sub-mallory", time.monotonic()) >= decoding
+    # What was owed when the second request was charged: the debt pays itself back at 10 ms
+    # a second, so read later, on a loaded machine, it could be below one decoding again.
+    owed, _ = middleware.debts["sub-mallory"]
+    assert owed >= decoding
