@@ -3,10 +3,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Computed,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    literal_column,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin
+from calcgraph.db.dialect import TextBytes
 
 
 class Job(IdMixin, TimestampMixin, Base):
@@ -33,6 +45,14 @@ class Job(IdMixin, TimestampMixin, Base):
     resolved_inputs: Mapped[dict[str, Any]] = mapped_column(JSONType)
     """The inputs in SI units, as the handler receives them (and the result cache keys on)."""
     outputs: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # The sizes of `inputs` and `outputs` as text, computed by the database when they are
+    # written (PostgreSQL; read from the value on SQLite): what a job listing sizes its page by.
+    inputs_bytes: Mapped[int] = mapped_column(
+        BigInteger, Computed(TextBytes(literal_column("inputs")), persisted=True), nullable=True
+    )
+    outputs_bytes: Mapped[int] = mapped_column(
+        BigInteger, Computed(TextBytes(literal_column("outputs")), persisted=True), nullable=True
+    )
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     logs: Mapped[str | None] = mapped_column(Text)
     cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -75,10 +75,9 @@ class JobRepository(RepositoryBase[Job]):
         database; then the values of the rows that fit, outputs over 64 KiB left out. `where`
         narrows them (function `package/name` search, statuses, creation time)."""
         dialect = self.session.get_bind().dialect.name
-        inputs, outputs = stored_bytes(dialect, Job.inputs), stored_bytes(dialect, Job.outputs)
         other = stored_bytes(dialect, Job.logs) + stored_bytes(dialect, Job.error)
         query = (
-            select(Job.id, Job.created_at, inputs, outputs, other)
+            select(Job.id, Job.created_at, Job.inputs_bytes, Job.outputs_bytes, other)
             .join(Package, Package.id == Job.package_id)
             .where(Job.user_id == principal.user_id, visible_clause(principal))
         )

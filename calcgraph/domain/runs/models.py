@@ -3,10 +3,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, false, text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Computed,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    false,
+    literal_column,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from calcgraph.db.base import Base, IdMixin, JSONType, utcnow
+from calcgraph.db.dialect import TextBytes
 
 
 class WorkflowRun(IdMixin, Base):
@@ -29,6 +41,21 @@ class WorkflowRun(IdMixin, Base):
     error_message: Mapped[str | None] = mapped_column(String(4000))
     first_failed_node_key: Mapped[str | None] = mapped_column(String(200))
     plan_snapshot: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # The sizes of the JSON values a run listing sizes its page by, as text, computed by the
+    # database when they are written (PostgreSQL; read from the value on SQLite).
+    inputs_bytes: Mapped[int] = mapped_column(
+        BigInteger, Computed(TextBytes(literal_column("inputs")), persisted=True), nullable=True
+    )
+    plan_snapshot_bytes: Mapped[int] = mapped_column(
+        BigInteger,
+        Computed(TextBytes(literal_column("plan_snapshot")), persisted=True),
+        nullable=True,
+    )
+    terminal_outputs_bytes: Mapped[int] = mapped_column(
+        BigInteger,
+        Computed(TextBytes(literal_column("terminal_outputs")), persisted=True),
+        nullable=True,
+    )
     revision: Mapped[int] = mapped_column(Integer, default=0)
     """Bumped by every tick that changes something: cheap change detection for pollers."""
     started_at: Mapped[datetime] = mapped_column(default=utcnow)

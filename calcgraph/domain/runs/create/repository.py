@@ -28,8 +28,9 @@ _NEW_NODES = select(
     literal_column("0"),
 )
 # Every column of the run's row but its outputs, which a new run has none of (a bound None
-# would be JSON null, not the NULL an INSERT without the column writes).
-NEW_RUN_COLUMNS = tuple(c.key for c in RUNS.c if c.key != "terminal_outputs")
+# would be JSON null, not the NULL an INSERT without the column writes), and the values' sizes,
+# which the database computes (generated columns).
+NEW_RUN_COLUMNS = tuple(c.key for c in RUNS.c if c.key != "terminal_outputs" and c.computed is None)
 INSERT_RUN = (
     insert(RUNS)
     .values({name: bindparam(f"r_{name}", type_=RUNS.c[name].type) for name in NEW_RUN_COLUMNS})

@@ -12,7 +12,6 @@ from sqlalchemy import Table, case, null, select, type_coerce
 from sqlalchemy.orm import aliased
 
 from calcgraph.db.base import JSONType, RepositoryBase
-from calcgraph.db.dialect import stored_bytes
 from calcgraph.domain import answers
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.listing.filters import ALL_TIME, TimeRange
@@ -44,11 +43,9 @@ class RunListRepository(RepositoryBase[WorkflowRun]):
     ) -> Page[RunView]:
         """The caller's runs (admins: all) whose workflow the caller can still see, newest
         first, without node states, as many as fit one answer."""
-        dialect = self.session.get_bind().dialect.name
         sizes: list[Any] = [
-            stored_bytes(dialect, WorkflowRun.inputs)
-            + stored_bytes(dialect, WorkflowRun.plan_snapshot),
-            stored_bytes(dialect, WorkflowRun.terminal_outputs),
+            WorkflowRun.inputs_bytes + WorkflowRun.plan_snapshot_bytes,
+            WorkflowRun.terminal_outputs_bytes,
         ]
         query = select(WorkflowRun.id, WorkflowRun.started_at, *sizes).join(
             Workflow, Workflow.id == WorkflowRun.workflow_id
