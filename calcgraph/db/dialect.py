@@ -13,6 +13,7 @@ from sqlalchemy import (
     ARRAY,
     JSON,
     BigInteger,
+    Computed,
     LargeBinary,
     Select,
     String,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    literal_column,
     select,
     true,
     update,
@@ -33,6 +35,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import MappedColumn, mapped_column
 from sqlalchemy.sql.expression import ColumnClause
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.util import ClauseAdapter
@@ -342,6 +345,14 @@ def _text_bytes_postgresql(element: TextBytes, compiler: Any, **kw: Any) -> str:
 def _text_bytes_sqlite(element: TextBytes, compiler: Any, **kw: Any) -> str:
     column = compiler.process(element.clauses, **kw)
     return f"coalesce(length(CAST({column} AS BLOB)), 0)"
+
+
+def text_bytes_column(name: str) -> MappedColumn[int]:
+    """A model's column holding the size of its JSON column `name` as text (`TextBytes`),
+    computed by the database: STORED on PostgreSQL, when the value is written; on SQLite read
+    from the value (a VIRTUAL column where a migration added it)."""
+    generated = Computed(TextBytes(literal_column(name)), persisted=True)
+    return mapped_column(BigInteger, generated, nullable=True)
 
 
 def disk_bytes(dialect_name: str, column: Any) -> Any:

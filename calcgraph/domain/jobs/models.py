@@ -3,22 +3,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    BigInteger,
-    Boolean,
-    Computed,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-    literal_column,
-)
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from calcgraph.db.base import Base, IdMixin, JSONType, TimestampMixin
-from calcgraph.db.dialect import TextBytes
+from calcgraph.db.dialect import text_bytes_column
 
 
 class Job(IdMixin, TimestampMixin, Base):
@@ -47,12 +36,8 @@ class Job(IdMixin, TimestampMixin, Base):
     outputs: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     # The sizes of `inputs` and `outputs` as text, computed by the database when they are
     # written (PostgreSQL; read from the value on SQLite): what a job listing sizes its page by.
-    inputs_bytes: Mapped[int] = mapped_column(
-        BigInteger, Computed(TextBytes(literal_column("inputs")), persisted=True), nullable=True
-    )
-    outputs_bytes: Mapped[int] = mapped_column(
-        BigInteger, Computed(TextBytes(literal_column("outputs")), persisted=True), nullable=True
-    )
+    inputs_bytes: Mapped[int] = text_bytes_column("inputs")
+    outputs_bytes: Mapped[int] = text_bytes_column("outputs")
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     logs: Mapped[str | None] = mapped_column(Text)
     cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -3,22 +3,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    BigInteger,
-    Boolean,
-    Computed,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    false,
-    literal_column,
-    text,
-)
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from calcgraph.db.base import Base, IdMixin, JSONType, utcnow
-from calcgraph.db.dialect import TextBytes
+from calcgraph.db.dialect import text_bytes_column
 
 
 class WorkflowRun(IdMixin, Base):
@@ -43,19 +32,9 @@ class WorkflowRun(IdMixin, Base):
     plan_snapshot: Mapped[dict[str, Any]] = mapped_column(JSONType)
     # The sizes of the JSON values a run listing sizes its page by, as text, computed by the
     # database when they are written (PostgreSQL; read from the value on SQLite).
-    inputs_bytes: Mapped[int] = mapped_column(
-        BigInteger, Computed(TextBytes(literal_column("inputs")), persisted=True), nullable=True
-    )
-    plan_snapshot_bytes: Mapped[int] = mapped_column(
-        BigInteger,
-        Computed(TextBytes(literal_column("plan_snapshot")), persisted=True),
-        nullable=True,
-    )
-    terminal_outputs_bytes: Mapped[int] = mapped_column(
-        BigInteger,
-        Computed(TextBytes(literal_column("terminal_outputs")), persisted=True),
-        nullable=True,
-    )
+    inputs_bytes: Mapped[int] = text_bytes_column("inputs")
+    plan_snapshot_bytes: Mapped[int] = text_bytes_column("plan_snapshot")
+    terminal_outputs_bytes: Mapped[int] = text_bytes_column("terminal_outputs")
     revision: Mapped[int] = mapped_column(Integer, default=0)
     """Bumped by every tick that changes something: cheap change detection for pollers."""
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
