@@ -21,7 +21,8 @@ pytestmark = pytest.mark.db
 
 
 def test_a_run_row_is_every_column_but_the_plan_in_the_tables_order() -> None:
-    columns = [c.key for c in queries.RUNS.c if c.key != "plan_snapshot"]
+    # Not the values' sizes either: generated columns, read by the run listing only.
+    columns = [c.key for c in queries.RUNS.c if c.key != "plan_snapshot" and c.computed is None]
     assert [f.name for f in fields(RunRow)] == columns
     assert [c.key for c in queries.RUN_COLUMNS] == columns
 
