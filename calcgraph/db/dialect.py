@@ -14,7 +14,6 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Computed,
-    LargeBinary,
     Select,
     String,
     Text,
@@ -315,20 +314,14 @@ def insert_from_arrays(
     return insert(table).from_select([*arrays, *scalars], select(*selected))
 
 
-def stored_bytes(dialect_name: str, column: Any) -> Any:
-    """The size in bytes of a JSON or text column's stored text (0 when NULL), computed by the
-    database so that a listing can leave big values out without reading them."""
-    if dialect_name == "postgresql":
-        return func.coalesce(func.octet_length(cast(column, Text)), 0)
-    return func.coalesce(func.length(cast(column, LargeBinary)), 0)
-
-
 class TextBytes(FunctionElement[int]):
-    """`stored_bytes` of one column as a single construct, written for the dialect it is
-    compiled for: the expression of a generated column (`Computed`) that keeps a value's size
-    beside it. On PostgreSQL the size of a JSONB value is only known by writing it out as text
-    (its stored form is compressed binary), 75-100 ms for an 8 MiB value: computed once when the
-    value is written, a listing that leaves big values out reads an integer instead."""
+    """The size in bytes of a JSON or text column's stored text (0 when NULL), computed by the
+    database so that a listing can leave big values out without reading them; one construct,
+    written for the dialect it is compiled for, so that it is also the expression of a
+    generated column (`Computed`) keeping a value's size beside it. On PostgreSQL the size of a
+    JSONB value is only known by writing it out as text (its stored form is compressed binary),
+    75-100 ms for an 8 MiB value: computed once when the value is written, a listing that leaves
+    big values out reads an integer instead."""
 
     type = BigInteger()
     name = "text_bytes"
@@ -360,7 +353,7 @@ def disk_bytes(dialect_name: str, column: Any) -> Any:
     compressed or not, read without detoasting the value; SQLite's stored text."""
     if dialect_name == "postgresql":
         return func.coalesce(func.pg_column_size(column), 0)
-    return stored_bytes(dialect_name, column)
+    return TextBytes(column)
 
 
 def json_list_length(dialect_name: str, column: Any, key: str) -> Any:

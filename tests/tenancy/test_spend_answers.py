@@ -16,7 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import event, select
 
-from calcgraph.db.dialect import stored_bytes
+from calcgraph.db.dialect import TextBytes
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import WorkflowRun
@@ -145,15 +145,14 @@ class TestJobListing:
         columns), the same as measuring the value's text, instead of writing every value of
         the page out as text to measure it: on PostgreSQL 75-100 ms per 8 MiB output, at
         every listing (the soak of issue 27: 663 ms holding a pooled connection per page)."""
-        dialect = database.dialect_name
         async with database.read_session() as session:
             rows = (
                 await session.execute(
                     select(
                         Job.inputs_bytes,
-                        stored_bytes(dialect, Job.inputs),
+                        TextBytes(Job.inputs),
                         Job.outputs_bytes,
-                        stored_bytes(dialect, Job.outputs),
+                        TextBytes(Job.outputs),
                     ).where(Job.id.in_(big_jobs[0] + big_jobs[1]))
                 )
             ).all()

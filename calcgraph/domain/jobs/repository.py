@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 
 from calcgraph.db.base import JSONType, RepositoryBase
-from calcgraph.db.dialect import by_keys, insert_from_arrays, stored_bytes
+from calcgraph.db.dialect import TextBytes, by_keys, insert_from_arrays
 from calcgraph.domain import answers
 from calcgraph.domain.access.principal import Principal
 from calcgraph.domain.functions.models import Function
@@ -74,8 +74,7 @@ class JobRepository(RepositoryBase[Job]):
         one answer's bound (contract 8b): first the page's ids and value sizes, computed by the
         database; then the values of the rows that fit, outputs over 64 KiB left out. `where`
         narrows them (function `package/name` search, statuses, creation time)."""
-        dialect = self.session.get_bind().dialect.name
-        other = stored_bytes(dialect, Job.logs) + stored_bytes(dialect, Job.error)
+        other = TextBytes(Job.logs) + TextBytes(Job.error)
         query = (
             select(Job.id, Job.created_at, Job.inputs_bytes, Job.outputs_bytes, other)
             .join(Package, Package.id == Job.package_id)
