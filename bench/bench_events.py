@@ -512,6 +512,7 @@ def _flood_bench(options: Options, name: str, execute_every: float | None) -> li
                         "load_generator_cpu_s_per_s": round(found.client_s / elapsed, 3),
                         "phases": FLOOD_ROUNDS,
                         "follower_saw": seen,
+                        "follower_requests": int(followed["requests"]),
                         "follower_cpu_s": round(follower_cpu_s, 2),
                         "flood_nice": options.flood_nice,
                         "loadavg": [round(x, 2) for x in os.getloadavg()],

@@ -1,10 +1,13 @@
 """`python -m bench.event_follow BASE_URL TOKEN CURSOR`: the `GET /events?wait=25` follower of
 `events_flood_http`, in a process of its own, from CURSOR until it is sent SIGTERM; then it
-prints one JSON line: the events it read and its CPU seconds.
+prints one JSON line: the events it read, the requests it made and its CPU seconds.
 
 In the benchmark's own process the follower parsed the flood's 1,000 events a second on the
 loop that timed the ticks and executes beside it: the load generator's own work was counted
-as the server's slowdown."""
+as the server's slowdown. It reads with aiohttp: with httpx, its requests (about one for each of
+the flood's 20 units of work a second) took a fifth of a core on this 2-core machine (py-spy,
+2026-11-29: building requests, httpcore's pool and sniffio, not the JSON), which the benchmark
+counted against the ticks beside it."""
 
 from __future__ import annotations
 
@@ -14,29 +17,31 @@ import signal
 import sys
 import time
 
-import httpx
+import aiohttp
 
 
-async def follow(base_url: str, token: str, cursor: str) -> int:
-    seen = 0
+async def follow(base_url: str, token: str, cursor: str) -> tuple[int, int]:
+    seen = asked = 0
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=base_url, timeout=60.0) as http:
+    timeout = aiohttp.ClientTimeout(total=60.0)
+    async with aiohttp.ClientSession(base_url, headers=headers, timeout=timeout) as http:
 
         async def pages() -> None:
-            nonlocal seen, cursor
+            nonlocal seen, asked, cursor
             while True:
                 params = {"after": cursor, "wait": 25, "limit": 500}
-                answer = await http.get("/events", params=params, headers=headers)
-                if answer.status_code == 503:
-                    await asyncio.sleep(float(answer.headers.get("Retry-After", "1")))
-                    continue
-                if answer.status_code != 200:
-                    raise RuntimeError(
-                        f"/events answered {answer.status_code}: {answer.text[:300]}"
-                    )
-                page = answer.json()
+                asked += 1
+                async with http.get("/events", params=params) as answer:
+                    if answer.status == 503:
+                        await asyncio.sleep(float(answer.headers.get("Retry-After", "1")))
+                        continue
+                    if answer.status != 200:
+                        raise RuntimeError(
+                            f"/events answered {answer.status}: {(await answer.text())[:300]}"
+                        )
+                    page = await answer.json()
                 seen += len(page["items"])
                 cursor = page["next_cursor"]
 
@@ -46,13 +51,14 @@ async def follow(base_url: str, token: str, cursor: str) -> int:
         reading.cancel()
         if reading.done() and not reading.cancelled() and reading.exception() is not None:
             raise reading.exception()  # type: ignore[misc]
-    return seen
+    return seen, asked
 
 
 def main() -> None:
     base_url, token, cursor = sys.argv[1:4]
-    seen = asyncio.run(follow(base_url, token, cursor))
-    print(json.dumps({"seen": seen, "cpu_s": time.process_time()}), flush=True)
+    seen, asked = asyncio.run(follow(base_url, token, cursor))
+    found = {"seen": seen, "requests": asked, "cpu_s": time.process_time()}
+    print(json.dumps(found), flush=True)
 
 
 if __name__ == "__main__":
