@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ class OidcProvider:
         # Two locks: a key refresh holds its own while it may need the discovery document.
         self._keys_lock: asyncio.Lock | None = None
         self._discovery_lock: asyncio.Lock | None = None
+        self._tls: ssl.SSLContext | None = None
 
     def _lock_for_keys(self) -> asyncio.Lock:
         if self._keys_lock is None:
@@ -88,8 +90,14 @@ class OidcProvider:
         return self._discovery_lock
 
     async def _get_json(self, url: str) -> Any:
-        # A short-lived client: fetches are rare (throttled), and nothing is left to close.
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False) as http:
+        # A short-lived client: fetches are rare (throttled), and nothing is left to close. Its
+        # TLS context is built once, on a thread: loading the CA bundle took 146-398 ms of the
+        # event loop at each fetch in the soak of issue 27 (a client builds one even for http).
+        if self._tls is None:
+            self._tls = await asyncio.to_thread(httpx.create_ssl_context)
+        async with httpx.AsyncClient(
+            timeout=HTTP_TIMEOUT, follow_redirects=False, verify=self._tls
+        ) as http:
             response = await http.get(url, headers={"Accept": "application/json"})
             response.raise_for_status()
             return response.json()

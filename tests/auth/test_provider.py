@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 
 from calcgraph.auth.provider import OidcProvider
@@ -104,6 +106,32 @@ class TestRefetchThrottle:
         with pytest.raises(Unauthenticated):
             await verifier.verify(unknown_kid_token(idp))
         assert idp.jwks_hits == 2
+
+    async def test_refetches_load_the_certificate_authorities_once(
+        self,
+        idp: LocalIdentityProvider,
+        verifier: TokenVerifier,
+        clock: Clock,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Each fetch used to build a TLS context (the CA bundle read and parsed: 60 ms here
+        idle, 146-398 ms of the event loop in the soak of issue 27), however rarely."""
+        built: list[object] = []
+        create = httpx.create_ssl_context
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            built.append(1)
+            return create(*args, **kwargs)
+
+        monkeypatch.setattr(httpx, "create_ssl_context", counted)
+        fresh = TokenVerifier(OidcProvider(idp.issuer, clock=clock), AUDIENCE, leeway=30)
+        for _ in range(3):
+            clock.now += 6
+            with pytest.raises(Unauthenticated):
+                await fresh.verify(unknown_kid_token(idp))
+        assert idp.jwks_hits == 3
+        assert idp.discovery_hits == 1
+        assert len(built) == 1
 
 
 class TestRotation:
