@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -48,6 +49,19 @@ _CONNECT_TIMEOUT = 2.0
 _HEALTH_CHECK_SECONDS = 30
 
 
+@functools.cache
+def _driver_info() -> dict[str, Any]:
+    """The library's name and version that each new connection sends (`CLIENT SETINFO`), found
+    once: redis-py 7+ looks its own version up in the installed distributions for every new
+    connection unless told (6-300 ms of the event loop each, seen in the soak of issue 27
+    whenever a burst grew a pool). Older releases found it once, at import."""
+    try:
+        from redis.driver_info import DriverInfo
+    except ImportError:
+        return {}
+    return {"driver_info": DriverInfo()}
+
+
 def _options() -> dict[str, Any]:
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import ConnectionError, TimeoutError
@@ -58,6 +72,7 @@ def _options() -> dict[str, Any]:
         "retry_on_error": [ConnectionError, TimeoutError, ConnectionResetError],
         "health_check_interval": _HEALTH_CHECK_SECONDS,
         "_backoff": ExponentialBackoff(cap=0.5, base=0.05),
+        **_driver_info(),
     }
 
 
