@@ -14,8 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, select, update
 
+from calcgraph.db.dialect import TextBytes
 from calcgraph.db.engine import Database
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import NodeState, WorkflowRun
@@ -177,6 +178,56 @@ class TestRunAnswersLeaveBigNodeOutputsOut:
         assert response.status_code == 200, response.text[:300]
         assert len(response.content) <= ANSWER_MAX
         _check_states(response.json()["node_states"], big_run)
+
+    async def test_outputs_over_64_kib_stay_in_the_database(
+        self,
+        client: httpx.AsyncClient,
+        bearer: Callable[..., dict[str, str]],
+        database: Database,
+        big_run: BigRun,
+    ) -> None:
+        """A run's answer and GraphQL's `nodeStates` read each node's outputs through the size
+        stored with them (a generated column) and leave the big ones in the database, rather
+        than reading 24 MiB to measure and drop it (the soak of issue 27: /health waited
+        behind the decoding)."""
+        async with database.read_session() as session:
+            rows = (
+                await session.execute(
+                    select(NodeState.outputs_bytes, TextBytes(NodeState.outputs)).where(
+                        NodeState.run_id == big_run.run_id
+                    )
+                )
+            ).all()
+        assert len(rows) == len(big_run.jobs)
+        assert all(stored == measured > 0 for stored, measured in rows)
+        statements: list[str] = []
+
+        def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            statements.append(statement)
+
+        headers = bearer("alice")
+        query = "query($id: ID!) { workflowRun(id: $id) { nodeStates { nodeKey outputs } } }"
+        event.listen(database.engine.sync_engine, "before_cursor_execute", seen)
+        try:
+            for path in ("", "/plan"):
+                answer = await client.get(f"/workflow-runs/{big_run.run_id}{path}", headers=headers)
+                assert answer.status_code == 200
+            graphql = await client.post(
+                "/graphql",
+                json={"query": query, "variables": {"id": big_run.run_id}},
+                headers=headers,
+            )
+            assert "errors" not in graphql.json(), graphql.text[:300]
+        finally:
+            event.remove(database.engine.sync_engine, "before_cursor_execute", seen)
+        reads = [text for text in statements if "node_states.outputs" in text]
+        assert len(reads) >= 3, statements
+        for text in reads:
+            assert "node_states.outputs_bytes >" in text, text
+        nodes = graphql.json()["data"]["workflowRun"]["nodeStates"]
+        assert {n["nodeKey"] for n in nodes if n["outputs"] is None} >= {
+            key for key in big_run.jobs if key.startswith("B")
+        }
 
     async def test_another_user_reads_none_of_it(
         self, client: httpx.AsyncClient, bearer: Callable[..., dict[str, str]], big_run: BigRun

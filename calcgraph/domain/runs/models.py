@@ -80,6 +80,9 @@ class NodeState(Base):
     status: Mapped[str] = mapped_column(String(20), default="pending")
     job_id: Mapped[str | None] = mapped_column(String(36))
     outputs: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    outputs_bytes: Mapped[int] = text_bytes_column("outputs")
+    """The outputs' size as text, computed by the database when they are written: an answer
+    leaves outputs over 64 KiB out without reading them (`statements.repository.HELD`)."""
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     started_at: Mapped[datetime | None]

@@ -108,11 +108,13 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         """Call `callback` once the unit of work has committed (never after a rollback)."""
         event.listen(self.session.sync_session, "after_commit", lambda _: callback(), once=True)
 
-    async def states(self, run_id: str) -> dict[str, NodeState]:
-        rows = await self.session.execute(
-            select(*queries.STATE_COLUMNS).where(queries.NODES.c.run_id == run_id)
-        )
-        return {row[0]: queries.state(row) for row in rows}
+    async def states(self, run_id: str, *, held: bool = False) -> dict[str, NodeState]:
+        """The run's node states; `held`: for an answer, outputs over 64 KiB left in the
+        database (`queries.HELD_STATE_COLUMNS`), never for a tick or a re-run, which use them."""
+        columns = queries.HELD_STATE_COLUMNS if held else queries.STATE_COLUMNS
+        read = queries.held_state if held else queries.state
+        rows = await self.session.execute(select(*columns).where(queries.NODES.c.run_id == run_id))
+        return {row[0]: read(row) for row in rows}
 
     async def plan_snapshots(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         rows = await self.session.execute(
@@ -123,13 +125,15 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         return {row[0]: dict(row[1]) for row in rows}
 
     async def node_rows(self, run_ids: Sequence[str], *, values: bool = True) -> list[NodeRow]:
-        """Every node of the runs, by run and key; without `values`, outputs and error are not
-        read (None): a whole run's 10,000 JSON documents when the reader shows none."""
+        """Every node of the runs, by run and key, for an answer (outputs over 64 KiB left in
+        the database: `states`); without `values`, outputs and error are not read (None): a
+        whole run's 10,000 JSON documents when the reader shows none."""
         if not run_ids:
             return []
         # Table columns, not the model's: rows without the ORM's per-row loading.
         columns: list[Any] = [queries.NODES.c.run_id, queries.NODES.c.kind]
-        columns += queries.STATE_COLUMNS
+        columns += queries.HELD_STATE_COLUMNS if values else queries.STATE_COLUMNS
+        read = queries.held_state if values else queries.state
         if not values:
             columns[5:7] = [null().label("outputs"), null().label("error")]
         rows = await self.session.execute(
@@ -137,7 +141,7 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             .where(queries.NODES.c.run_id.in_(run_ids))
             .order_by(queries.NODES.c.run_id, queries.NODES.c.node_key)
         )
-        return [NodeRow(row[0], row[2], row[1], queries.state(row[2:])) for row in rows.all()]
+        return [NodeRow(row[0], row[2], row[1], read(row[2:])) for row in rows.all()]
 
     @property
     def _dialect(self) -> str:

@@ -140,7 +140,7 @@ class RunService(RunLoads):
         # remembered: without the run's lock a tick may commit between the two reads.
         node_states = read.states
         if node_states is None and states:
-            node_states = await store.repository.states(run_id)
+            node_states = await store.repository.states(run_id, held=True)
         return run_view(run, node_states, snapshot)
 
     async def list_runs(

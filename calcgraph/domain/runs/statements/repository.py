@@ -14,13 +14,16 @@ from sqlalchemy import (
     Table,
     Text,
     bindparam,
+    case,
     delete,
     exists,
     func,
     literal_column,
+    null,
     or_,
     select,
     true,
+    type_coerce,
     union_all,
     update,
 )
@@ -29,12 +32,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
+from calcgraph.db.base import JSONType
 from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
+from calcgraph.domain.answers import LISTED_VALUE_MAX_BYTES
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, NodeState
-from calcgraph.domain.runs.views import RunRow
+from calcgraph.domain.runs.views import RunRow, ShownNodeState
 from calcgraph.domain.workflows.models import Workflow
 
 NODES = cast(Table, NodeRowModel.__table__)
@@ -264,6 +269,25 @@ def locked_run_with_work(dialect_name: str, skip_locked: bool) -> Any:
     once = locked(dialect_name, row, of=RUNS, skip_locked=skip_locked)
     cte = once.cte("locked_run").prefix_with("MATERIALIZED")
     return select(*cte.c, *found.c).select_from(cte).outerjoin(found, true())
+
+
+_BIG = NODES.c.outputs_bytes > LISTED_VALUE_MAX_BYTES
+HELD_STATE_COLUMNS = (
+    *STATE_COLUMNS[:3],
+    type_coerce(case((_BIG, null()), else_=NODES.c.outputs), JSONType).label("outputs"),
+    *STATE_COLUMNS[4:],
+    _BIG.label("outputs_held"),
+)
+"""`STATE_COLUMNS` for an answer, which never shows outputs over 64 KiB (contract 8b): those
+stay in the database (`outputs_held`, then `held_state`), neither sent nor decoded."""
+
+
+def held_state(row: Any) -> NodeState:
+    """A node state read through `HELD_STATE_COLUMNS`: its outputs left out when held."""
+    read = state(row)
+    if not row[-1]:
+        return read
+    return ShownNodeState(**{**vars(read), "outputs_omitted": True})
 
 
 def state(row: Any) -> NodeState:
