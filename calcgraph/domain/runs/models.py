@@ -82,7 +82,7 @@ class NodeState(Base):
     outputs: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     outputs_bytes: Mapped[int] = text_bytes_column("outputs")
     """The outputs' size as text, computed by the database when they are written: an answer
-    leaves outputs over 64 KiB out without reading them (`statements.repository.HELD`)."""
+    leaves outputs over 64 KiB out without reading them (`HELD_STATE_COLUMNS`)."""
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     started_at: Mapped[datetime | None]

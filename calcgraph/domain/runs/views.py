@@ -160,6 +160,11 @@ class ShownNodeState(NodeState):
     outputs_omitted: bool = False
 
 
+def left_out(state: NodeState) -> ShownNodeState:
+    """`state` as an answer shows it with its outputs left out."""
+    return ShownNodeState(**{**vars(state), "outputs": None, "outputs_omitted": True})
+
+
 def shown(view: RunView, budget: answers.Budget | None = None) -> RunView:
     """The run as one answer shows it, within the answer bound (contract 8b): the terminal
     outputs whole when they fit (else left out: each is its node's job's outputs), then each
@@ -186,9 +191,7 @@ def shown(view: RunView, budget: answers.Budget | None = None) -> RunView:
         if budget.take(state.outputs):
             listed[key] = state
         else:
-            listed[key] = ShownNodeState(
-                **{**vars(state), "outputs": None, "outputs_omitted": True}
-            )
+            listed[key] = left_out(state)
     return replace(
         view,
         node_states=listed if view.node_states is not None else None,

@@ -39,7 +39,7 @@ from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.state import NODE_STATE_FIELDS, NodeState
-from calcgraph.domain.runs.views import RunRow, ShownNodeState
+from calcgraph.domain.runs.views import RunRow, left_out
 from calcgraph.domain.workflows.models import Workflow
 
 NODES = cast(Table, NodeRowModel.__table__)
@@ -284,10 +284,7 @@ stay in the database (`outputs_held`, then `held_state`), neither sent nor decod
 
 def held_state(row: Any) -> NodeState:
     """A node state read through `HELD_STATE_COLUMNS`: its outputs left out when held."""
-    read = state(row)
-    if not row[-1]:
-        return read
-    return ShownNodeState(**{**vars(read), "outputs_omitted": True})
+    return left_out(state(row)) if row[-1] else state(row)
 
 
 def state(row: Any) -> NodeState:
