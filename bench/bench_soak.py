@@ -17,7 +17,8 @@ loop that times the honest users (decoding 8 MiB answers on it) and wait behind 
 Printed per phase: the honest execute and tick p50/p99, `/health` p99 (polled every 0.5 s by
 its own process), CPU per honest operation (everything the platform used, hostile work
 included: API, worker, sandboxes, PostgreSQL, Redis, divided by the honest executes and
-ticks), the load average;
+ticks), the load average, and the API's event-loop stalls over 60 ms (`bench.stall_watch`: how
+many, their seconds, and the frames that took most of them);
 and for the whole soak the API process's memory high-water mark (VmHWM), the worker's, and
 the database's growth.
 """
@@ -29,15 +30,17 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 
-from bench import soak_clients
+from bench import soak_clients, stall_watch
 from bench.core import Options, Result, niced, percentile
 from bench.scale_client import POSTGRES_URL, Api, api, cpu_split, diamond_nodes
 
@@ -90,6 +93,8 @@ class Phase:
     seconds: float = 0.0
     cpu: float = 0.0
     load: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    window: tuple[float, float] = (0.0, 0.0)
+    """Wall times of its start and end, to find its event-loop stalls."""
 
     @property
     def honest_ops(self) -> int:
@@ -214,6 +219,7 @@ async def _phase(
     them and their packages) each in a process of its own, the hostile users' at niceness
     `hostile_nice`."""
     before = await cpu_split(api)
+    wall = time.time()
     began = time.monotonic()
     until = began + seconds
     clients = [_client(_orders(api, "health", seconds))]
@@ -224,6 +230,7 @@ async def _phase(
         *(_honest(api, slug, f"honest{u:02d}", phase, until) for u in range(HONEST_USERS)),
     )
     phase.seconds = time.monotonic() - began
+    phase.window = (wall, time.time())
     phase.cpu = (await cpu_split(api) - before).ours
     phase.load = os.getloadavg()
     phase.health = found[0]["latencies_ns"]
@@ -232,7 +239,7 @@ async def _phase(
         phase.refused = found[1]["refused"]
 
 
-def _result(phase: Phase, setup: str, extra: dict[str, object]) -> Result:
+def _result(phase: Phase, setup: str, stalls: Path, extra: dict[str, object]) -> Result:
     executes, ticks = sorted(phase.executes), sorted(phase.ticks)
     return Result(
         benchmark="soak_hostile_http",
@@ -255,6 +262,7 @@ def _result(phase: Phase, setup: str, extra: dict[str, object]) -> Result:
             "hostile_calls": phase.hostile_calls,
             "hostile_refused": phase.refused,
             "loadavg": [round(x, 2) for x in phase.load],
+            **stall_watch.summary(stall_watch.read(stalls, *phase.window)),
             **extra,
         },
     )
@@ -264,8 +272,14 @@ async def _soak(minutes: float, hostile_nice: int) -> list[Result]:
     total = minutes * 60
     quiet_s, loud_s = total / 3, total * 2 / 3
     prefix = f"soak-{uuid.uuid4().hex[:6]}:"
+    stalls = Path(tempfile.mkdtemp(prefix="calcgraph-soak-")) / "stalls.jsonl"
     async with api(
-        postgres=True, threads=4, connections=200, redis=(REDIS_URL, prefix), job_worker=True
+        postgres=True,
+        threads=4,
+        connections=200,
+        redis=(REDIS_URL, prefix),
+        job_worker=True,
+        extra_env=stall_watch.environment(stalls),
     ) as server:
         slug = await server.workflow(diamond_nodes(server))
         users = [f"hostile{h}" for h in range(HOSTILE_USERS)]
@@ -287,7 +301,7 @@ async def _soak(minutes: float, hostile_nice: int) -> list[Result]:
         "database_growth_mb": round((db_after - db_before) / 2**20, 1),
         "hostile_nice": hostile_nice,
     }
-    return [_result(quiet, setup, {}), _result(loud, setup, whole)]
+    return [_result(quiet, setup, stalls, {}), _result(loud, setup, stalls, whole)]
 
 
 def soak(options: Options) -> list[Result]:
