@@ -21,8 +21,10 @@ pytestmark = pytest.mark.db
 
 
 def test_a_run_row_is_every_column_but_the_plan_in_the_tables_order() -> None:
-    # Not the values' sizes either: generated columns, read by the run listing only.
+    # Not the values' sizes either: generated columns, read by the run listing only; then
+    # whether the terminal outputs were held (`RunRow.terminal_outputs_held`).
     columns = [c.key for c in queries.RUNS.c if c.key != "plan_snapshot" and c.computed is None]
+    columns.append("terminal_outputs_held")
     assert [f.name for f in fields(RunRow)] == columns
     assert [c.key for c in queries.RUN_COLUMNS] == columns
 
@@ -42,7 +44,10 @@ async def test_each_read_of_the_tick_answers_the_row(
     async with database.write_session() as session:
         stored = await session.get(WorkflowRun, run_id)
         assert stored is not None
-        expected = RunRow(**{f.name: getattr(stored, f.name) for f in fields(RunRow)})
+        expected = RunRow(
+            **{f.name: getattr(stored, f.name) for f in fields(RunRow)[:-1]},
+            terminal_outputs_held=False,
+        )
         runs = RunRepository.from_session(session)
         unlocked = await runs.read(run_id)
         with_work = await runs.read(run_id, work=True)

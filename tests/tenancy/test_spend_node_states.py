@@ -186,10 +186,10 @@ class TestRunAnswersLeaveBigNodeOutputsOut:
         database: Database,
         big_run: BigRun,
     ) -> None:
-        """A run's answer and GraphQL's `nodeStates` read each node's outputs through the size
-        stored with them (a generated column) and leave the big ones in the database, rather
-        than reading 24 MiB to measure and drop it (the soak of issue 27: /health waited
-        behind the decoding)."""
+        """A run's answer, a tick's of the ended run (whole and `since`) and GraphQL's
+        `nodeStates` read each node's outputs through the size stored with them (a generated
+        column) and leave the big ones in the database, rather than reading 24 MiB to measure
+        and drop it (the soak of issue 27: /health waited behind the decoding)."""
         async with database.read_session() as session:
             rows = (
                 await session.execute(
@@ -212,6 +212,12 @@ class TestRunAnswersLeaveBigNodeOutputsOut:
             for path in ("", "/plan"):
                 answer = await client.get(f"/workflow-runs/{big_run.run_id}{path}", headers=headers)
                 assert answer.status_code == 200
+            for params in ({}, {"since": 0}):
+                ticked = await client.post(
+                    f"/workflow-runs/{big_run.run_id}/tick", params=params, headers=headers
+                )
+                assert ticked.status_code == 200, ticked.text[:300]
+                _check_states(ticked.json()["node_states"], big_run)
             graphql = await client.post(
                 "/graphql",
                 json={"query": query, "variables": {"id": big_run.run_id}},
@@ -221,7 +227,7 @@ class TestRunAnswersLeaveBigNodeOutputsOut:
         finally:
             event.remove(database.engine.sync_engine, "before_cursor_execute", seen)
         reads = [text for text in statements if "node_states.outputs" in text]
-        assert len(reads) >= 3, statements
+        assert len(reads) >= 5, statements
         for text in reads:
             assert "node_states.outputs_bytes >" in text, text
         nodes = graphql.json()["data"]["workflowRun"]["nodeStates"]
@@ -266,6 +272,83 @@ class TestRunTerminalOutputs:
         assert answer.json()["data"]["workflowRun"] == {
             "terminalOutputs": None,
             "terminalOutputsOmitted": True,
+        }
+
+    async def test_terminal_outputs_past_the_bound_stay_in_the_database(
+        self,
+        client: httpx.AsyncClient,
+        bearer: Callable[..., dict[str, str]],
+        database: Database,
+        identity_provider: LocalIdentityProvider,
+    ) -> None:
+        """Terminal outputs no answer shows are not read to be dropped: every read of the run's
+        row (its answer, its plan, a tick, GraphQL) takes them through their stored size, and
+        the answers still say they were left out (the soak of issue 27: a run of three 8 MiB
+        nodes decoded its 24 MiB terminal outputs at each read)."""
+        headers = bearer("alice")
+        big = await _big_run(client, headers, database, identity_provider, terminal_size=17 * MIB)
+        statements: list[str] = []
+
+        def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            statements.append(statement)
+
+        query = """query($id: ID!) { workflowRun(id: $id) {
+            terminalOutputs terminalOutputsOmitted } }"""
+        event.listen(database.engine.sync_engine, "before_cursor_execute", seen)
+        try:
+            plan = await client.get(f"/workflow-runs/{big.run_id}/plan", headers=headers)
+            assert plan.status_code == 200, plan.text[:300]
+            answers = [(await client.get(f"/workflow-runs/{big.run_id}", headers=headers)).json()]
+            for params in ({}, {"since": 0}):
+                ticked = await client.post(
+                    f"/workflow-runs/{big.run_id}/tick", params=params, headers=headers
+                )
+                assert ticked.status_code == 200, ticked.text[:300]
+                answers.append(ticked.json())
+            graphql = await client.post(
+                "/graphql", json={"query": query, "variables": {"id": big.run_id}}, headers=headers
+            )
+        finally:
+            event.remove(database.engine.sync_engine, "before_cursor_execute", seen)
+        for answer in answers:
+            assert answer["terminal_outputs"] is None
+            assert answer["terminal_outputs_omitted"] is True
+        assert graphql.json()["data"]["workflowRun"] == {
+            "terminalOutputs": None,
+            "terminalOutputsOmitted": True,
+        }
+        reads = [text for text in statements if "workflow_runs.terminal_outputs" in text]
+        assert len(reads) >= 4, statements
+        for text in reads:
+            assert "workflow_runs.terminal_outputs_bytes >" in text, text
+
+    async def test_a_rerun_reuses_outputs_no_answer_showed(
+        self,
+        client: httpx.AsyncClient,
+        bearer: Callable[..., dict[str, str]],
+        database: Database,
+        big_run: BigRun,
+    ) -> None:
+        """The tick's answer of an ended run leaves outputs over 64 KiB out; a re-run from the
+        failure reads them whole, and its reused nodes keep them."""
+        headers = bearer("alice")
+        ticked = await client.post(f"/workflow-runs/{big_run.run_id}/tick", headers=headers)
+        assert ticked.json()["node_states"]["B000"]["outputs_omitted"] is True
+        rerun = await client.post(
+            f"/workflow-runs/{big_run.run_id}/rerun", json={"from": "failure"}, headers=headers
+        )
+        assert rerun.status_code == 201, rerun.text[:300]
+        async with database.read_session() as session:
+            rows = (
+                await session.execute(
+                    select(NodeState.node_key, NodeState.outputs, NodeState.reused).where(
+                        NodeState.run_id == rerun.json()["id"],
+                        NodeState.node_key.in_(["B000", "B019", "S000"]),
+                    )
+                )
+            ).all()
+        assert {key: (outputs, reused) for key, outputs, reused in rows} == {
+            key: (big_run.outputs[key], True) for key in ("B000", "B019", "S000")
         }
 
 

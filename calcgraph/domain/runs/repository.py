@@ -42,7 +42,8 @@ def run_view(
     # A given plan is not read from the row (where it may not be loaded).
     given: dict[str, Any] = {} if plan_snapshot is None else {"plan_snapshot": plan_snapshot}
     stored = attributes(run, *(name for name in STORED_FIELDS if name not in given))
-    return RunView(**stored, **given, node_states=states)
+    held = isinstance(run, RunRow) and run.terminal_outputs_held
+    return RunView(**stored, **given, node_states=states, terminal_outputs_omitted=held)
 
 
 def _state_values(state: NodeState) -> dict[str, Any]:
@@ -96,6 +97,13 @@ class RunRepository(RepositoryBase[WorkflowRun]):
             job_ids = [job.job_id for job in adopted.values()]
             await self.session.execute(queries.ADOPTED, {"run_id": run_id, "job_ids": job_ids})
         return RunSnapshot(run, facts, locked=True, results=results, started=adopted)
+
+    async def terminal_outputs(self, run_id: str) -> dict[str, Any] | None:
+        """The run's terminal outputs whole (a row read leaves big ones out: `RunRow`)."""
+        outputs = await self.session.scalar(
+            select(queries.RUNS.c.terminal_outputs).where(queries.RUNS.c.id == run_id)
+        )
+        return None if outputs is None else dict(outputs)
 
     async def plan_snapshot(self, run_id: str) -> dict[str, Any]:
         snapshot = await self.session.scalar(
@@ -188,11 +196,12 @@ class RunRepository(RepositoryBase[WorkflowRun]):
         return [(row[0], row[1]) for row in rows]
 
     async def states_since(self, run_id: str, since: int) -> dict[str, NodeState]:
-        """The node states a tick wrote after revision `since` (by the (run, revision) index)."""
+        """The node states a tick wrote after revision `since` (by the (run, revision) index),
+        for an answer: outputs over 64 KiB held (`states`)."""
         rows = await self.session.execute(
             queries.states_since(self._dialect), {"run_id": run_id, "since": since}
         )
-        return {row[0]: queries.state(row) for row in rows}
+        return {row[0]: queries.held_state(row) for row in rows}
 
     async def write_states(
         self, run_id: str, changed: Mapping[str, NodeState], revision: int

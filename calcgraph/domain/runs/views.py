@@ -63,9 +63,10 @@ Document = dict[str, Any]
 @dataclass(frozen=True, slots=True)
 class RunRow:
     """The run's row as a tick reads it: every column of `workflow_runs` but its large plan
-    (`plan_snapshot`), under the same names and in the table's order, as Core columns (no ORM
-    entity, identity map or per-row loading on the tick's path). A tick's write replaces it
-    (`dataclasses.replace`) with the fields it wrote."""
+    (`plan_snapshot`) and the sizes, under the same names and in the table's order, as Core
+    columns (no ORM entity, identity map or per-row loading on the tick's path), then whether
+    its terminal outputs were held. A tick's write replaces it (`dataclasses.replace`) with
+    the fields it wrote."""
 
     workflow_id: str
     workflow_version_id: str
@@ -85,6 +86,10 @@ class RunRow:
     rerun_of: str | None
     cache_refresh: bool
     id: str
+    terminal_outputs_held: bool = False
+    """Not a column: the terminal outputs were over the answer bound as stored, so the read
+    left them in the database (`terminal_outputs` None) rather than decode what no answer
+    shows; a tick that advances the run reads them first (`RunStore.complete`)."""
 
 
 STORED_FIELDS = (

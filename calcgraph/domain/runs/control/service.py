@@ -130,8 +130,11 @@ class RunControl:
         reuse = None
         if start_from == "failure":
             before = Plan.from_dict(original.plan_snapshot)
-            states: Mapping[str, NodeState] = original.node_states or {}
-            resolved_before = await RunRepository.from_session(session).resolved_inputs(run_id)
+            # Read whole: the tick's answer of an ended run leaves outputs over 64 KiB out,
+            # and a reused node keeps its outputs.
+            repository = RunRepository.from_session(session)
+            states: Mapping[str, NodeState] = await repository.states(run_id)
+            resolved_before = await repository.resolved_inputs(run_id)
 
             def reuse(plan: Plan, resolved: Mapping[str, Any]) -> Mapping[str, NodeState]:
                 return reused_states(plan, resolved, before, states, resolved_before)

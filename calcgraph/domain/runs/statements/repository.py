@@ -34,7 +34,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from calcgraph.db.base import JSONType
 from calcgraph.db.dialect import by_keys, locked, rows_after, update_from_arrays
-from calcgraph.domain.answers import LISTED_VALUE_MAX_BYTES
+from calcgraph.domain.answers import ANSWER_MAX_BYTES, LISTED_VALUE_MAX_BYTES
 from calcgraph.domain.jobs.models import Job
 from calcgraph.domain.runs.models import ChainStart, WorkflowRun
 from calcgraph.domain.runs.models import NodeState as NodeRowModel
@@ -51,7 +51,20 @@ STATE_COLUMNS = tuple(NODES.c[name] for name in ("node_key", *NODE_STATE_FIELDS)
 # The run's row as a `RunRow` (its columns in the same order), then its workflow's access
 # facts (`WorkflowFacts`): table columns, not the models', so that the session runs the
 # statements as Core (no ORM entity to load, no identity map to fill).
-RUN_COLUMNS = tuple(RUNS.c[f.name] for f in fields(RunRow))
+_TERMINAL_HELD = RUNS.c.terminal_outputs_bytes > ANSWER_MAX_BYTES
+_HELD_RUN_COLUMNS: dict[str, Any] = {
+    "terminal_outputs": type_coerce(
+        case((_TERMINAL_HELD, null()), else_=RUNS.c.terminal_outputs), JSONType
+    ).label("terminal_outputs"),
+    "terminal_outputs_held": _TERMINAL_HELD.label("terminal_outputs_held"),
+}
+"""Terminal outputs over the answer bound as stored (a run of three 8 MiB nodes) are shown by
+no answer of the run (`views.shown`) and used by no tick of it (it ended): they stay in the
+database rather than be decoded on the event loop at every read of the row (contract 8b)."""
+RUN_COLUMNS: tuple[Any, ...] = tuple(
+    _HELD_RUN_COLUMNS[f.name] if f.name in _HELD_RUN_COLUMNS else RUNS.c[f.name]
+    for f in fields(RunRow)
+)
 FACT_COLUMNS = (
     WORKFLOWS.c.owner_id,
     WORKFLOWS.c.organization_id,
@@ -202,11 +215,12 @@ def just_started(state: NodeState) -> bool:
 def states_since(dialect_name: str) -> Any:
     """The node states of the run bound to `run_id` written after the revision bound to
     `since`: by the (run, revision) index, each revision up to the run's (no tick writes a
-    node state at a revision its run has not reached)."""
+    node state at a revision its run has not reached). For an answer only: outputs over
+    64 KiB held (`HELD_STATE_COLUMNS`)."""
     until = select(RUNS.c.revision).where(RUNS.c.id == bindparam("run_id")).scalar_subquery()
     return rows_after(
         dialect_name,
-        STATE_COLUMNS,
+        HELD_STATE_COLUMNS,
         NODES.c.revision,
         bindparam("since", type_=Integer),
         until,

@@ -60,8 +60,12 @@ class RunStore:
         return snapshot
 
     async def complete(self, snapshot: RunSnapshot) -> None:
-        """The locked snapshot's plan and node states, read when the memo had none."""
+        """The locked snapshot's plan and node states, read when the memo had none, and its
+        terminal outputs when the row's read held them: what the tick decides from."""
         run = snapshot.run
+        if run.terminal_outputs_held:
+            outputs = await self.repository.terminal_outputs(run.id)
+            snapshot.run = replace(run, terminal_outputs=outputs, terminal_outputs_held=False)
         if snapshot.plan is None:
             snapshot.plan_snapshot, snapshot.plan = await self.plan(run.id)
         if snapshot.states is None:
@@ -93,9 +97,10 @@ class RunStore:
         remember: bool = True,
         keep: Token | None = None,
     ) -> RunView:
-        """The run as a tick answers it: every node state (the snapshot's, else read) and the
-        plan, or with `since` only the node states changed after that revision (read in this
-        unit of work, so a tick's own writes are in). Node states read here are remembered at
+        """The run as a tick answers it: every node state (the snapshot's, else read: an
+        ended run's with its big outputs held) and the plan, or with `since` only the node
+        states changed after that revision (read in this unit of work, so a tick's own writes
+        are in). Node states read here are remembered at
         the run's revision only under the run's lock (`remember`): without it, a tick may
         commit between the reads. `keep`: the answer of a tick that changed nothing, kept
         under the run's change token (`RunMemo.keep_answer`)."""
@@ -108,9 +113,12 @@ class RunStore:
             if plan_snapshot is None:
                 plan_snapshot = await self.repository.plan_snapshot(run.id)
             states = snapshot.states
+            ended = run.status in RUN_TERMINAL
             if states is None:
-                states = await self.repository.states(run.id)
-                if remember and run.status not in RUN_TERMINAL:  # an ended run stays out
+                # An ended run's states are read for this answer only: outputs over 64 KiB,
+                # which it never shows, stay in the database (`RunRepository.states`).
+                states = await self.repository.states(run.id, held=ended)
+                if remember and not ended:  # an ended run stays out
                     self.memo.states.put(run.id, (run.revision, states))
             view = run_view(run, states, plan_snapshot)
         if keep is not None:
