@@ -8,10 +8,13 @@ uvicorn's `Server.serve` is wrapped so that, in each serving process,
 - a daemon thread looks every `BEAT_S`: while the heartbeat is late by more than the threshold
   (`CALCGRAPH_BENCH_STALL_MS`, 60 ms unless set), it samples the loop thread's Python stack;
   when the heartbeat comes back, it appends the stall to the file as one JSON line: `at` (wall
-  time of its start), `ms`, `pid` and `samples` (the innermost frame of each sample, and the
-  innermost frame of calcgraph's own code);
+  time of its start), `ms`, `pid`, `samples` (the innermost frame of each sample, and the
+  innermost frame of calcgraph's own code), and from the loop thread's `/proc` schedstat,
+  read at every look, the milliseconds of the stall it ran (`run_ms`) and waited for a core
+  (`queued_ms`): the rest it was blocked, on the GIL or a lock;
 - a `gc.callbacks` hook appends each cyclic collection on the loop's thread that took more than
-  `GC_MS` (`gc`: its generation, `ms`), which a stall's stack cannot name.
+  `GC_MS` (`gc`: its generation, `ms`, and `cpu_ms` of the thread), which a stall's stack
+  cannot name.
 
 A stack sampled while the loop runs C code (uvloop, asyncpg's protocol, pydantic-core, `json`)
 shows the Python frame that called it, which is what names the cause. The watch costs the loop
@@ -30,7 +33,7 @@ import os
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -73,15 +76,25 @@ def _sample(frame: Any) -> tuple[str, str]:
     return inner, ours
 
 
+def _scheduled(schedstat: Path) -> tuple[int, int]:
+    """The thread's time on a core and waiting for one, in ns (`/proc/.../schedstat`)."""
+    try:
+        run_ns, queued_ns, _slices = schedstat.read_text().split()
+    except (OSError, ValueError):
+        return 0, 0
+    return int(run_ns), int(queued_ns)
+
+
 class _Watch:
     def __init__(self, path: Path, threshold_s: float) -> None:
         self.path = path
         self.threshold_s = threshold_s
         self.last = time.monotonic()
         self.loop_thread = threading.get_ident()
+        self.loop_native_id = threading.get_native_id()
         self.stopped = threading.Event()
         self.lock = threading.Lock()
-        self.gc_began = 0.0
+        self.gc_began = (0.0, 0.0)
 
     async def beat(self) -> None:
         while True:
@@ -91,15 +104,25 @@ class _Watch:
     def watch(self) -> None:
         samples: list[tuple[str, str]] = []
         began = 0.0
+        readings: deque[tuple[float, int, int]] = deque(maxlen=64)
+        schedstat = Path(f"/proc/self/task/{self.loop_native_id}/schedstat")
+        start = (0, 0)
         while not self.stopped.wait(BEAT_S):
-            late = time.monotonic() - self.last - BEAT_S
+            now = time.monotonic()
+            run_ns, queued_ns = _scheduled(schedstat)
+            readings.append((now, run_ns, queued_ns))
+            late = now - self.last - BEAT_S
             if late > self.threshold_s:
                 if not samples:
                     began = self.last + BEAT_S
+                    # The loop thread's scheduling when the stall began (the last reading
+                    # before it): what it ran and waited for a core during the stall.
+                    start = next(((r, q) for t, r, q in reversed(readings) if t <= began), start)
                 frame = sys._current_frames().get(self.loop_thread)
                 samples.append(_sample(frame) if frame is not None else ("", ""))
             elif samples:
-                self._write(began, self.last - began, samples)
+                ran = ((run_ns - start[0]) / 1e6, (queued_ns - start[1]) / 1e6)
+                self._write(began, self.last - began, samples, ran)
                 samples = []
 
     def collected(self, phase: str, info: dict[str, int]) -> None:
@@ -108,18 +131,28 @@ class _Watch:
         if threading.get_ident() != self.loop_thread:
             return
         if phase == "start":
-            self.gc_began = time.perf_counter()
+            self.gc_began = (time.perf_counter(), time.thread_time())
             return
-        seconds = time.perf_counter() - self.gc_began
+        seconds = time.perf_counter() - self.gc_began[0]
         if seconds * 1000 > GC_MS:
+            cpu_ms = (time.thread_time() - self.gc_began[1]) * 1000
             record = {"gc": info["generation"], "ms": round(seconds * 1000, 1)}
+            record["cpu_ms"] = round(cpu_ms, 1)
             self._append({"at": time.time() - seconds, "pid": os.getpid(), **record})
 
-    def _write(self, began: float, seconds: float, samples: list[tuple[str, str]]) -> None:
+    def _write(
+        self,
+        began: float,
+        seconds: float,
+        samples: list[tuple[str, str]],
+        ran: tuple[float, float],
+    ) -> None:
         self._append(
             {
                 "at": time.time() - (time.monotonic() - began),
                 "ms": round(seconds * 1000, 1),
+                "run_ms": round(ran[0], 1),
+                "queued_ms": round(ran[1], 1),
                 "pid": os.getpid(),
                 "samples": samples,
             }
@@ -171,15 +204,18 @@ def summary(stalls: Iterable[dict[str, Any]], top: int = 6) -> dict[str, Any]:
     ours: Counter[str] = Counter()
     count, total, over_100 = 0, 0.0, 0.0
     collections: Counter[int] = Counter()
-    collected_s = 0.0
+    collected_s = collected_cpu_s = ran_s = queued_s = 0.0
     for stall in stalls:
         if "gc" in stall:
             collections[stall["gc"]] += 1
             collected_s += stall["ms"] / 1000
+            collected_cpu_s += stall.get("cpu_ms", 0.0) / 1000
             continue
         count += 1
         seconds = stall["ms"] / 1000
         total += seconds
+        ran_s += stall.get("run_ms", 0.0) / 1000
+        queued_s += stall.get("queued_ms", 0.0) / 1000
         over_100 += seconds if stall["ms"] > 100 else 0.0
         samples = stall["samples"] or [["", ""]]
         for frame, own in samples:
@@ -189,8 +225,11 @@ def summary(stalls: Iterable[dict[str, Any]], top: int = 6) -> dict[str, Any]:
         "stalls": count,
         "stall_s": round(total, 2),
         "stall_s_over_100ms": round(over_100, 2),
+        "stall_s_running": round(ran_s, 2),
+        "stall_s_waiting_for_a_core": round(queued_s, 2),
         "stall_causes_inner": [[k, round(v, 2)] for k, v in inner.most_common(top)],
         "stall_causes_calcgraph": [[k, round(v, 2)] for k, v in ours.most_common(top)],
         "gc_over_10ms": {f"gen{g}": n for g, n in sorted(collections.items())},
         "gc_s_over_10ms": round(collected_s, 2),
+        "gc_cpu_s_over_10ms": round(collected_cpu_s, 2),
     }
