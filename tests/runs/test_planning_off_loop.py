@@ -28,30 +28,40 @@ Headers = Callable[..., dict[str, str]]
 def planned_on(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
     """(nodes, planned on the event loop's thread) per run created."""
     seen: list[tuple[int, bool]] = []
-    planned = create_service._planned
+    planned = create_service.planned_version
     loop_thread = threading.get_ident()
 
-    def spying(version: Any, inputs: object) -> Any:
+    def spying(version: Any, defaults: Any) -> Any:
         seen.append((len(version.graph["nodes"]), threading.get_ident() == loop_thread))
-        return planned(version, inputs)
+        return planned(version, defaults)
 
-    monkeypatch.setattr(create_service, "_planned", spying)
+    monkeypatch.setattr(create_service, "planned_version", spying)
     return seen
 
 
-async def _run(client: httpx.AsyncClient, headers: dict[str, str], pkg: str, width: int) -> Any:
+async def _workflow(
+    client: httpx.AsyncClient, headers: dict[str, str], pkg: str, width: int
+) -> str:
     slug = f"plan-{uuid.uuid4().hex[:8]}"
     nodes = [inp("x"), *(fn(f"n{i}", f"{pkg}/run", x="x") for i in range(width))]
     body = {"slug": slug, "name": slug, "graph": {"nodes": nodes}}
     created = await client.post("/workflows", json=body, headers=headers)
     assert created.status_code == 201, created.text
+    return slug
+
+
+async def _start(client: httpx.AsyncClient, headers: dict[str, str], slug: str, x: float) -> Any:
     started = await client.post(
-        f"/workflows/{slug}/runs", json={"inputs": {"x": 1}}, headers=headers
+        f"/workflows/{slug}/runs", json={"inputs": {"x": x}}, headers=headers
     )
     assert started.status_code == 201, started.text
     run = await client.get(f"/workflow-runs/{started.json()['id']}", headers=headers)
     assert run.status_code == 200, run.text
     return run.json()
+
+
+async def _run(client: httpx.AsyncClient, headers: dict[str, str], pkg: str, width: int) -> Any:
+    return await _start(client, headers, await _workflow(client, headers, pkg, width), 1)
 
 
 async def test_a_huge_workflow_is_planned_off_the_event_loop(
@@ -69,6 +79,35 @@ async def test_a_huge_workflow_is_planned_off_the_event_loop(
         assert run["status"] in ("pending", "running")
         keys = set(run["node_states"]) - {"x"}
         assert keys == {f"n{i}" for i in range(count)}
+
+
+async def test_a_version_is_planned_once_for_all_its_runs(
+    client: httpx.AsyncClient, bearer: Headers, planned_on: list[tuple[int, bool]]
+) -> None:
+    """Every run of a version freezes the same plan: the second run of a huge version is not
+    planned again (a second of pure work each), and each run is still its own: its inputs,
+    its node states, a tick of one leaving the other as it was."""
+    headers = bearer("alice")
+    pkg = f"plan-{uuid.uuid4().hex[:8]}"
+    published = await client.post("/packages", json=small_body(pkg, "1.0.0"), headers=headers)
+    assert published.status_code == 201, published.text
+    width = create_service.OFF_LOOP_NODES + 10
+    slug = await _workflow(client, headers, pkg, width)
+    first = await _start(client, headers, slug, 1)
+    ticked = await client.post(f"/workflow-runs/{first['id']}/tick", headers=headers)
+    assert ticked.status_code == 200, ticked.text[:300]
+    second = await _start(client, headers, slug, 2)
+    assert planned_on == [(width + 1, False)]
+    assert second["id"] != first["id"]
+    assert second["plan_snapshot"] == first["plan_snapshot"]
+    assert (first["inputs"], second["inputs"]) == ({"x": 1}, {"x": 2})
+    assert ticked.json()["status"] == "running"
+    assert {s["status"] for s in second["node_states"].values()} == {"pending"}
+    refused = await client.post(
+        f"/workflows/{slug}/runs", json={"inputs": {"x": "one"}}, headers=headers
+    )
+    assert refused.status_code == 422, refused.text[:300]
+    assert planned_on == [(width + 1, False)]
 
 
 async def test_a_huge_runs_node_rows_go_in_bounded_statements(

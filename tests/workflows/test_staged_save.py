@@ -168,8 +168,10 @@ async def test_a_large_run_is_planned_holding_no_connection(
     held = Held(database)
     monkeypatch.setattr(
         create_service,
-        "_planned",
-        held.wrap(create_service._planned, lambda version, _inputs: len(version.graph["nodes"])),
+        "planned_version",
+        held.wrap(
+            create_service.planned_version, lambda version, _defaults: len(version.graph["nodes"])
+        ),
     )
     starting = asyncio.create_task(
         client.post(f"/workflows/{slug}/runs", json={"inputs": {"x": 1}}, headers=user)

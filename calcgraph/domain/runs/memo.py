@@ -36,6 +36,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from calcgraph.domain.runs.changes import Token
+from calcgraph.domain.runs.create.planned import PlannedVersion
 from calcgraph.domain.runs.state import NodeState
 from calcgraph.domain.runs.views import RunView
 from calcgraph.domain.workflows.planner import Plan
@@ -93,6 +94,10 @@ class _Lru(Generic[K, V]):
 
 def _plan_nodes(entry: tuple[dict[str, Any], Plan]) -> int:
     return max(1, len(entry[1].nodes))
+
+
+def _planned_nodes(planned: PlannedVersion) -> int:
+    return max(1, len(planned.frozen.nodes))
 
 
 def _state_nodes(entry: tuple[int, Mapping[str, NodeState]]) -> int:
@@ -163,6 +168,9 @@ class RunMemo:
             versions, nodes, _graph_nodes
         )
         self._retry_defaults: _Lru[str, dict[str, Any] | bool] = _Lru(versions)
+        # A workflow version's plan as every run of it freezes it (`create.service`): the
+        # same for each run, made once (a second of pure work at 12,000 nodes).
+        self._planned: _Lru[str, PlannedVersion] = _Lru(versions, nodes, _planned_nodes)
         # What this process's last tick of a run left: read by `RunService.kept`, written by
         # `RunStore` (`keep_answer` when it answered, after a change when it wrote).
         self.answers: _Lru[str, KeptAnswer] = _Lru(runs, nodes, _answer_nodes)
@@ -262,6 +270,12 @@ class RunMemo:
     ) -> None:
         for version_id in version_ids:
             self._retry_defaults.put(version_id, defaults.get(version_id, False))
+
+    def planned(self, version_id: str) -> PlannedVersion | None:
+        return self._planned.get(version_id)
+
+    def remember_planned(self, version_id: str, planned: PlannedVersion) -> None:
+        self._planned.put(version_id, planned)
 
     def remember_workflow_versions(self, versions: Iterable[WorkflowVersionView]) -> None:
         for version in versions:

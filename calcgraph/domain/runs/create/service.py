@@ -3,7 +3,8 @@ function version a node will run visible to the caller, the run's rows written a
 and first states remembered. Planning (`prepare_run`) is pure and holds no session, so a large
 run's creation reads what it needs in a short session, plans holding no pooled connection
 (issue 27: a 12,000-node run creation held one 7.8 s), then writes (`insert_run`); a small
-one is planned in its write transaction (`create_run`)."""
+one is planned in its write transaction (`create_run`). A version's plan is the same for each
+of its runs: made once per process (`planned_version`), the runs share it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from calcgraph.domain.jobs.inputs import refuse_mismatches
 from calcgraph.domain.quotas.limits import Quotas
 from calcgraph.domain.quotas.service import quota_service
 from calcgraph.domain.runs import changes
+from calcgraph.domain.runs.create.planned import PlannedVersion
 from calcgraph.domain.runs.create.repository import RunCreationRepository
 from calcgraph.domain.runs.memo import RunMemo
 from calcgraph.domain.runs.models import WorkflowRun
@@ -116,31 +118,43 @@ async def retry_defaults(
 
 
 async def prepare_run(
+    memo: RunMemo,
     version: WorkflowVersionView,
     inputs: object,
     defaults: Mapping[str, dict[str, Any]],
     reuse: Reuse | None = None,
 ) -> PreparedRun:
-    """The inputs checked, the plan made and frozen: pure work, on a thread for a large
-    version (contract 8b: planning a 12,000-node graph is a second of pure Python; on a thread
-    the event loop takes its turn every few milliseconds for /health and the other callers)."""
-    if _node_count(version.graph) > OFF_LOOP_NODES:
-        return await off_loop(_prepared, version, inputs, defaults, reuse)
-    return _prepared(version, inputs, defaults, reuse)
+    """The inputs checked against the version's plan, made and frozen once per version
+    (`planned_version`, then remembered): pure work, on a thread for a large version not
+    planned yet (contract 8b: planning a 12,000-node graph is a second of pure Python; on a
+    thread the event loop takes its turn every few milliseconds for /health and the others)."""
+    planned = memo.planned(version.id)
+    if planned is None:
+        if _node_count(version.graph) > OFF_LOOP_NODES:
+            planned = await off_loop(planned_version, version, defaults)
+        else:
+            planned = planned_version(version, defaults)
+        memo.remember_planned(version.id, planned)
+    return _prepared(planned, inputs, reuse)
 
 
-def _prepared(
-    version: WorkflowVersionView,
-    inputs: object,
-    defaults: Mapping[str, dict[str, Any]],
-    reuse: Reuse | None,
-) -> PreparedRun:
-    _graph, resolved, planned = _planned(version, inputs)
-    frozen = _with_retry_defaults(planned, defaults)
-    states = initial_states(frozen)
+def planned_version(
+    version: WorkflowVersionView, defaults: Mapping[str, dict[str, Any]]
+) -> PlannedVersion:
+    """The version's input nodes, its plan with the retry `defaults` of its function versions
+    (`retry_defaults`), and the plan's snapshot: pure work, on any thread."""
+    graph = parse_graph(version.graph)
+    frozen = _with_retry_defaults(plan(graph, version.resolved_functions), defaults)
+    inputs = tuple(n for n in graph.nodes if isinstance(n, InputNode))
+    return PlannedVersion(inputs, frozen, frozen.as_dict())
+
+
+def _prepared(planned: PlannedVersion, inputs: object, reuse: Reuse | None) -> PreparedRun:
+    resolved = resolve_run_inputs(planned.input_nodes, inputs)
+    states = initial_states(planned.frozen)
     if reuse is not None:
-        states.update(reuse(frozen, resolved))
-    return PreparedRun(resolved, frozen, states, frozen.as_dict())
+        states.update(reuse(planned.frozen, resolved))
+    return PreparedRun(resolved, planned.frozen, states, planned.snapshot)
 
 
 async def start_run(
@@ -155,7 +169,7 @@ async def start_run(
     then `insert_run`. `reuse` gives the nodes that start `success` from another run (a re-run
     from failure): they run nothing, so they need no access."""
     defaults = await retry_defaults(session, memo, order.version)
-    prepared = await prepare_run(order.version, order.inputs, defaults, reuse)
+    prepared = await prepare_run(memo, order.version, order.inputs, defaults, reuse)
     return await insert_run(session, memo, principal, order, prepared)
 
 
@@ -223,13 +237,6 @@ def _node_count(graph: object) -> int:
     return len(nodes) if isinstance(nodes, list) else 0
 
 
-def _planned(version: WorkflowVersionView, inputs: object) -> tuple[Any, dict[str, Any], Plan]:
-    """The graph, the run's resolved inputs and its plan: pure work, on any thread."""
-    graph = parse_graph(version.graph)
-    resolved = resolve_run_inputs([n for n in graph.nodes if isinstance(n, InputNode)], inputs)
-    return graph, resolved, plan(graph, version.resolved_functions)
-
-
 def _with_retry_defaults(frozen: Plan, defaults: Mapping[str, dict[str, Any]]) -> Plan:
     """The plan with each function node that carries no retry policy given its function's
     manifest default, frozen into the run with the rest of the plan."""
@@ -260,17 +267,23 @@ async def create_run(
     the run. A larger one is planned holding no session (a 12,000-node plan is a second of
     work: issue 27), then a second transaction checks again what may have changed meanwhile
     (the caller's sight of the workflow, their room for runs; every function version a node
-    will run still visible to them is checked in the write either way) and writes it."""
+    will run still visible to them is checked in the write either way) and writes it. A
+    version planned before, in this process, is not planned again (`RunMemo.planned`): its
+    run is written in the first transaction, whatever its size."""
     async with database.write_session() as session:
         workflow = await workflow_service.visible(session, principal, slug)
         await quota_service.require_run_room(session, principal, quotas)
         version = await latest_version(session, memo, workflow)
         defaults = await retry_defaults(session, memo, version)
         order = RunOrder(slug, version, inputs, refresh=refresh)
-        if _node_count(version.graph) <= OFF_LOOP_NODES:
-            prepared = _prepared(version, inputs, defaults, None)
+        planned = memo.planned(version.id)
+        if planned is None and _node_count(version.graph) <= OFF_LOOP_NODES:
+            planned = planned_version(version, defaults)
+            memo.remember_planned(version.id, planned)
+        if planned is not None:
+            prepared = _prepared(planned, inputs, None)
             return await insert_run(session, memo, principal, order, prepared)
-    prepared = await prepare_run(version, inputs, defaults)
+    prepared = await prepare_run(memo, version, inputs, defaults)
     async with database.write_session() as session:
         await workflow_service.visible(session, principal, slug)
         await quota_service.require_run_room(session, principal, quotas)
