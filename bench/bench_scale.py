@@ -26,6 +26,9 @@ read from /proc for the server process alone; the load generator runs in this pr
   before and after.
 - `scale_rss_30000_jobs_http`: server RSS over three 10,000-node runs (30,000 jobs) and 20
   whole-run GraphQL queries (target: flat within 50 MB after the first run).
+- `scale_runs_of_a_12000_node_version_http`: 6 runs of one 12,000-node version started one
+  after another: each start's latency and the CPU it cost the API process and PostgreSQL (the
+  first plans the version; the others reuse its plan).
 - `scale_startup`: `calcgraph serve` to its first `/health` 200 on a migrated database (target
   1.5 s) and `calcgraph demo --fresh` to its exit (target 3 s), process CPU beside wall time.
 
@@ -427,6 +430,51 @@ def rss_30000_jobs(options: Options) -> list[Result]:
     return [asyncio.run(run())]
 
 
+HUGE_NODES = 12_000
+HUGE_RUNS = 6
+
+
+def runs_of_a_huge_version(options: Options) -> list[Result]:
+    """Starting `HUGE_RUNS` runs of one 12,000-node workflow version, one after another (the
+    runs quota's test case of issue 27): the latency of each `POST /workflows/{slug}/runs` and
+    the CPU it cost the API process and PostgreSQL. The first run of a version plans it; the
+    next ones start from its remembered plan (`RunMemo.planned`)."""
+
+    async def run() -> Result:
+        async with api() as bench:
+            slug = await bench.workflow(chains_nodes(bench, HUGE_NODES))
+            latencies: list[int] = []
+            cpu_ms: list[float] = []
+            t0 = time.perf_counter()
+            for i in range(HUGE_RUNS):
+                before = await cpu_split(bench)
+                began = time.perf_counter_ns()
+                await bench.start(slug, float(i))
+                latencies.append(time.perf_counter_ns() - began)
+                spent = await cpu_split(bench) - before
+                cpu_ms.append(
+                    round((spent.loop_thread + spent.worker_threads + spent.postgres) * 1000, 1)
+                )
+            later = sorted(cpu_ms[1:])
+            return summarise(
+                "scale_runs_of_a_12000_node_version_http",
+                f"{HUGE_RUNS} runs of one {HUGE_NODES:,}-node version, one after another",
+                bench.setup,
+                latencies,
+                time.perf_counter() - t0,
+                extra={
+                    "first_run_ms": round(latencies[0] / 1e6, 1),
+                    "later_runs_ms": [round(ns / 1e6, 1) for ns in latencies[1:]],
+                    "first_run_cpu_ms": cpu_ms[0],
+                    "later_runs_cpu_ms_p50": later[len(later) // 2],
+                    "cpu_ms_per_run": cpu_ms,
+                    "cpu": "API process (loop and other threads) and PostgreSQL",
+                },
+            )
+
+    return [asyncio.run(run())]
+
+
 def _startup_once(env: dict[str, str]) -> tuple[int, float, int]:
     """Nanoseconds to the first /health 200, the server's CPU seconds then, and nanoseconds to
     the first answer of a real route (GET /types): /health answers while the application is
@@ -511,5 +559,6 @@ BENCHMARKS = {
     "scale_polled_runs_http": polled_runs,
     "scale_nodes_http": nodes_curve,
     "scale_rss_30000_jobs_http": rss_30000_jobs,
+    "scale_runs_of_a_12000_node_version_http": runs_of_a_huge_version,
     "scale_startup": startup,
 }
