@@ -10,7 +10,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from calcgraph.db.base import RepositoryBase
 from calcgraph.domain.events.numbered.repository import rows_params, with_numbered
-from calcgraph.domain.runs.models import NodeState as NodeRowModel
 from calcgraph.domain.runs.models import WorkflowRun
 from calcgraph.domain.runs.statements.repository import NODES, RUNS
 
@@ -27,6 +26,10 @@ _NEW_NODES = select(
     literal_column("'pending'"),
     literal_column("0"),
 )
+_NODE_COLUMNS = ["run_id", "node_key", "kind", "status", "attempt"]
+# PostgreSQL: up to `NODE_ROWS_PER_STATEMENT` of a run's pending node rows from two arrays,
+# where an executemany bound five parameters a row (`RunCreationRepository.add_node_states`).
+INSERT_NODES = insert(NODES).from_select(_NODE_COLUMNS, _NEW_NODES)
 # Every column of the run's row but its outputs, which a new run has none of (a bound None
 # would be JSON null, not the NULL an INSERT without the column writes), and the values' sizes,
 # which the database computes (generated columns).
@@ -34,11 +37,7 @@ NEW_RUN_COLUMNS = tuple(c.key for c in RUNS.c if c.key != "terminal_outputs" and
 INSERT_RUN = (
     insert(RUNS)
     .values({name: bindparam(f"r_{name}", type_=RUNS.c[name].type) for name in NEW_RUN_COLUMNS})
-    .add_cte(
-        insert(NODES)
-        .from_select(["run_id", "node_key", "kind", "status", "attempt"], _NEW_NODES)
-        .cte("new_nodes")
-    )
+    .add_cte(insert(NODES).from_select(_NODE_COLUMNS, _NEW_NODES).cte("new_nodes"))
 )
 
 
@@ -78,12 +77,18 @@ class RunCreationRepository(RepositoryBase[WorkflowRun]):
     async def add_node_states(self, run_id: str, kinds: Mapping[str, str]) -> None:
         """One row per node, inserted `NODE_ROWS_PER_STATEMENT` at a time: the parameters of
         12,000 rows took the event loop for one long step, between two of which the other
-        callers (and /health) are served."""
-        rows = [
-            {"run_id": run_id, "node_key": key, "kind": kind, "status": "pending", "attempt": 0}
-            for key, kind in kinds.items()
-        ]
-        for start in range(0, len(rows), NODE_ROWS_PER_STATEMENT):
-            await self.session.execute(
-                insert(NodeRowModel), rows[start : start + NODE_ROWS_PER_STATEMENT]
-            )
+        callers (and /health) are served. PostgreSQL: each step from two arrays
+        (`INSERT_NODES`), elsewhere an executemany of Core rows."""
+        keys, kinds_of = list(kinds), list(kinds.values())
+        postgresql = self.session.get_bind().dialect.name == "postgresql"
+        for start in range(0, len(keys), NODE_ROWS_PER_STATEMENT):
+            step = slice(start, start + NODE_ROWS_PER_STATEMENT)
+            if postgresql:
+                params = {"r_id": run_id, "a_node_keys": keys[step], "a_kinds": kinds_of[step]}
+                await self.session.execute(INSERT_NODES, params)
+                continue
+            rows = [
+                {"run_id": run_id, "node_key": k, "kind": kind, "status": "pending", "attempt": 0}
+                for k, kind in zip(keys[step], kinds_of[step], strict=True)
+            ]
+            await self.session.execute(insert(NODES), rows)
