@@ -62,6 +62,18 @@ class UTCDateTime(TypeDecorator[datetime]):
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
 
+class WrittenJSON(TypeDecorator[str]):
+    """A parameter for a `JSONType` column given as its JSON text, written already (with
+    `json.dumps`, as the column's own writing would): bound as it is, not written again. For a
+    large value written once and stored many times (a version's plan, each run's snapshot)."""
+
+    impl = JSONType
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSONType}

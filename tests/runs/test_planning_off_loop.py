@@ -11,11 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, select
 
 from calcgraph.db.engine import Database
 from calcgraph.domain.runs.create import repository as run_repository
 from calcgraph.domain.runs.create import service as create_service
+from calcgraph.domain.runs.models import WorkflowRun
 from tests.packages.publishing import small_body
 from tests.workflows.graphs import fn, inp
 
@@ -81,8 +82,20 @@ async def test_a_huge_workflow_is_planned_off_the_event_loop(
         assert keys == {f"n{i}" for i in range(count)}
 
 
+async def _stored_snapshots(database: Database, *run_ids: str) -> list[Any]:
+    async with database.read_session() as session:
+        rows = await session.execute(
+            select(WorkflowRun.id, WorkflowRun.plan_snapshot).where(WorkflowRun.id.in_(run_ids))
+        )
+        stored = dict(rows.all())
+    return [stored[run_id] for run_id in run_ids]
+
+
 async def test_a_version_is_planned_once_for_all_its_runs(
-    client: httpx.AsyncClient, bearer: Headers, planned_on: list[tuple[int, bool]]
+    client: httpx.AsyncClient,
+    bearer: Headers,
+    database: Database,
+    planned_on: list[tuple[int, bool]],
 ) -> None:
     """Every run of a version freezes the same plan: the second run of a huge version is not
     planned again (a second of pure work each), and each run is still its own: its inputs,
@@ -100,6 +113,9 @@ async def test_a_version_is_planned_once_for_all_its_runs(
     assert planned_on == [(width + 1, False)]
     assert second["id"] != first["id"]
     assert second["plan_snapshot"] == first["plan_snapshot"]
+    # Each row stores the snapshot, written as JSON once for the version.
+    stored = await _stored_snapshots(database, first["id"], second["id"])
+    assert stored == [first["plan_snapshot"]] * 2
     assert (first["inputs"], second["inputs"]) == ({"x": 1}, {"x": 2})
     assert ticked.json()["status"] == "running"
     assert {s["status"] for s in second["node_states"].values()} == {"pending"}
@@ -136,3 +152,4 @@ async def test_a_huge_runs_node_rows_go_in_bounded_statements(
         event.remove(database.engine.sync_engine, "before_cursor_execute", count)
     assert len(set(run["node_states"]) - {"x"}) == 450
     assert len(inserts) >= 5
+    assert await _stored_snapshots(database, run["id"]) == [run["plan_snapshot"]]

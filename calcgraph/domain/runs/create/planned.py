@@ -14,8 +14,10 @@ class PlannedVersion:
     """What every run of one workflow version starts from, made once per version: its input
     nodes (a run's inputs are checked against them), its plan frozen with its function
     versions' retry defaults (immutable, as the version is), and that plan's snapshot (each
-    run's `plan_snapshot`). Shared by the runs and never changed."""
+    run's `plan_snapshot`), also written as JSON once. Shared by the runs, never changed."""
 
     input_nodes: tuple[InputNode, ...]
     frozen: Plan
     snapshot: dict[str, Any]
+    written: str
+    """The snapshot as JSON text (`json.dumps`), as each run's row stores it."""

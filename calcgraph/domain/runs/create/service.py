@@ -8,6 +8,7 @@ of its runs: made once per process (`planned_version`), the runs share it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -102,6 +103,8 @@ class PreparedRun:
     frozen: Plan
     states: dict[str, NodeState]
     snapshot: dict[str, Any]
+    written_snapshot: str
+    """`snapshot` as JSON text, written once for its version (`PlannedVersion.written`)."""
 
 
 async def retry_defaults(
@@ -146,7 +149,8 @@ def planned_version(
     graph = parse_graph(version.graph)
     frozen = _with_retry_defaults(plan(graph, version.resolved_functions), defaults)
     inputs = tuple(n for n in graph.nodes if isinstance(n, InputNode))
-    return PlannedVersion(inputs, frozen, frozen.as_dict())
+    snapshot = frozen.as_dict()
+    return PlannedVersion(inputs, frozen, snapshot, json.dumps(snapshot))
 
 
 def _prepared(planned: PlannedVersion, inputs: object, reuse: Reuse | None) -> PreparedRun:
@@ -154,7 +158,7 @@ def _prepared(planned: PlannedVersion, inputs: object, reuse: Reuse | None) -> P
     states = initial_states(planned.frozen)
     if reuse is not None:
         states.update(reuse(planned.frozen, resolved))
-    return PreparedRun(resolved, planned.frozen, states, planned.snapshot)
+    return PreparedRun(resolved, planned.frozen, states, planned.snapshot, planned.written)
 
 
 async def start_run(
@@ -220,7 +224,7 @@ async def insert_run(
     once = not started and repository.inserts_at_once(len(kinds))
     held = held_for_last_statement(session) if once else None
     events = held.take() if held is not None else []
-    await repository.insert_run(run, kinds, events)
+    await repository.insert_run(run, prepared.written_snapshot, kinds, events)
     if held is not None:
         held.written(events)
     await RunRepository.from_session(session).write_states(run.id, started, 0)
