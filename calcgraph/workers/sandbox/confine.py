@@ -108,6 +108,12 @@ _MOUNT_FLAGS = {"nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 0x400, "nodirat
 _MS_RELATIME = 0x200000
 
 
+def _mounted(point: str) -> bool:
+    """Whether `point` is a mount point of this namespace now."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
+        return any(line.split()[4].encode().decode("unicode_escape") == point for line in table)
+
+
 def _read_only_mounts(libc: Any, keep_writable: tuple[str, ...]) -> None:
     """In the runner's own mount namespace: every mount but `keep_writable` (and what lies
     under them) remounted read-only, keeping its other flags, and a /proc of its own that
@@ -128,9 +134,14 @@ def _read_only_mounts(libc: Any, keep_writable: tuple[str, ...]) -> None:
             import ctypes
             import errno
 
-            if ctypes.get_errno() == errno.ENOENT:  # under a folder a tmpfs now covers
+            error = ctypes.get_errno()
+            if error == errno.ENOENT:  # under a folder a tmpfs now covers
                 continue
-            raise OSError(ctypes.get_errno(), f"cannot make {point} read-only")
+            if error == errno.EINVAL and not _mounted(point):
+                # Unmounted since the table was read: the host's unmounts reach this
+                # namespace (a container's overlay, gone as the job started).
+                continue
+            raise OSError(error, f"cannot make {point} read-only")
     proc = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     for hidepid in (b"hidepid=invisible", b"hidepid=2"):  # the name, then older kernels' number
         if libc.mount(b"proc", b"/proc", b"proc", proc, hidepid) == 0:
